@@ -1,0 +1,159 @@
+/**
+ * The DCS contract (shared/docs/dcs-layout.md). One interface, two implementations:
+ * `EtcdDcs` (etcd v3 through the `etcd3` package) and `InMemoryDcs` (in-process, for embedding,
+ * the demo and fast tests). One contract test suite runs against both.
+ *
+ * Rules every implementation keeps:
+ * - every call is bounded by `retryTimeoutMs`; a call that cannot reach the store rejects with
+ *   `DcsError('dcs_unavailable', …)`; expected outcomes ("another member holds the lock", a
+ *   compare-and-set that lost) are return values, never exceptions;
+ * - one lease per agent with TTL = ttl seconds; the member key and (while leading) the leader key
+ *   are attached to it; the lease is kept alive only by `keepalive()` (called each HA loop), never
+ *   by a background timer, so a frozen agent loses its keys after ttl;
+ * - `close()` revokes the lease before closing the client (etcd3's close() alone does not stop
+ *   keepalive streams: stack.md §2.3);
+ * - the view is a cache of the whole prefix: one range read, then one watch from the returned
+ *   revision; watch events update the cache and are emitted as DcsEvents.
+ */
+import type { ClusterView, FailoverRequest, HistoryEntry, LeaderStatus, SyncState } from '../domain/cluster.ts';
+import type { MemberData } from '../domain/member.ts';
+
+/** Events a Dcs emits into the node (names by source and tense). */
+export type DcsEvent =
+  | { type: 'dcs.leaderChanged'; leader: string | undefined }
+  | { type: 'dcs.memberChanged'; name: string }
+  | { type: 'dcs.configChanged' }
+  | { type: 'dcs.failoverChanged' }
+  | { type: 'dcs.statusChanged' }
+  | { type: 'dcs.syncChanged' }
+  | { type: 'dcs.historyChanged' }
+  | { type: 'dcs.initializeChanged' }
+  | { type: 'dcs.unreachable'; error: string }
+  | { type: 'dcs.reachable' };
+
+/** Options shared by both implementations. */
+export interface DcsOptions {
+  /** DCS namespace, default `/service/`; repeated slashes collapse. */
+  namespace: string;
+  /** Cluster name. */
+  scope: string;
+  /** This member's name (the leader key value when it leads). */
+  name: string;
+  /** Lease TTL, seconds. */
+  ttlSeconds: number;
+  /** Bound of every call, ms. */
+  retryTimeoutMs: number;
+  /** Clock, epoch ms. Default Date.now. */
+  now?: () => number;
+}
+
+/** Result of a leader race. */
+export type AcquireResult = { acquired: true } | { acquired: false; holder: string | undefined };
+
+/** Error codes of real DCS failures. */
+export type DcsErrorCode = 'dcs_unavailable' | 'dcs_invalid_value';
+
+/** A real DCS failure (not an expected outcome). */
+export class DcsError extends Error {
+  constructor(
+    readonly code: DcsErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DcsError';
+  }
+}
+
+/** Key prefix `/<namespace>/<scope>/` with repeated slashes collapsed, always ending in `/`. */
+export function clusterPrefix(namespace: string, scope: string): string {
+  return `/${namespace}/${scope}/`.replace(/\/+/g, '/');
+}
+
+export interface Dcs {
+  readonly scope: string;
+  readonly name: string;
+
+  /**
+   * Connects, grants the lease (unless `lease: false`, used by read-only clients such as hactl),
+   * reads the prefix into the cache and starts the watch (unless `watch: false`).
+   * Rejects with DcsError when the store cannot be reached within retryTimeoutMs.
+   */
+  start(opts?: { lease?: boolean; watch?: boolean }): Promise<void>;
+
+  /** Revokes the lease (deleting this member's keys, and the leader key if held), then closes. */
+  close(): Promise<void>;
+
+  /** The cached view. Synchronous and cheap: safe in HTTP handlers and metrics. */
+  view(): ClusterView;
+
+  /** Epoch ms of the last successful contact with the store (read, write, keepalive, watch event); 0 if never. */
+  lastSeenMs(): number;
+
+  /** Epoch ms, on the agent's own clock, of the last successful lease keepalive or grant; 0 if never. */
+  lastKeepaliveMs(): number;
+
+  /** Subscribes to events; returns the unsubscribe function. */
+  subscribe(listener: (event: DcsEvent) => void): () => void;
+
+  /** Linearizable range read of the whole prefix now; replaces the cache and returns it. */
+  refresh(): Promise<ClusterView>;
+
+  /** Keeps the lease alive; grants a new one if the store no longer knows it. */
+  keepalive(): Promise<void>;
+
+  /** Drops the lease and grants one with the new TTL (seconds); member/leader keys are re-put by the caller. */
+  setTtl(ttlSeconds: number): Promise<void>;
+
+  /** Leader race: create-only transaction on `leader` with this member's name and lease. */
+  attemptToAcquireLeader(): Promise<AcquireResult>;
+
+  /**
+   * Renews the lock: keepalive the lease; if the leader key carries another lease but this name,
+   * re-put it with the current lease; if the key is absent, re-create it. False when another
+   * member holds it.
+   */
+  updateLeader(): Promise<boolean>;
+
+  /** Releases the lock: transaction `value(leader) == name` → delete. False when not held. */
+  deleteLeader(): Promise<boolean>;
+
+  /** Writes `members/<name>` with the lease. */
+  touchMember(data: MemberData): Promise<void>;
+
+  /** Removes `members/<name>` (used on shutdown before the lease is revoked, and by tests). */
+  deleteMember(): Promise<void>;
+
+  /**
+   * Writes `initialize`. `create: true`: create-only (bootstrap race), false when it already exists.
+   * `create: false`: overwrite (the winner writing the system identifier).
+   */
+  initialize(sysid: string, opts: { create: boolean }): Promise<boolean>;
+
+  /** Deletes `initialize` (bootstrap failed). */
+  cancelInitialize(): Promise<void>;
+
+  /**
+   * Writes `config` (compact JSON). With `expectedRevision`: compare-and-set on mod_revision
+   * ('0' means create-only); false on conflict. Without: unconditional.
+   */
+  setConfig(value: Record<string, unknown>, expectedRevision?: string): Promise<boolean>;
+
+  /** Writes `status`. */
+  setStatus(status: LeaderStatus): Promise<void>;
+
+  /** Writes `failover`; `{}` clears it. CAS like setConfig. */
+  setFailover(value: FailoverRequest, expectedRevision?: string): Promise<boolean>;
+
+  /** Writes `sync` (CAS like setConfig); null deletes it. */
+  setSync(value: SyncState | null, expectedRevision?: string): Promise<boolean>;
+
+  /** Writes `history`. */
+  setHistory(history: HistoryEntry[]): Promise<void>;
+
+  /** Writes `failsafe`; null deletes it. */
+  setFailsafe(value: Record<string, string> | null): Promise<void>;
+
+  /** Deletes the whole prefix (`hactl remove`). */
+  deleteCluster(): Promise<void>;
+}

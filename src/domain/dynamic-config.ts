@@ -1,0 +1,85 @@
+/**
+ * The dynamic configuration: the JSON value of the DCS key `config`, seeded once from
+ * `bootstrap.dcs` by the bootstrap winner (shared/docs/dcs-layout.md; seed 000 "Dynamic
+ * configuration document"). Keys beyond those listed are kept as they are.
+ */
+
+/** `database` section of the dynamic configuration. */
+export interface DynamicDatabaseConfig {
+  use_slots: boolean;
+  use_db_rewind: boolean;
+  /** PostgreSQL parameter name -> value (string or integer). */
+  parameters: Record<string, string | number>;
+  [other: string]: unknown;
+}
+
+/** The effective dynamic configuration (defaults filled in). */
+export interface DynamicConfig {
+  /** Lease TTL of the leader lock and member keys, seconds. */
+  ttl: number;
+  /** Period of the HA loop, seconds. */
+  loop_wait: number;
+  /** Budget of every DCS and PostgreSQL call, seconds. */
+  retry_timeout: number;
+  /** Bytes a replica may lag behind the leader and still be promoted. */
+  maximum_lag_on_failover: number;
+  check_timeline: boolean;
+  database: DynamicDatabaseConfig;
+  pause?: boolean;
+  synchronous_mode?: boolean | 'quorum';
+  failsafe_mode?: boolean;
+  [other: string]: unknown;
+}
+
+/** Defaults of the issue and of the reference: ttl 30, loop_wait 10, retry_timeout 10, 1 MiB lag. */
+export const DYNAMIC_DEFAULTS: DynamicConfig = {
+  ttl: 30,
+  loop_wait: 10,
+  retry_timeout: 10,
+  maximum_lag_on_failover: 1048576,
+  check_timeline: false,
+  database: { use_slots: true, use_db_rewind: false, parameters: {} },
+};
+
+/**
+ * Checks the timing rule `loop_wait + 2 * retry_timeout <= ttl` (dcs-layout.md "Leases and the
+ * leader lock": a leader that cannot renew must be demoting before its lease can expire).
+ * Returns an error message naming the three numbers, or undefined when the rule holds.
+ */
+export function timingError(c: Pick<DynamicConfig, 'ttl' | 'loop_wait' | 'retry_timeout'>): string | undefined {
+  if (c.loop_wait + 2 * c.retry_timeout > c.ttl) {
+    return (
+      `loop_wait + 2*retry_timeout must not exceed ttl: loop_wait ${c.loop_wait} + 2*retry_timeout ${c.retry_timeout}` +
+      ` = ${c.loop_wait + 2 * c.retry_timeout} > ttl ${c.ttl}`
+    );
+  }
+  return undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Fills defaults into a stored (possibly partial) dynamic configuration. Unknown keys are kept.
+ * Values of the wrong type fall back to the default (the stored document was validated on write).
+ */
+export function withDefaults(stored: unknown): DynamicConfig {
+  const s = isObject(stored) ? stored : {};
+  const db = isObject(s['database']) ? s['database'] : {};
+  const num = (k: string, d: number) => (typeof s[k] === 'number' ? (s[k] as number) : d);
+  return {
+    ...s,
+    ttl: num('ttl', DYNAMIC_DEFAULTS.ttl),
+    loop_wait: num('loop_wait', DYNAMIC_DEFAULTS.loop_wait),
+    retry_timeout: num('retry_timeout', DYNAMIC_DEFAULTS.retry_timeout),
+    maximum_lag_on_failover: num('maximum_lag_on_failover', DYNAMIC_DEFAULTS.maximum_lag_on_failover),
+    check_timeline: typeof s['check_timeline'] === 'boolean' ? (s['check_timeline'] as boolean) : false,
+    database: {
+      ...db,
+      use_slots: typeof db['use_slots'] === 'boolean' ? (db['use_slots'] as boolean) : true,
+      use_db_rewind: typeof db['use_db_rewind'] === 'boolean' ? (db['use_db_rewind'] as boolean) : false,
+      parameters: isObject(db['parameters']) ? (db['parameters'] as Record<string, string | number>) : {},
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * Contract of the local PostgreSQL instance (one per agent). Implemented by `LocalPostgres`
+ * (src/postgres/local.ts) on Debian's postgresql-15 binaries; the database lifecycle machine's
+ * actors call it, the HA loop reads `probe()` results. Nothing here decides anything.
+ *
+ * When the agent runs as root every PostgreSQL process (initdb, pg_ctl, postgres,
+ * pg_basebackup, pg_controldata…) runs as the `postgres` OS user and the data directory is owned
+ * by that user.
+ */
+
+/** One row of pg_stat_replication (seed 000, status document `replication`). */
+export interface ReplicationRow {
+  usename: string;
+  application_name: string;
+  client_addr: string | null;
+  state: string;
+  sync_state: string;
+  sync_priority: number;
+  /** Bytes; undefined when null. */
+  flush_lsn?: bigint;
+  replay_lsn?: bigint;
+}
+
+/** Result of one status probe over the unix socket. LSNs in bytes. */
+export interface PgStatus {
+  /** Epoch ms when the probe finished. */
+  atMs: number;
+  inRecovery: boolean;
+  /** server_version_num, e.g. 150018. */
+  serverVersion: number;
+  /** pg_postmaster_start_time() as text with offset, e.g. `2026-11-21 13:02:31.123+00`. */
+  postmasterStartTime: string;
+  timeline: number;
+  /** Primary: pg_current_wal_flush_lsn(). */
+  flushLsn?: bigint;
+  /** Replica: pg_last_wal_receive_lsn(). */
+  receiveLsn?: bigint;
+  /** Replica: pg_last_wal_replay_lsn(). */
+  replayLsn?: bigint;
+  /** Replica: pg_last_xact_replay_timestamp() as text, null when none. */
+  replayTimestamp?: string | null;
+  /** Replica: pg_is_wal_replay_paused(). */
+  replayPaused?: boolean;
+  /** Replica: the WAL receiver is streaming. */
+  streaming: boolean;
+  /** Replica: restore_command is set (so not streaming means archive recovery). */
+  archiveRecovery?: boolean;
+  /** Replica: pg_stat_wal_receiver.latest_end_lsn. */
+  latestEndLsn?: bigint;
+  /** Replica: application_name/host of the upstream (from pg_stat_wal_receiver.conninfo). */
+  upstreamHost?: string;
+  replication: ReplicationRow[];
+  /** Parameters waiting for a restart: name -> {old_value (current), new_value (from the files)}. */
+  pendingRestart: Record<string, { old_value: string; new_value: string }>;
+  /** Physical replication slots present: name -> restart_lsn bytes (0 when null). */
+  slots: Record<string, bigint>;
+}
+
+/** Fields of pg_controldata the agent uses. */
+export interface ControlData {
+  systemIdentifier: string;
+  /** "Database cluster state", e.g. `in production`, `shut down`, `shut down in recovery`, `in archive recovery`, `in crash recovery`. */
+  clusterState: string;
+  /** "Latest checkpoint location", bytes. */
+  checkpointLsn: bigint;
+  /** "Latest checkpoint's TimeLineID". */
+  checkpointTimeline: number;
+  /** "Minimum recovery ending location", bytes. */
+  minRecoveryLsn: bigint;
+}
+
+/** Credentials of one role. */
+export interface RoleAuth {
+  username: string;
+  password: string;
+}
+
+/** Where to replicate from. */
+export interface Upstream {
+  host: string;
+  port: number;
+  /** Member name of the upstream (for logs). */
+  name: string;
+}
+
+/** What `configure()` writes. */
+export interface ConfigureOptions {
+  role: 'primary' | 'replica';
+  /** Replica: the upstream to stream from (primary_conninfo). Absent: no primary_conninfo. */
+  upstream?: Upstream;
+  /** Replica: primary_slot_name when use_slots. */
+  slotName?: string;
+  /** Parameters from the local config and the dynamic config (dynamic wins). */
+  parameters: Record<string, string | number>;
+}
+
+export interface PgControl {
+  /** Absolute data directory. */
+  readonly dataDir: string;
+
+  /** True when the data directory holds a cluster (PG_VERSION exists). */
+  hasData(): Promise<boolean>;
+
+  /** Parsed pg_controldata; rejects when the directory holds no cluster. */
+  controlData(): Promise<ControlData>;
+
+  /** initdb with the superuser and the given options (`--key=value` strings); rejects with the tool's stderr. */
+  initdb(options: string[]): Promise<void>;
+
+  /**
+   * After the first start of a new cluster: sets the superuser password, creates the replication
+   * role (REPLICATION LOGIN) with its password.
+   */
+  postBootstrap(): Promise<void>;
+
+  /**
+   * Runs a custom bootstrap command (`<command> --scope=<scope> --datadir=<dir>`); rejects when it
+   * exits non-zero.
+   */
+  customBootstrap(command: string): Promise<void>;
+
+  /**
+   * Writes the agent-owned configuration: postgresql.conf (including the original as
+   * postgresql.base.conf), pg_hba.conf (replication entries + configured lines), standby.signal
+   * with primary_conninfo (application_name = member name), primary_slot_name and
+   * recovery_target_timeline = 'latest' for a replica; removes standby.signal for a primary.
+   */
+  configure(opts: ConfigureOptions): Promise<void>;
+
+  /** pg_ctl start -w; resolves when it accepts connections; rejects after timeoutMs or on failure. */
+  start(timeoutMs: number): Promise<void>;
+
+  /** pg_ctl stop -m <mode> -w; resolves when the postmaster is gone (or was not running). */
+  stop(mode: 'fast' | 'immediate', timeoutMs: number): Promise<void>;
+
+  /** Promotes a standby; resolves when it accepts writes. */
+  promote(timeoutMs: number): Promise<void>;
+
+  /** pg_ctl reload (SIGHUP). */
+  reload(): Promise<void>;
+
+  /** pg_basebackup -X stream from the upstream into the (empty) data directory, as the replication user. */
+  basebackup(from: Upstream): Promise<void>;
+
+  /** Removes the data directory's content (reinitialize, diverged timeline). */
+  removeData(): Promise<void>;
+
+  /** PID of a live postmaster of this data directory, or undefined. Cheap (postmaster.pid + kill 0). */
+  postmasterPid(): Promise<number | undefined>;
+
+  /** One status probe, every query bounded by timeoutMs. Rejects when PostgreSQL does not answer. */
+  probe(timeoutMs: number): Promise<PgStatus>;
+
+  /** Creates missing physical slots and drops physical slots not in `names` (primary only). */
+  syncSlots(names: string[]): Promise<void>;
+
+  /** Runs one SQL statement as the superuser (tests, checkpoint before switchover). */
+  query<T = Record<string, unknown>>(sql: string, timeoutMs?: number): Promise<T[]>;
+
+  /** Closes connections. */
+  close(): Promise<void>;
+}
