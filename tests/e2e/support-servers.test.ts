@@ -15,7 +15,7 @@ describe('test servers', () => {
     const etcd = await startEtcd();
     try {
       const r = await fetch(`${etcd.url}/version`);
-      expect((await r.json()).etcdserver).toMatch(/^3\./);
+      expect(((await r.json()) as { etcdserver: string }).etcdserver).toMatch(/^3\./);
     } finally {
       await etcd.stop();
     }

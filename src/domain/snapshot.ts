@@ -1,0 +1,50 @@
+/**
+ * The node snapshot: everything the HTTP handlers and the metrics read. Built by the node agent
+ * after every HA cycle, every probe (at least once a second) and every machine transition.
+ * Handlers answer from it alone: no SQL, no DCS call inside a handler.
+ */
+import type { ClusterView } from './cluster.ts';
+import type { DynamicConfig } from './dynamic-config.ts';
+import type { ScheduledRestartData, Tags } from './member.ts';
+import type { PgStatus } from './pg-status.ts';
+import type { DatabaseState, Role } from './states.ts';
+
+export interface NodeSnapshot {
+  /** Member name. */
+  name: string;
+  /** Cluster name. */
+  scope: string;
+  /** Agent version (semver). */
+  version: string;
+  /** `http://<restapi.connect_address>/ha` */
+  apiUrl: string;
+  /** `postgres://<host>:<port>/postgres` */
+  connUrl: string;
+  /** Effective tags (false-valued predefined boolean tags removed). */
+  tags: Tags;
+  /** Database lifecycle state (one of the 15). */
+  state: DatabaseState;
+  /** Role of the local database. */
+  role: Role;
+  /** Latest successful probe while PostgreSQL runs; undefined when it is not running or the probe failed. */
+  pg?: PgStatus;
+  /** Database system identifier when known. */
+  sysid?: string;
+  /**
+   * Epoch ms until which this node holds the leader lock: last successful acquire/renewal + ttl
+   * (an in-memory expiry, patroni.md §1.4); 0 when it does not hold it.
+   */
+  leaderUntilMs: number;
+  /** Cached DCS view. */
+  cluster: ClusterView;
+  /** Epoch ms of the last successful DCS contact; 0 if never. */
+  dcsLastSeenMs: number;
+  /** Effective dynamic configuration (defaults filled). */
+  config: DynamicConfig;
+  /** Epoch ms of the last completed HA loop; 0 before the first. */
+  lastLoopMs: number;
+  /** Scheduled restart of this node, if any. */
+  scheduledRestart?: ScheduledRestartData;
+  /** True while DCS failsafe mode keeps this primary running. */
+  failsafeActive?: boolean;
+}
