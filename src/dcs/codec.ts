@@ -1,0 +1,179 @@
+/**
+ * Value codecs for every key of the DCS layout (shared/docs/dcs-layout.md). Parsing happens here,
+ * at the edge, with valibot: a stored value that does not parse yields `undefined` and is left out
+ * of the view (no log, no throw), so one bad `members/x` cannot break the view of the cluster.
+ * Encoding is compact JSON (JSON.stringify without spacing), except `leader` (plain text name)
+ * and `initialize` (plain decimal text).
+ */
+import * as v from 'valibot';
+import type { FailoverRequest, HistoryEntry, LeaderStatus, SyncState } from '../domain/cluster.ts';
+import type { MemberData } from '../domain/member.ts';
+import { DATABASE_STATES } from '../domain/states.ts';
+
+const int = () => v.pipe(v.number(), v.integer());
+
+const TagsSchema = v.looseObject({
+  nofailover: v.optional(v.boolean()),
+  noloadbalance: v.optional(v.boolean()),
+  clonefrom: v.optional(v.boolean()),
+  nosync: v.optional(v.boolean()),
+  failover_priority: v.optional(v.number()),
+});
+
+const ScheduledRestartSchema = v.looseObject({
+  schedule: v.string(),
+  restart_pending: v.optional(v.boolean()),
+  role: v.optional(v.string()),
+  database_version: v.optional(v.string()),
+  timeout: v.optional(v.number()),
+  postmaster_start_time: v.optional(v.string()),
+});
+
+/** Schema of `members/<name>` (dcs-layout.md "Member data"); unknown extra keys are kept. */
+export const MemberDataSchema = v.looseObject({
+  conn_url: v.string(),
+  api_url: v.string(),
+  state: v.picklist(DATABASE_STATES),
+  role: v.picklist(['primary', 'replica', 'standby_leader', 'uninitialized']),
+  version: v.string(),
+  xlog_location: v.optional(int()),
+  receive_lsn: v.optional(int()),
+  replay_lsn: v.optional(int()),
+  replication_state: v.optional(v.picklist(['streaming', 'in archive recovery'])),
+  timeline: v.optional(int()),
+  tags: v.optional(TagsSchema),
+  pending_restart: v.optional(v.boolean()),
+  pending_restart_reason: v.optional(
+    v.record(v.string(), v.object({ old_value: v.string(), new_value: v.string() })),
+  ),
+  scheduled_restart: v.optional(ScheduledRestartSchema),
+  pause: v.optional(v.boolean()),
+});
+
+/** Schema of `status`. */
+export const LeaderStatusSchema = v.looseObject({
+  optime: int(),
+  slots: v.optional(v.record(v.string(), int())),
+  retain_slots: v.optional(v.array(v.string())),
+});
+
+/** Schema of a non-empty `failover` value. */
+export const FailoverSchema = v.looseObject({
+  leader: v.optional(v.string()),
+  member: v.optional(v.string()),
+  scheduled_at: v.optional(v.string()),
+});
+
+/** Schema of `sync`. */
+export const SyncSchema = v.looseObject({
+  leader: v.string(),
+  sync_standby: v.nullable(v.string()),
+  quorum: v.optional(int()),
+});
+
+const HistoryEntrySchema = v.tuple([
+  int(),
+  int(),
+  v.string(),
+  v.optional(v.nullable(v.string())),
+  v.optional(v.nullable(v.string())),
+]);
+
+/** Schema of `history`: a list of `[timeline, switch_lsn, reason, timestamp?, new_leader?]`. */
+export const HistorySchema = v.array(HistoryEntrySchema);
+
+/** Schema of `config`: any JSON object (defaults are filled elsewhere). */
+export const ConfigSchema = v.record(v.string(), v.unknown());
+
+/** Schema of `failsafe`: member name -> api_url. */
+export const FailsafeSchema = v.record(v.string(), v.string());
+
+function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOutput<S> | undefined {
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  const r = v.safeParse(schema, data);
+  return r.success ? r.output : undefined;
+}
+
+/** Parses `members/<name>`; undefined when it is not valid member data. */
+export function decodeMember(raw: string): MemberData | undefined {
+  return parseJson(MemberDataSchema, raw) as MemberData | undefined;
+}
+
+/** Parses `leader` (plain text member name); undefined when empty. */
+export function decodeLeader(raw: string): string | undefined {
+  return raw.length > 0 ? raw : undefined;
+}
+
+/** Parses `initialize`: a decimal system identifier, or '' while bootstrap runs; undefined otherwise. */
+export function decodeInitialize(raw: string): string | undefined {
+  return /^\d*$/.test(raw) ? raw : undefined;
+}
+
+/** Parses `status`. */
+export function decodeStatus(raw: string): LeaderStatus | undefined {
+  return parseJson(LeaderStatusSchema, raw);
+}
+
+/**
+ * Parses `failover`. `{}` and the empty string both mean "no request" and decode to `{}`
+ * (kept in the view with its revision, so a compare-and-set can still address the key).
+ */
+export function decodeFailover(raw: string): FailoverRequest | undefined {
+  if (raw.trim() === '') return {};
+  return parseJson(FailoverSchema, raw);
+}
+
+/** True when a failover value carries no request (`{}`: neither leader, member nor scheduled_at). */
+export function isEmptyFailover(f: FailoverRequest | undefined): boolean {
+  return !f || (f.leader === undefined && f.member === undefined && f.scheduled_at === undefined);
+}
+
+/** Parses `sync`. */
+export function decodeSync(raw: string): SyncState | undefined {
+  return parseJson(SyncSchema, raw);
+}
+
+/** Parses `history`; trailing missing/null fields of an entry are dropped. */
+export function decodeHistory(raw: string): HistoryEntry[] | undefined {
+  const parsed = parseJson(HistorySchema, raw);
+  if (!parsed) return undefined;
+  return parsed.map(([tl, lsn, reason, ts, leader]) => {
+    const entry: HistoryEntry = [tl, lsn, reason];
+    if (ts != null || leader != null) entry.push(ts ?? '');
+    if (leader != null) entry.push(leader);
+    return entry;
+  });
+}
+
+/** Parses `config` (any JSON object). */
+export function decodeConfig(raw: string): Record<string, unknown> | undefined {
+  return parseJson(ConfigSchema, raw);
+}
+
+/** Parses `failsafe`. */
+export function decodeFailsafe(raw: string): Record<string, string> | undefined {
+  return parseJson(FailsafeSchema, raw);
+}
+
+/** Compact JSON (no spaces), the encoding of every JSON key. */
+export function encodeJson(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+/** Member data as stored: compact JSON (undefined fields omitted). */
+export function encodeMember(data: MemberData): string {
+  return JSON.stringify(data);
+}
+
+/** `status` as stored: compact JSON with empty `slots` / `retain_slots` omitted (dcs-layout.md). */
+export function encodeStatus(status: LeaderStatus): string {
+  const out: LeaderStatus = { optime: status.optime };
+  if (status.slots && Object.keys(status.slots).length > 0) out.slots = status.slots;
+  if (status.retain_slots && status.retain_slots.length > 0) out.retain_slots = status.retain_slots;
+  return JSON.stringify(out);
+}
