@@ -1,0 +1,303 @@
+/**
+ * The database lifecycle machine: the one owner of the postmaster (style.md habit 4).
+ *
+ * Its states are exactly the 15 database states of seed 000 ("States and transitions"), with the
+ * numbers of src/domain/states.ts. The seed does not show the transitions; they are ours, written
+ * down in docs/machines.md and below. Effects are named actors the caller provides
+ * (`initdb`, `customBootstrap`, `clone`, `start`, `stop`, `restart`, `promote`); every invoke has
+ * onError, so a failed effect is a state, never a crash.
+ *
+ * Time is data: every command and observation carries `at` (epoch ms); the machine never reads a
+ * clock, so replaying a journal of its events through `transition()` rebuilds the same state.
+ */
+import { assign, setup, spawnChild, fromPromise, type ActorRefFrom, type SnapshotFrom } from 'xstate';
+import type { Role } from '../domain/states.ts';
+
+/** Role the database is started with. */
+export type StartRole = 'primary' | 'replica';
+
+/** What to do once a stop completes. */
+export type AfterStop = { kind: 'none' } | { kind: 'start'; role: StartRole } | { kind: 'clone' };
+
+/** Input of the actors that start PostgreSQL. */
+export interface StartInput {
+  role: StartRole;
+}
+
+/** Input of the stop actor. */
+export interface StopInput {
+  mode: 'fast' | 'immediate';
+}
+
+/** Context of the database machine. */
+export interface DatabaseContext {
+  /** Role of the local database (`uninitialized` until it first runs). */
+  role: Role;
+  /** Role to start with (set by cmd.start / cmd.demote / clone). */
+  startRole: StartRole;
+  /** Stop mode of the stop in progress. */
+  stopMode: 'fast' | 'immediate';
+  /** What follows the stop in progress. */
+  afterStop: AfterStop;
+  /** Reason of the last command or observation (for the journal and logs). */
+  reason: string;
+  /** Message of the last failed effect, if any. */
+  lastError?: string;
+  /** Epoch ms of the last state change (from the event's `at`). */
+  sinceMs: number;
+  /** A promotion is in progress (spawned `promote` actor). */
+  promoting: boolean;
+}
+
+/** Input of the machine. */
+export interface DatabaseInput {
+  /** Epoch ms when the agent started. */
+  at: number;
+}
+
+interface Cmd {
+  reason: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** Events of the database machine: commands from the HA loop / API, observations of the postmaster. */
+export type DatabaseEvent =
+  | ({ type: 'cmd.bootstrap' } & Cmd)
+  | ({ type: 'cmd.customBootstrap' } & Cmd)
+  | ({ type: 'cmd.clone' } & Cmd)
+  | ({ type: 'cmd.start'; role: StartRole } & Cmd)
+  | ({ type: 'cmd.stop'; mode: 'fast' | 'immediate' } & Cmd)
+  | ({ type: 'cmd.restart' } & Cmd)
+  | ({ type: 'cmd.promote' } & Cmd)
+  | ({ type: 'cmd.demote'; mode: 'fast' | 'immediate' } & Cmd)
+  | ({ type: 'cmd.reinitialize' } & Cmd)
+  /** The postmaster of a running database is gone. */
+  | ({ type: 'pg.died' } & Cmd)
+  /** At agent start: a postmaster is already running with this role. */
+  | ({ type: 'pg.found'; role: StartRole } & Cmd);
+
+function notProvided(name: string) {
+  return fromPromise<unknown, unknown>(async () => {
+    throw new Error(`actor '${name}' was not provided`);
+  });
+}
+
+/** Message of an error event's payload; a journaled error is `{ message }`, so replay gives the same text. */
+function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  return String(e);
+}
+
+/**
+ * The machine. Provide the effects with `databaseMachine.provide({ actors: { … } })`:
+ * - `initdb`: initialise a new cluster, configure it, start it as primary and run post-bootstrap;
+ * - `customBootstrap`: run the configured custom bootstrap command;
+ * - `clone`: create a replica (pg_basebackup from the leader or a clonefrom member) and configure it;
+ * - `start` (input StartInput): configure for the role and start; resolve when it accepts connections;
+ * - `stop` (input StopInput): stop; resolve when the postmaster is gone;
+ * - `restart`: stop (fast) and start with the current role;
+ * - `promote`: promote a running standby; resolve when it accepts writes.
+ */
+export const databaseMachine = setup({
+  types: {} as {
+    context: DatabaseContext;
+    events: DatabaseEvent;
+    input: DatabaseInput;
+  },
+  actors: {
+    initdb: notProvided('initdb'),
+    customBootstrap: notProvided('customBootstrap'),
+    clone: notProvided('clone'),
+    start: notProvided('start') as ReturnType<typeof fromPromise<unknown, StartInput>>,
+    stop: notProvided('stop') as ReturnType<typeof fromPromise<unknown, StopInput>>,
+    restart: notProvided('restart') as ReturnType<typeof fromPromise<unknown, StartInput>>,
+    promote: notProvided('promote'),
+  },
+  guards: {
+    afterStopStart: ({ context }) => context.afterStop.kind === 'start',
+    afterStopClone: ({ context }) => context.afterStop.kind === 'clone',
+    isReplica: ({ context }) => context.role === 'replica' && !context.promoting,
+    isPrimary: ({ context }) => context.role === 'primary',
+  },
+  actions: {
+    note: assign(({ event }) => ('reason' in event ? { reason: event.reason, sinceMs: event.at } : {})),
+    failed: assign(({ event }) => ({ lastError: errorText((event as { error?: unknown }).error) })),
+    clearError: assign({ lastError: undefined }),
+  },
+}).createMachine({
+  id: 'database',
+  initial: 'stopped',
+  context: ({ input }) => ({
+    role: 'uninitialized',
+    startRole: 'replica',
+    stopMode: 'fast',
+    afterStop: { kind: 'none' },
+    reason: 'agent started',
+    sinceMs: input.at,
+    promoting: false,
+  }),
+  states: {
+    initdb: {
+      invoke: {
+        id: 'initdb',
+        src: 'initdb',
+        onDone: { target: 'running', actions: [assign({ role: 'primary' }), 'clearError'] },
+        onError: { target: 'initdb_failed', actions: 'failed' },
+      },
+    },
+    initdb_failed: {
+      on: {
+        'cmd.bootstrap': { target: 'initdb', actions: 'note' },
+        'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+      },
+    },
+    custom_bootstrap: {
+      invoke: {
+        id: 'customBootstrap',
+        src: 'customBootstrap',
+        onDone: { target: 'bootstrap_starting', actions: 'clearError' },
+        onError: { target: 'custom_bootstrap_failed', actions: 'failed' },
+      },
+    },
+    custom_bootstrap_failed: {
+      on: {
+        'cmd.bootstrap': { target: 'initdb', actions: 'note' },
+        'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+      },
+    },
+    bootstrap_starting: {
+      invoke: {
+        id: 'start',
+        src: 'start',
+        input: () => ({ role: 'primary' as const }),
+        onDone: { target: 'running', actions: [assign({ role: 'primary' }), 'clearError'] },
+        onError: { target: 'start_failed', actions: 'failed' },
+      },
+    },
+    creating_replica: {
+      invoke: {
+        id: 'clone',
+        src: 'clone',
+        onDone: { target: 'starting', actions: [assign({ startRole: 'replica' }), 'clearError'] },
+        // No "clone failed" state among the 15: a failed clone leaves an empty, stopped node that
+        // the HA loop retries.
+        onError: { target: 'stopped', actions: [assign({ role: 'uninitialized' }), 'failed'] },
+      },
+    },
+    starting: {
+      invoke: {
+        id: 'start',
+        src: 'start',
+        input: ({ context }) => ({ role: context.startRole }),
+        onDone: { target: 'running', actions: [assign(({ context }) => ({ role: context.startRole })), 'clearError'] },
+        onError: { target: 'start_failed', actions: 'failed' },
+      },
+    },
+    start_failed: {
+      on: {
+        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
+        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+        'cmd.reinitialize': { target: 'stopping', actions: ['note', assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } })] },
+      },
+    },
+    running: {
+      on: {
+        'cmd.stop': {
+          target: 'stopping',
+          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))],
+        },
+        'cmd.restart': { target: 'restarting', actions: 'note' },
+        'cmd.demote': {
+          target: 'stopping',
+          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'start', role: 'replica' } as AfterStop }))],
+        },
+        'cmd.reinitialize': {
+          target: 'stopping',
+          actions: ['note', assign({ stopMode: 'fast', afterStop: { kind: 'clone' } })],
+        },
+        'cmd.promote': {
+          guard: 'isReplica',
+          actions: ['note', assign({ promoting: true }), spawnChild('promote', { id: 'promote' })],
+        },
+        'xstate.done.actor.promote': { actions: [assign({ role: 'primary', promoting: false }), 'clearError'] },
+        'xstate.error.actor.promote': { actions: [assign({ promoting: false }), 'failed'] },
+        'pg.died': { target: 'crashed', actions: ['note', assign({ promoting: false })] },
+      },
+    },
+    restarting: {
+      invoke: {
+        id: 'restart',
+        src: 'restart',
+        input: ({ context }) => ({ role: context.role === 'primary' ? ('primary' as const) : ('replica' as const) }),
+        onDone: { target: 'running', actions: 'clearError' },
+        onError: { target: 'restart_failed', actions: 'failed' },
+      },
+    },
+    restart_failed: {
+      on: {
+        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
+        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+        'cmd.reinitialize': { target: 'stopping', actions: ['note', assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } })] },
+      },
+    },
+    stopping: {
+      invoke: {
+        id: 'stop',
+        src: 'stop',
+        input: ({ context }) => ({ mode: context.stopMode }),
+        onDone: [
+          {
+            guard: 'afterStopStart',
+            target: 'starting',
+            actions: assign(({ context }) => ({
+              startRole: context.afterStop.kind === 'start' ? context.afterStop.role : context.startRole,
+              afterStop: { kind: 'none' } as AfterStop,
+            })),
+          },
+          { guard: 'afterStopClone', target: 'creating_replica', actions: assign({ afterStop: { kind: 'none' } }) },
+          { target: 'stopped' },
+        ],
+        onError: { target: 'stop_failed', actions: 'failed' },
+      },
+    },
+    stop_failed: {
+      on: {
+        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
+        'pg.died': { target: 'crashed', actions: 'note' },
+      },
+    },
+    stopped: {
+      on: {
+        'cmd.bootstrap': { target: 'initdb', actions: 'note' },
+        'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+        'cmd.reinitialize': { target: 'creating_replica', actions: 'note' },
+        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
+        'pg.found': { target: 'running', actions: ['note', assign(({ event }) => ({ role: event.role }))] },
+      },
+    },
+    crashed: {
+      on: {
+        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
+        'cmd.clone': { target: 'creating_replica', actions: 'note' },
+        'cmd.reinitialize': { target: 'creating_replica', actions: 'note' },
+        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+      },
+    },
+  },
+});
+
+/** A running database machine actor. */
+export type DatabaseActor = ActorRefFrom<typeof databaseMachine>;
+/** A snapshot of the database machine. */
+export type DatabaseSnapshot = SnapshotFrom<typeof databaseMachine>;
+
+/** States in which an effect is in progress (the HA loop waits for it). */
+export const BUSY_STATES = ['initdb', 'custom_bootstrap', 'bootstrap_starting', 'creating_replica', 'starting', 'restarting', 'stopping'] as const;
