@@ -1,0 +1,319 @@
+/**
+ * LocalPostgres: the PgControl implementation for one local PostgreSQL 15 instance managed with
+ * initdb / pg_ctl / pg_basebackup / pg_controldata (run as the `postgres` OS user when the agent is
+ * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
+ */
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, open, readdir, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { PgStatus } from '../domain/pg-status.ts';
+import { writeAgentConfig, type NodeConf } from './conf-files.ts';
+import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
+import { readControlData } from './controldata.ts';
+import { runInitdb } from './initdb.ts';
+import { chownToPg } from './os-user.ts';
+import { pgCtlPromote, pgCtlReload, pgCtlStart, pgCtlStop, readPostmasterPid, type PgCtlTarget } from './pg-ctl.ts';
+import { runProbe } from './probe.ts';
+import { runAsPg } from './run-as-pg.ts';
+import { planSlots } from './slots.ts';
+import { quoteIdent, quoteLiteral } from './sql-quote.ts';
+import type { ConfigureOptions, ControlData, PgControl, RoleAuth, Upstream } from './types.ts';
+
+/** Constructor options of LocalPostgres. */
+export interface LocalPostgresOptions {
+  /** Member name: application_name in primary_conninfo, slot names. */
+  name: string;
+  /** Cluster name (cluster_name, custom bootstrap --scope). */
+  scope: string;
+  dataDir: string;
+  /** Directory of initdb, pg_ctl, pg_basebackup, pg_controldata (see detectBinDir). */
+  binDir: string;
+  /** listen_addresses and port. */
+  listen: { host: string; port: number };
+  /** unix_socket_directories; created 0700 and owned by the PostgreSQL user. */
+  socketDir: string;
+  superuser: RoleAuth;
+  replication: RoleAuth;
+  /** Extra pg_hba lines, appended after the agent's. */
+  pgHba: string[];
+  /** Server log; default `<dataDir>/../<name>.log`. */
+  logFile?: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Default bound of query() and of each internal statement, ms. */
+const DEFAULT_QUERY_TIMEOUT_MS = 60_000;
+
+/** The local PostgreSQL instance. Methods reject with errors carrying a `code` (see connection.ts, run-as-pg.ts). */
+export class LocalPostgres implements PgControl {
+  readonly dataDir: string;
+  readonly logFile: string;
+  private readonly node: NodeConf;
+  private readonly binDir: string;
+  private sql: Sql | undefined;
+
+  constructor(private readonly opts: LocalPostgresOptions) {
+    this.dataDir = resolve(opts.dataDir);
+    this.binDir = opts.binDir;
+    this.logFile = resolve(opts.logFile ?? join(dirname(this.dataDir), `${opts.name}.log`));
+    this.node = {
+      name: opts.name,
+      scope: opts.scope,
+      dataDir: this.dataDir,
+      listen: opts.listen,
+      socketDir: resolve(opts.socketDir),
+      superuser: opts.superuser,
+      replication: opts.replication,
+      pgHba: opts.pgHba,
+    };
+  }
+
+  private get target(): PgCtlTarget {
+    return { binDir: this.binDir, dataDir: this.dataDir, logFile: this.logFile };
+  }
+
+  private pool(): Sql {
+    this.sql ??= createLocalPool({
+      socketDir: this.node.socketDir,
+      port: this.opts.listen.port,
+      username: this.opts.superuser.username,
+      password: this.opts.superuser.password,
+      applicationName: 'ha-probe',
+      connectTimeoutSeconds: 2,
+      statementTimeoutMs: DEFAULT_QUERY_TIMEOUT_MS,
+    });
+    return this.sql;
+  }
+
+  /** Drops the pool (after a timeout the single connection may be stuck); the next call makes a new one. */
+  private resetPool(): void {
+    const old = this.sql;
+    this.sql = undefined;
+    old?.end({ timeout: 0 }).catch(() => undefined);
+  }
+
+  /** Creates the data dir (0700) and the socket dir (0700), owned by the PostgreSQL user. */
+  private async ensureDirs(): Promise<void> {
+    await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
+    await chmod(this.dataDir, 0o700);
+    await chownToPg(this.dataDir);
+    await mkdir(this.node.socketDir, { recursive: true, mode: 0o700 });
+    await chownToPg(this.node.socketDir);
+  }
+
+  /** Creates the log file if missing and gives it to the PostgreSQL user (pg_ctl opens it as that user). */
+  private async ensureLogFile(): Promise<void> {
+    await mkdir(dirname(this.logFile), { recursive: true });
+    const fh = await open(this.logFile, 'a', 0o600);
+    await fh.close();
+    await chownToPg(this.logFile);
+  }
+
+  async hasData(): Promise<boolean> {
+    return existsSync(join(this.dataDir, 'PG_VERSION'));
+  }
+
+  controlData(): Promise<ControlData> {
+    return readControlData(this.binDir, this.dataDir);
+  }
+
+  async initdb(options: string[]): Promise<void> {
+    await this.ensureDirs();
+    await runInitdb({ binDir: this.binDir, dataDir: this.dataDir, superuser: this.opts.superuser, options });
+  }
+
+  /**
+   * Sets the superuser's password and creates (or updates) the replication role with
+   * REPLICATION LOGIN and its password. Idempotent. Requires a running primary.
+   */
+  async postBootstrap(): Promise<void> {
+    const su = this.opts.superuser;
+    const repl = this.opts.replication;
+    await this.query(`ALTER ROLE ${quoteIdent(su.username)} WITH PASSWORD ${quoteLiteral(su.password)}`);
+    if (repl.username === su.username) {
+      await this.query(`ALTER ROLE ${quoteIdent(su.username)} WITH REPLICATION LOGIN`);
+      return;
+    }
+    const exists = await this.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_roles WHERE rolname = ${quoteLiteral(repl.username)}`);
+    const verb = (exists[0]?.n ?? 0) > 0 ? 'ALTER' : 'CREATE';
+    await this.query(`${verb} ROLE ${quoteIdent(repl.username)} WITH REPLICATION LOGIN PASSWORD ${quoteLiteral(repl.password)}`);
+  }
+
+  async customBootstrap(command: string): Promise<void> {
+    await this.ensureDirs();
+    const line = `${command} --scope=${shellQuote(this.opts.scope)} --datadir=${shellQuote(this.dataDir)}`;
+    await runAsPg('/bin/sh', ['-c', line]);
+  }
+
+  async configure(opts: ConfigureOptions): Promise<void> {
+    await this.ensureDirs();
+    await writeAgentConfig(this.node, opts);
+  }
+
+  /**
+   * pg_ctl start -w, then waits until a query over the unix socket succeeds.
+   * @throws PgToolError (pg_ctl failed, with the log tail); PgUnreachableError when the socket does
+   *         not answer before `timeoutMs`.
+   */
+  async start(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    await this.ensureDirs();
+    await this.ensureLogFile();
+    await pgCtlStart(this.target, timeoutMs);
+    let last: unknown;
+    while (Date.now() < deadline) {
+      try {
+        await this.query('SELECT 1', Math.max(200, Math.min(2000, deadline - Date.now())));
+        return;
+      } catch (e) {
+        last = e;
+        if (!(e instanceof PgUnreachableError)) throw e;
+        await sleep(100);
+      }
+    }
+    throw new PgUnreachableError(`PostgreSQL started but does not answer on ${this.node.socketDir} within ${timeoutMs} ms: ${String(last)}`, 'timeout');
+  }
+
+  /** No-op when no postmaster runs. @throws PgToolError when pg_ctl fails or the postmaster outlives `timeoutMs`. */
+  async stop(mode: 'fast' | 'immediate', timeoutMs: number): Promise<void> {
+    const pid = readPostmasterPid(this.dataDir);
+    if (pid === undefined) return;
+    this.resetPool();
+    const deadline = Date.now() + timeoutMs;
+    try {
+      await pgCtlStop(this.target, mode, timeoutMs);
+    } catch (e) {
+      if (readPostmasterPid(this.dataDir) !== undefined) throw e;
+    }
+    while (readPostmasterPid(this.dataDir) === pid) {
+      if (Date.now() > deadline) throw new Error(`postmaster ${pid} still alive ${timeoutMs} ms after pg_ctl stop -m ${mode}`);
+      await sleep(50);
+    }
+  }
+
+  /**
+   * `SELECT pg_promote(true, <s>)`; when that fails or returns false, `pg_ctl promote -w`. Resolves
+   * once pg_is_in_recovery() is false (no-op on a primary).
+   * @throws PgUnreachableError / PgToolError; Error when still in recovery after `timeoutMs`.
+   */
+  async promote(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const inRecovery = async () =>
+      (await this.query<{ r: boolean }>('SELECT pg_is_in_recovery() AS r', Math.max(500, deadline - Date.now())))[0]?.r ?? true;
+    if (!(await inRecovery())) return;
+    let promoted = false;
+    try {
+      const secs = Math.max(1, Math.floor(timeoutMs / 1000));
+      const rows = await this.query<{ ok: boolean }>(`SELECT pg_promote(true, ${secs}) AS ok`, timeoutMs + 1000);
+      promoted = rows[0]?.ok === true;
+    } catch {
+      promoted = false;
+    }
+    if (!promoted && (await inRecovery())) await pgCtlPromote(this.target, Math.max(1000, deadline - Date.now()));
+    while (await inRecovery()) {
+      if (Date.now() > deadline) throw new Error(`still in recovery ${timeoutMs} ms after promote`);
+      await sleep(100);
+    }
+  }
+
+  reload(): Promise<void> {
+    return pgCtlReload(this.target);
+  }
+
+  /**
+   * pg_basebackup -D dataDir -X stream --checkpoint=fast from `from` as the replication user
+   * (PGPASSWORD, --no-password). The data directory must be empty; on failure its content is removed.
+   * @throws Error when the data directory is not empty (nothing is touched);
+   *         PgToolError with pg_basebackup's stderr.
+   */
+  async basebackup(from: Upstream): Promise<void> {
+    await this.ensureDirs();
+    if ((await readdir(this.dataDir)).length > 0) {
+      throw new Error(`basebackup: data directory ${this.dataDir} is not empty (removeData() first)`);
+    }
+    try {
+      await runAsPg(
+        join(this.binDir, 'pg_basebackup'),
+        [
+          '-D', this.dataDir,
+          '-X', 'stream',
+          '-h', from.host,
+          '-p', String(from.port),
+          '-U', this.opts.replication.username,
+          '--checkpoint=fast',
+          '--no-password',
+        ],
+        { env: { PGPASSWORD: this.opts.replication.password, PGAPPNAME: `${this.opts.name}-basebackup`, PGCONNECT_TIMEOUT: '10' } },
+      );
+    } catch (e) {
+      await this.removeData();
+      throw e;
+    }
+    await chmod(this.dataDir, 0o700);
+  }
+
+  /** Removes everything inside the data directory (the directory itself stays, 0700, owned by the PostgreSQL user). */
+  async removeData(): Promise<void> {
+    if (!existsSync(this.dataDir)) return;
+    for (const entry of await readdir(this.dataDir)) await rm(join(this.dataDir, entry), { recursive: true, force: true });
+  }
+
+  async postmasterPid(): Promise<number | undefined> {
+    return readPostmasterPid(this.dataDir);
+  }
+
+  /**
+   * One round trip (see probe.ts), bounded by `timeoutMs`.
+   * @throws PgUnreachableError (code 'pg_unreachable') when PostgreSQL does not answer;
+   *         PgQueryError (code 'pg_query_failed') when it answers with an error.
+   */
+  probe(timeoutMs: number): Promise<PgStatus> {
+    return runProbe(this.pool(), timeoutMs, () => this.resetPool());
+  }
+
+  /**
+   * Creates missing physical slots (immediately reserving WAL) and drops unlisted inactive ones.
+   * Active unlisted slots are kept (they cannot be dropped while a walsender uses them).
+   */
+  async syncSlots(names: string[]): Promise<void> {
+    const existing = await this.query<{ name: string; active: boolean }>(
+      "SELECT slot_name AS name, active FROM pg_replication_slots WHERE slot_type = 'physical'",
+    );
+    const plan = planSlots(existing, names);
+    for (const name of plan.create) {
+      await this.query(
+        `SELECT pg_create_physical_replication_slot(${quoteLiteral(name)}, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)})`,
+      );
+    }
+    for (const name of plan.drop) {
+      await this.query(
+        `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)} AND NOT active`,
+      );
+    }
+  }
+
+  /**
+   * Runs one SQL statement (simple text, no parameters) as the superuser over the socket.
+   * @throws PgUnreachableError / PgQueryError (see connection.ts).
+   */
+  async query<T = Record<string, unknown>>(sql: string, timeoutMs = DEFAULT_QUERY_TIMEOUT_MS): Promise<T[]> {
+    try {
+      const rows = await bounded<T[]>(this.pool().unsafe(sql) as never, timeoutMs, () => this.resetPool());
+      return [...rows];
+    } catch (e) {
+      throw classifyPgError(e);
+    }
+  }
+
+  async close(): Promise<void> {
+    const old = this.sql;
+    this.sql = undefined;
+    await old?.end({ timeout: 1 });
+  }
+}
+
+/** Quotes one word for /bin/sh: single quotes, `'` as `'\''`. */
+export function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
