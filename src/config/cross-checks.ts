@@ -1,0 +1,79 @@
+/**
+ * Rules spanning several keys, checked on the raw document (after environment overrides) so
+ * they are reported together with the schema's problems. Each reads its inputs defensively:
+ * a value of the wrong type is the schema's to report, not these rules'.
+ */
+import { dirname, join } from 'node:path';
+import { hostPortProblem, isWildcardHost, parseHostPort } from './host-port.ts';
+
+/** Longest unix socket path: sockaddr_un.sun_path is 108 bytes with the trailing NUL (Linux). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Parameters the agent derives from other keys; setting them in `database.parameters` is an error. */
+export const MANAGED_PARAMETERS: Readonly<Record<string, string>> = {
+  listen_addresses: 'database.listen',
+  port: 'database.listen',
+  cluster_name: 'scope',
+  data_directory: 'database.data_dir',
+  unix_socket_directories: 'database.socket_dir',
+};
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function str(x: unknown): string | undefined {
+  return typeof x === 'string' ? x : undefined;
+}
+
+/** Default socket directory: `<dirname(data_dir)>/.<name>-sock` (outside PGDATA, short, per member). */
+export function defaultSocketDir(dataDir: string, name: string): string {
+  return join(dirname(dataDir), `.${name}-sock`);
+}
+
+/** Every cross-key problem of `doc` as `<dot.path>: <problem>`. */
+export function crossCheck(doc: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const section of ['restapi', 'database'] as const) {
+    const s = doc[section];
+    if (isObject(s)) problems.push(...connectAddressProblems(section, s));
+  }
+  const db = doc['database'];
+  if (isObject(db)) {
+    problems.push(...socketProblems(db, str(doc['name'])));
+    const params = db['parameters'];
+    if (isObject(params)) {
+      for (const [p, owner] of Object.entries(MANAGED_PARAMETERS)) {
+        if (p in params) problems.push(`database.parameters.${p}: set by ${owner}; remove it`);
+      }
+    }
+  }
+  return problems;
+}
+
+function connectAddressProblems(section: string, s: Record<string, unknown>): string[] {
+  const listen = str(s['listen']);
+  const connect = str(s['connect_address']);
+  const effective = connect ?? listen;
+  if (effective === undefined || hostPortProblem(effective) !== undefined) return [];
+  const { host } = parseHostPort(effective);
+  if (!isWildcardHost(host)) return [];
+  return [
+    connect !== undefined
+      ? `${section}.connect_address: host "${host}" means every interface; give an address other members can reach`
+      : `${section}.connect_address: required because ${section}.listen's host "${host}" means every interface`,
+  ];
+}
+
+function socketProblems(db: Record<string, unknown>, name: string | undefined): string[] {
+  const listen = str(db['listen']);
+  const dataDir = str(db['data_dir']);
+  const socketDir = str(db['socket_dir']) ?? (dataDir && name ? defaultSocketDir(dataDir, name) : undefined);
+  if (socketDir === undefined || listen === undefined || hostPortProblem(listen) !== undefined) return [];
+  const socketPath = join(socketDir, `.s.PGSQL.${parseHostPort(listen).port}`);
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes <= MAX_SOCKET_PATH_BYTES) return [];
+  return [
+    `database.socket_dir: socket path ${socketPath} is ${bytes} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of unix sockets; set a shorter socket_dir`,
+  ];
+}

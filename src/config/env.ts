@@ -1,0 +1,88 @@
+/**
+ * Environment overrides (patroni.md §4.4, with the prefix `HA_`). They are laid over the
+ * parsed file before validation, so an environment value is checked like a file value and
+ * wins over it. An empty variable counts as unset.
+ */
+import YAML from 'yaml';
+
+/** Variable name -> dot path of the key it sets. `HA_CONFIGURATION` is handled by the loader. */
+export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  HA_NAME: 'name',
+  HA_SCOPE: 'scope',
+  HA_NAMESPACE: 'namespace',
+  HA_ETCD3_HOSTS: 'etcd3.hosts',
+  HA_RESTAPI_LISTEN: 'restapi.listen',
+  HA_RESTAPI_CONNECT_ADDRESS: 'restapi.connect_address',
+  HA_DATABASE_LISTEN: 'database.listen',
+  HA_DATABASE_CONNECT_ADDRESS: 'database.connect_address',
+  HA_DATABASE_DATA_DIR: 'database.data_dir',
+  HA_DATABASE_BIN_DIR: 'database.bin_dir',
+  HA_DATABASE_SOCKET_DIR: 'database.socket_dir',
+  HA_SUPERUSER_USERNAME: 'database.authentication.superuser.username',
+  HA_SUPERUSER_PASSWORD: 'database.authentication.superuser.password',
+  HA_REPLICATION_USERNAME: 'database.authentication.replication.username',
+  HA_REPLICATION_PASSWORD: 'database.authentication.replication.password',
+  HA_LOG_LEVEL: 'log.level',
+};
+
+/** Result of {@link applyEnvOverrides}. */
+export interface EnvOverlay {
+  /** The document with overrides applied (a copy; the input is not changed). */
+  doc: Record<string, unknown>;
+  /** Dot path -> variable that set it, to name the variable in problems. */
+  sources: Map<string, string>;
+  /** Problems found while reading variables, as `<dot.path>: <problem>`. */
+  problems: string[];
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/**
+ * Lays every set variable of {@link ENV_OVERRIDES} over `doc`. `HA_ETCD3_HOSTS` may be a
+ * comma list (`h1:2379,h2:2379`) or a YAML flow list (`[h1:2379, h2:2379]`). Missing sections
+ * are created; a section that exists but is not a mapping is left for the schema to report.
+ * Never throws.
+ */
+export function applyEnvOverrides(doc: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvOverlay {
+  const out = structuredClone(doc);
+  const sources = new Map<string, string>();
+  const problems: string[] = [];
+  for (const [variable, path] of Object.entries(ENV_OVERRIDES)) {
+    const raw = env[variable];
+    if (raw === undefined || raw === '') continue;
+    let value: unknown = raw;
+    if (variable === 'HA_ETCD3_HOSTS' && raw.trim().startsWith('[')) {
+      try {
+        value = YAML.parse(raw);
+      } catch {
+        problems.push(`${path}: ${variable} is neither a comma list nor a YAML flow list: ${raw}`);
+        continue;
+      }
+    }
+    if (setPath(out, path.split('.'), value)) sources.set(path, variable);
+  }
+  return { doc: out, sources, problems };
+}
+
+function setPath(target: Record<string, unknown>, keys: string[], value: unknown): boolean {
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    if (node[key] === undefined || node[key] === null) node[key] = {};
+    const next = node[key];
+    if (!isObject(next)) return false;
+    node = next;
+  }
+  node[keys[keys.length - 1] as string] = value;
+  return true;
+}
+
+/** Appends ` (from HA_X)` to a problem whose path was set by a variable. */
+export function nameSource(problem: string, sources: Map<string, string>): string {
+  const path = problem.slice(0, problem.indexOf(':'));
+  for (const [p, variable] of sources) {
+    if (path === p || path.startsWith(`${p}.`)) return `${problem} (from ${variable})`;
+  }
+  return problem;
+}

@@ -1,0 +1,105 @@
+/**
+ * valibot schema of ha.yml after environment overrides (patroni.md §4.1, reduced to the keys
+ * this agent uses). Sections are strict: a key this agent does not know is reported as
+ * "unknown key" rather than silently ignored (a misspelt `conect_address` would otherwise fall
+ * back to its default). Open mappings: `tags`, `bootstrap.dcs`, `*.parameters`, custom
+ * bootstrap sections.
+ */
+import * as v from 'valibot';
+import { LOG_LEVELS } from './agent-config.ts';
+import { DynamicConfigSchema } from './dynamic-schema.ts';
+import { Bool, HbaLines, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
+import { InitdbOptionSchema } from './initdb.ts';
+
+const mapping = (i: { received: string }) => `must be a mapping, got ${i.received}`;
+
+/** A name that becomes one DCS key segment: non-empty, no `/`. */
+const KeySegment = v.pipe(
+  NonEmptyString,
+  v.check((s) => !s.includes('/') && !/\s/.test(s), 'must not contain "/" or whitespace'),
+);
+
+/** etcd3.hosts: a list of `host:port`, or one comma-separated string; becomes a list. */
+const EtcdHosts = v.pipe(
+  v.union([v.string(), v.array(v.unknown())], (i) => `must be a list of host:port or a comma-separated string, got ${i.received}`),
+  v.transform((h) => (typeof h === 'string' ? h.split(',').map((s) => s.trim()).filter((s) => s !== '') : h)),
+  v.array(HostPortString),
+  v.minLength(1, 'must name at least one etcd host:port'),
+);
+
+const Role = v.strictObject(
+  { username: NonEmptyString, password: v.optional(v.string((i) => `must be a string (quote it), got ${i.received}`)) },
+  mapping,
+);
+
+const Tags = v.looseObject(
+  {
+    nofailover: v.optional(Bool),
+    noloadbalance: v.optional(Bool),
+    clonefrom: v.optional(Bool),
+    nosync: v.optional(Bool),
+    failover_priority: v.optional(NonNegativeInteger),
+  },
+  mapping,
+);
+
+const CustomMethod = v.looseObject({ command: NonEmptyString }, mapping);
+
+const Bootstrap = v.pipe(
+  v.objectWithRest(
+    {
+      dcs: v.optional(DynamicConfigSchema, {}),
+      method: v.optional(KeySegment, 'initdb'),
+      initdb: v.optional(v.array(InitdbOptionSchema, (i) => `must be a list, got ${i.received}`), []),
+      pg_hba: v.optional(HbaLines, []),
+    },
+    CustomMethod,
+    mapping,
+  ),
+  v.forward(
+    v.check(
+      (b) => b.method === 'initdb' || b[b.method] !== undefined,
+      (i) => `"${(i.input as { method: string }).method}" is neither initdb nor a section of bootstrap`,
+    ),
+    ['method'],
+  ),
+);
+
+const Database = v.strictObject(
+  {
+    listen: HostPortString,
+    connect_address: v.optional(HostPortString),
+    data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
+    bin_dir: v.optional(NonEmptyString),
+    socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
+    authentication: v.strictObject({ superuser: Role, replication: Role }, mapping),
+    parameters: v.optional(Parameters, {}),
+    pg_hba: v.optional(HbaLines, []),
+  },
+  mapping,
+);
+
+/** The whole file. Output: as written, with defaults of optional sections filled in. */
+export const FileSchema = v.strictObject(
+  {
+    scope: KeySegment,
+    namespace: v.optional(NonEmptyString, '/service/'),
+    name: KeySegment,
+    restapi: v.strictObject({ listen: HostPortString, connect_address: v.optional(HostPortString) }, mapping),
+    etcd3: v.strictObject({ hosts: EtcdHosts }, mapping),
+    bootstrap: v.optional(Bootstrap, {}),
+    database: Database,
+    tags: v.optional(Tags, {}),
+    log: v.optional(
+      v.strictObject(
+        { level: v.optional(v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`), 'info') },
+        mapping,
+      ),
+      {},
+    ),
+  },
+  (i) => `the configuration must be a mapping of sections, got ${i.received}`,
+);
+
+/** Output of {@link FileSchema}. */
+export type FileConfig = v.InferOutput<typeof FileSchema>;
