@@ -1,0 +1,33 @@
+/** SVG from a {@link ChartModel}, rendered offline by Graphviz compiled to WASM (@viz-js/viz). */
+import { instance, type Viz } from '@viz-js/viz';
+import type { ChartModel } from './model.ts';
+import { toDot, type DotOptions } from './dot.ts';
+
+let vizPromise: Promise<Viz> | undefined;
+
+/** The shared Viz instance (the WASM module is compiled once per process, then cached). */
+function viz(): Promise<Viz> {
+  vizPromise ??= instance().catch((err: unknown) => {
+    vizPromise = undefined; // let a later call retry
+    throw err;
+  });
+  return vizPromise;
+}
+
+/**
+ * Render DOT text to an SVG document with the `dot` layout engine.
+ * @returns SVG text (starts with `<?xml` or `<svg`).
+ * @throws Error when Graphviz rejects the DOT (message lists Graphviz's errors).
+ */
+export async function dotToSvg(dot: string): Promise<string> {
+  return (await viz()).renderString(dot, { format: 'svg', engine: 'dot' });
+}
+
+/**
+ * Render a model as SVG: {@link toDot} then Graphviz. Node/cluster/edge ids from the DOT
+ * (`state:<id>`, `edge:<source>-><target>:<i>`) are kept as SVG `id` attributes.
+ * @throws Error when Graphviz fails.
+ */
+export async function toSvg(model: ChartModel, opts: DotOptions = {}): Promise<string> {
+  return dotToSvg(toDot(model, opts));
+}
