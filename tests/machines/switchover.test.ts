@@ -151,7 +151,9 @@ describe('switchoverMachine', () => {
 
   it('executes at the instant after a persisted snapshot is restored', () => {
     const json = JSON.stringify(scheduledActor().getPersistedSnapshot());
-    const restored = createActor(switchoverMachine, { snapshot: JSON.parse(json) }).start();
+    // The types require an input; with a snapshot it is ignored (the persisted context wins).
+    const restored = createActor(switchoverMachine, { snapshot: JSON.parse(json), input: { loopWaitMs: 1 } }).start();
+    expect(restored.getSnapshot().context.loopWaitMs).toBe(LOOP_WAIT_MS);
     expect(restored.getSnapshot().value).toBe('scheduled');
     restored.send({ type: 'clock.tick', now: AT - 1 });
     expect(restored.getSnapshot().value).toBe('scheduled');
