@@ -8,7 +8,7 @@ import { toJson } from './json.ts';
 
 export { chartModel, activeStateIds, guardLabel, transitionLabel } from './model.ts';
 export type { ChartModel, ChartState, ChartStateType, ChartTransition } from './model.ts';
-export { toMermaid, mermaidIds, type MermaidOptions } from './mermaid.ts';
+export { toMermaid, mermaidIds, mermaidText, type MermaidOptions } from './mermaid.ts';
 export { toDot, anchorName, clusterName, type DotOptions } from './dot.ts';
 export { toSvg, dotToSvg } from './svg.ts';
 export { toJson } from './json.ts';

@@ -32,9 +32,13 @@ function label(s: ChartState): string {
   return text.replace(/"/g, '#quot;');
 }
 
-/** Transition / note text: Mermaid ends a statement at `;`, so encode it. */
-function text(t: string): string {
-  return t.replace(/;/g, '#59;').replace(/\n/g, ' ');
+/**
+ * Text after ` : ` (transition labels, state descriptions). Mermaid's lexer reads that text as
+ * `":"[^:\n;]+`, so `:` and `;` become the entity codes `#58;` and `#59;` (decoded when Mermaid
+ * renders), and newlines become spaces: `'done: x'` → `'done#58; x'`.
+ */
+export function mermaidText(t: string): string {
+  return t.replace(/[:;\n]/g, (c) => (c === ':' ? '#58;' : c === ';' ? '#59;' : ' '));
 }
 
 /**
@@ -72,7 +76,7 @@ export function toMermaid(model: ChartModel, opts: MermaidOptions = {}): string 
       });
       lines.push(`${pad}}`);
     }
-    for (const src of s.invokes ?? []) lines.push(`${pad}${mid(s.id)} : ${text(`invoke ${src}`)}`);
+    for (const src of s.invokes ?? []) lines.push(`${pad}${mid(s.id)} : ${mermaidText(`invoke ${src}`)}`);
     if (s.type === 'final') lines.push(`${pad}${mid(s.id)} --> [*]`);
   };
   const root = model.states[0];
@@ -83,7 +87,7 @@ export function toMermaid(model: ChartModel, opts: MermaidOptions = {}): string 
   for (const t of model.transitions) {
     const targets = t.targets.length > 0 ? t.targets : [t.source];
     for (const target of targets) {
-      lines.push(`  ${mid(t.source)} --> ${mid(target)} : ${text(transitionLabel(t))}`);
+      lines.push(`  ${mid(t.source)} --> ${mid(target)} : ${mermaidText(transitionLabel(t))}`);
     }
   }
   const highlight = (opts.highlight ?? []).filter((id) => ids.has(id));
