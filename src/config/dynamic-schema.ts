@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot';
 import { timingError, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
-import { Bool, NonNegativeInteger, Parameters, PositiveInteger } from './fields.ts';
+import { Bool, isMapping, mapping, NonNegativeInteger, Parameters, PositiveInteger } from './fields.ts';
 import { formatIssues } from './issues.ts';
 
 /** PostgreSQL parameters of the dynamic config; booleans become `on`/`off` (the domain type holds string|number). */
@@ -19,14 +19,14 @@ const DynamicParameters = v.pipe(
 );
 
 /** `database` section of the dynamic configuration; other keys kept. */
-export const DynamicDatabaseSchema = v.looseObject(
+export const DynamicDatabaseSchema = mapping(v.looseObject(
   {
     use_slots: v.optional(Bool),
     use_db_rewind: v.optional(Bool),
     parameters: v.optional(DynamicParameters),
   },
   (i) => `must be a mapping, got ${i.received}`,
-);
+));
 
 /**
  * The dynamic configuration document, every key optional (defaults: DYNAMIC_DEFAULTS).
@@ -36,6 +36,7 @@ export const DynamicDatabaseSchema = v.looseObject(
  * string|number|boolean. Errors at the document itself carry the timing rule's message.
  */
 export const DynamicConfigSchema = v.pipe(
+  v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
   v.looseObject(
     {
       ttl: v.optional(PositiveInteger),

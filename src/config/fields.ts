@@ -44,7 +44,22 @@ export const ParameterValue = v.union(
 );
 
 /** PostgreSQL parameter name -> value. */
-export const Parameters = v.record(v.string(), ParameterValue, (i) => `must be a mapping of parameter: value, got ${i.received}`);
+export const Parameters = mapping(
+  v.record(v.string(), ParameterValue, (i) => `must be a mapping of parameter: value, got ${i.received}`),
+);
 
 /** A list of pg_hba.conf lines. */
 export const HbaLines = v.array(NonEmptyString, (i) => `must be a list of pg_hba.conf lines, got ${i.received}`);
+
+/** True for a YAML/JSON mapping: an object that is not an array (valibot's object schemas let arrays through). */
+export function isMapping(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/**
+ * Guards an object or record schema against arrays and other non-mappings, with one
+ * readable message (`must be a mapping, got Array`).
+ */
+export function mapping<const S extends v.GenericSchema<Record<string, unknown>, unknown>>(schema: S) {
+  return v.pipe(v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`), schema);
+}

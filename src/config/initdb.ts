@@ -3,6 +3,7 @@
  * (`data-checksums`) or a single-key map (`{encoding: UTF8}`), turned into initdb arguments.
  */
 import * as v from 'valibot';
+import { mapping } from './fields.ts';
 
 /** One entry as written in YAML. */
 export type InitdbOption = string | Record<string, string | number | boolean>;
@@ -12,7 +13,7 @@ export const InitdbOptionSchema = v.union(
   [
     v.pipe(v.string(), v.nonEmpty('must not be empty')),
     v.pipe(
-      v.record(v.string(), v.union([v.string(), v.number(), v.boolean()])),
+      mapping(v.record(v.string(), v.union([v.string(), v.number(), v.boolean()]))),
       v.check((m) => Object.keys(m).length === 1, 'a map entry must have exactly one key, e.g. {encoding: UTF8}'),
     ),
   ],

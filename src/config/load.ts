@@ -60,14 +60,15 @@ export function parseConfig(yamlText: string, env: NodeJS.ProcessEnv = process.e
 }
 
 function parseYaml(text: string, source: string): Record<string, unknown> {
-  const doc = YAML.parseDocument(text, { prettyErrors: false });
+  const doc = YAML.parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
       doc.errors.map((e) => {
         const at = e.linePos?.[0];
         const where = at ? `${source}:${at.line}:${at.col}` : source;
-        return `${where}: YAML ${e.code}: ${e.message.split('\n')[0]}`;
+        const text = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+        return `${where}: YAML ${e.code}: ${text}`;
       }),
     );
   }

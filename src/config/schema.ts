@@ -8,10 +8,10 @@
 import * as v from 'valibot';
 import { LOG_LEVELS } from './agent-config.ts';
 import { DynamicConfigSchema } from './dynamic-schema.ts';
-import { Bool, HbaLines, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
+import { Bool, HbaLines, isMapping, mapping, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
 import { InitdbOptionSchema } from './initdb.ts';
 
-const mapping = (i: { received: string }) => `must be a mapping, got ${i.received}`;
+const mappingMessage = (i: { received: string }) => `must be a mapping, got ${i.received}`;
 
 /** A name that becomes one DCS key segment: non-empty, no `/`. */
 const KeySegment = v.pipe(
@@ -27,12 +27,12 @@ const EtcdHosts = v.pipe(
   v.minLength(1, 'must name at least one etcd host:port'),
 );
 
-const Role = v.strictObject(
+const Role = mapping(v.strictObject(
   { username: NonEmptyString, password: v.optional(v.string((i) => `must be a string (quote it), got ${i.received}`)) },
-  mapping,
-);
+  mappingMessage,
+));
 
-const Tags = v.looseObject(
+const Tags = mapping(v.looseObject(
   {
     nofailover: v.optional(Bool),
     noloadbalance: v.optional(Bool),
@@ -40,12 +40,13 @@ const Tags = v.looseObject(
     nosync: v.optional(Bool),
     failover_priority: v.optional(NonNegativeInteger),
   },
-  mapping,
-);
+  mappingMessage,
+));
 
-const CustomMethod = v.looseObject({ command: NonEmptyString }, mapping);
+const CustomMethod = mapping(v.looseObject({ command: NonEmptyString }, mappingMessage));
 
 const Bootstrap = v.pipe(
+  v.custom<Record<string, unknown>>(isMapping, mappingMessage),
   v.objectWithRest(
     {
       dcs: v.optional(DynamicConfigSchema, {}),
@@ -54,7 +55,7 @@ const Bootstrap = v.pipe(
       pg_hba: v.optional(HbaLines, []),
     },
     CustomMethod,
-    mapping,
+    mappingMessage,
   ),
   v.forward(
     v.check(
@@ -65,19 +66,19 @@ const Bootstrap = v.pipe(
   ),
 );
 
-const Database = v.strictObject(
+const Database = mapping(v.strictObject(
   {
     listen: HostPortString,
     connect_address: v.optional(HostPortString),
     data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
     bin_dir: v.optional(NonEmptyString),
     socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
-    authentication: v.strictObject({ superuser: Role, replication: Role }, mapping),
+    authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
     parameters: v.optional(Parameters, {}),
     pg_hba: v.optional(HbaLines, []),
   },
-  mapping,
-);
+  mappingMessage,
+));
 
 /** The whole file. Output: as written, with defaults of optional sections filled in. */
 export const FileSchema = v.strictObject(
@@ -85,16 +86,16 @@ export const FileSchema = v.strictObject(
     scope: KeySegment,
     namespace: v.optional(NonEmptyString, '/service/'),
     name: KeySegment,
-    restapi: v.strictObject({ listen: HostPortString, connect_address: v.optional(HostPortString) }, mapping),
-    etcd3: v.strictObject({ hosts: EtcdHosts }, mapping),
+    restapi: mapping(v.strictObject({ listen: HostPortString, connect_address: v.optional(HostPortString) }, mappingMessage)),
+    etcd3: mapping(v.strictObject({ hosts: EtcdHosts }, mappingMessage)),
     bootstrap: v.optional(Bootstrap, {}),
     database: Database,
     tags: v.optional(Tags, {}),
     log: v.optional(
-      v.strictObject(
+      mapping(v.strictObject(
         { level: v.optional(v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`), 'info') },
-        mapping,
-      ),
+        mappingMessage,
+      )),
       {},
     ),
   },

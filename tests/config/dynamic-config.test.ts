@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { effectiveDynamicConfig, validateDynamicConfig } from '../../src/config/dynamic-schema.ts';
+
+describe('validateDynamicConfig', () => {
+  it('accepts an empty document; the effective config has the defaults', () => {
+    const r = validateDynamicConfig({});
+    expect(r).toEqual({ ok: true, value: {} });
+    if (r.ok) expect(effectiveDynamicConfig(r.value).ttl).toBe(30);
+  });
+
+  it('keeps unknown keys and turns boolean parameters into on/off', () => {
+    const r = validateDynamicConfig({
+      ttl: 60,
+      pause: true,
+      failsafe_mode: false,
+      synchronous_mode: 'quorum',
+      slots: { s1: { type: 'physical' } },
+      database: { use_slots: false, parameters: { wal_log_hints: true, max_connections: 200, hot_standby: 'on' }, pg_hba: ['x'] },
+    });
+    expect(r).toEqual({
+      ok: true,
+      value: {
+        ttl: 60,
+        pause: true,
+        failsafe_mode: false,
+        synchronous_mode: 'quorum',
+        slots: { s1: { type: 'physical' } },
+        database: { use_slots: false, parameters: { wal_log_hints: 'on', max_connections: 200, hot_standby: 'on' }, pg_hba: ['x'] },
+      },
+    });
+  });
+
+  it('lists every type problem with its path', () => {
+    const r = validateDynamicConfig({
+      ttl: '30',
+      loop_wait: 1.5,
+      retry_timeout: 0,
+      maximum_lag_on_failover: -1,
+      check_timeline: 'yes',
+      pause: 1,
+      database: { use_slots: 'on', use_db_rewind: null, parameters: { a: [1] } },
+    });
+    expect(r).toEqual({
+      ok: false,
+      problems: [
+        'ttl: must be an integer, got "30"',
+        'loop_wait: must be an integer, got 1.5',
+        'retry_timeout: must be at least 1, got 0',
+        'maximum_lag_on_failover: must be 0 or more, got -1',
+        'check_timeline: must be true or false, got "yes"',
+        'pause: must be true or false, got 1',
+        'database.use_slots: must be true or false, got "on"',
+        'database.use_db_rewind: must be true or false, got null',
+        'database.parameters.a: must be a string, number or boolean, got Array',
+      ],
+    });
+  });
+
+  it('applies the timing rule to the document with defaults filled in', () => {
+    expect(validateDynamicConfig({ ttl: 20 })).toEqual({
+      ok: false,
+      problems: ['(root): loop_wait + 2*retry_timeout must not exceed ttl: loop_wait 10 + 2*retry_timeout 10 = 30 > ttl 20'],
+    });
+    expect(validateDynamicConfig({ ttl: 20, loop_wait: 5, retry_timeout: 5 }).ok).toBe(true);
+  });
+
+  it('refuses a document that is not a mapping', () => {
+    expect(validateDynamicConfig([1])).toEqual({ ok: false, problems: ['(root): must be a mapping, got Array'] });
+  });
+});
