@@ -1,0 +1,74 @@
+/**
+ * The exporter's HTTP API (Hono): role routes answered from the cached role, /metrics, /reload,
+ * /explain, /stat, /version and the landing page. Paths, aliases and verdicts are the seed's
+ * tables (shared/seeds/001_*.txt); unknown paths answer 404 (seed; upstream serves the landing page).
+ */
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { versionText } from './build-info.ts';
+import type { Exporter } from './exporter.ts';
+import type { Role } from './role-probe.ts';
+
+const TEXT = 'text/plain; charset=utf-8';
+/** Content type of /metrics (text exposition 0.0.4). */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** Paths of each role check (seed's endpoint table). */
+export const ROLE_ROUTES = {
+  up: ['/up', '/health', '/liveness', '/readiness', '/read'],
+  primary: ['/primary', '/leader', '/master', '/read-write', '/rw'],
+  replica: ['/replica', '/standby', '/slave', '/read-only', '/ro'],
+} as const;
+
+/** Status for a role check: 200 when the role fits, 404 for the other role, 503 when unavailable. */
+export function verdict(check: keyof typeof ROLE_ROUTES, role: Role): 200 | 404 | 503 {
+  const available = role === 'primary' || role === 'replica';
+  if (!available) return 503;
+  if (check === 'up') return 200;
+  return role === check ? 200 : 404;
+}
+
+/** What the HTTP layer needs from an exporter (an Exporter satisfies it). */
+export type ExporterApi = Pick<Exporter, 'role' | 'collect' | 'reload' | 'explain' | 'stat' | 'build'>;
+
+export interface HttpOptions {
+  /** Metrics path [/metrics]. */
+  telemetryPath?: string;
+  /** Applied to every route before anything else (e.g. basic auth). */
+  middleware?: MiddlewareHandler[];
+}
+
+const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#39;').replace(/"/g, '&#34;');
+
+/** Builds the Hono app. Handlers other than /metrics and /reload never touch the database. */
+export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hono {
+  const app = new Hono();
+  const metricsPath = opts.telemetryPath ?? '/metrics';
+  for (const m of opts.middleware ?? []) app.use('*', m);
+  for (const check of Object.keys(ROLE_ROUTES) as (keyof typeof ROLE_ROUTES)[]) {
+    for (const path of ROLE_ROUTES[check]) {
+      app.get(path, (c) => {
+        const role = exp.role;
+        return c.body(role, verdict(check, role), { 'Content-Type': TEXT });
+      });
+    }
+  }
+  app.get(metricsPath, async (c) => c.body(await exp.collect(), 200, { 'Content-Type': METRICS_CONTENT_TYPE }));
+  const reload = async (c: Context) => {
+    const r = await exp.reload();
+    return r.ok ? c.body('server reloaded', 200, { 'Content-Type': TEXT }) : c.body(`fail to reload: ${r.error}`, 500, { 'Content-Type': TEXT });
+  };
+  app.on(['GET', 'POST'], '/reload', reload);
+  app.all('/reload', (c) => c.body('method not allowed', 405, { 'Content-Type': TEXT, Allow: 'GET, POST' }));
+  app.get('/explain', (c) => c.body(exp.explain(), 200, { 'Content-Type': TEXT }));
+  app.get('/stat', (c) => c.body(exp.stat(), 200, { 'Content-Type': 'text/plain; charset=UTF-8' }));
+  app.get('/version', (c) => c.body(versionText(exp.build), 200, { 'Content-Type': TEXT }));
+  app.get('/', (c) =>
+    c.body(
+      `<html><head><title>DB Exporter</title></head><body><h1>DB Exporter</h1><p><a href='${escapeHtml(metricsPath)}'>Metrics</a></p></body></html>`,
+      200,
+      { 'Content-Type': 'text/html; charset=UTF-8' },
+    ),
+  );
+  app.notFound((c) => c.body('not found', 404, { 'Content-Type': TEXT }));
+  return app;
+}
