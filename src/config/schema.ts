@@ -43,6 +43,9 @@ const Tags = mapping(v.looseObject(
   mappingMessage,
 ));
 
+/** Keys of `bootstrap` that are not custom method sections. */
+const BOOTSTRAP_KEYS: readonly string[] = ['dcs', 'method', 'initdb', 'pg_hba'];
+
 const CustomMethod = mapping(v.looseObject({ command: NonEmptyString }, mappingMessage));
 
 const Bootstrap = v.pipe(
@@ -59,7 +62,7 @@ const Bootstrap = v.pipe(
   ),
   v.forward(
     v.check(
-      (b) => b.method === 'initdb' || b[b.method] !== undefined,
+      (b) => b.method === 'initdb' || (Object.hasOwn(b, b.method) && !BOOTSTRAP_KEYS.includes(b.method)),
       (i) => `"${(i.input as { method: string }).method}" is neither initdb nor a section of bootstrap`,
     ),
     ['method'],

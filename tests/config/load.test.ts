@@ -78,9 +78,15 @@ describe('parseConfig', () => {
     expect(c.bootstrap.methods).toEqual({ from_backup: { command: '/opt/restore.sh', keep: 1 } });
   });
 
-  it('rejects a bootstrap method without a section', () => {
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  method: nope\n`, {}))).toEqual([
-      'bootstrap.method: "nope" is neither initdb nor a section of bootstrap',
+  it.each(['nope', 'dcs', 'toString'])('rejects bootstrap method %s, which has no custom section', (method) => {
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  method: ${method}\n`, {}))).toEqual([
+      `bootstrap.method: "${method}" is neither initdb nor a section of bootstrap`,
+    ]);
+  });
+
+  it('names HA_ETCD3_HOSTS when its flow list is not YAML', () => {
+    expect(problemsOf(() => parseConfig(GOOD_YAML, { HA_ETCD3_HOSTS: '[a:2379, b:2379' }))).toEqual([
+      'etcd3.hosts: HA_ETCD3_HOSTS is neither a comma list nor a YAML flow list: [a:2379, b:2379',
     ]);
   });
 
