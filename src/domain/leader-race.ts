@@ -1,0 +1,129 @@
+/**
+ * The leader race rules: may this member take the leader lock when nobody holds it?
+ * (patroni.md §3.3 "Healthiest-node test", seed 000 "A healthy member").
+ */
+import { failoverPriority } from './member.ts';
+import type { Tags } from './member.ts';
+
+/** What a peer told us through GET <api_url> (its status document), or that it did not answer. */
+export interface PeerStatus {
+  name: string;
+  reachable: boolean;
+  /** `primary`, `replica`, … as the peer reports it. */
+  role?: string;
+  /** One of the 15 states. */
+  state?: string;
+  /** WAL position: primary flush LSN, replica max(received, replayed). Bytes. */
+  walBytes?: bigint;
+  timeline?: number;
+  tags?: Tags;
+}
+
+/** This member's facts for the race. */
+export interface SelfFacts {
+  name: string;
+  walBytes: bigint;
+  timeline: number;
+  tags: Tags;
+}
+
+/** Inputs of the race decision. */
+export interface RaceInput {
+  self: SelfFacts;
+  peers: PeerStatus[];
+  /** The leader's last published position (`status.optime`), bytes; 0 when unknown. */
+  leaderOptimeBytes: bigint;
+  maxLagBytes: number;
+  checkTimeline: boolean;
+  clusterTimeline: number;
+  /** The `failover` key when it names a candidate or the former leader. */
+  failover?: { leader?: string; member?: string };
+}
+
+/** Verdict with the one-sentence reason the HA cycle logs. */
+export type RaceVerdict = { healthy: true; reason: string } | { healthy: false; reason: string };
+
+/** Status-document WAL position of a peer: primary `xlog.location`, replica max(received, replayed). */
+export function peerWalFromStatus(doc: Record<string, unknown>): bigint | undefined {
+  const xlog = doc['xlog'] as Record<string, unknown> | undefined;
+  if (!xlog) return undefined;
+  const nums = ['location', 'received_location', 'replayed_location']
+    .map((k) => xlog[k])
+    .filter((v): v is number => typeof v === 'number');
+  if (nums.length === 0) return undefined;
+  return nums.map((n) => BigInt(n)).reduce((a, b) => (a > b ? a : b));
+}
+
+/** Builds a PeerStatus from a status document (undefined doc = unreachable). */
+export function peerFromStatus(name: string, doc: Record<string, unknown> | undefined): PeerStatus {
+  if (!doc) return { name, reachable: false };
+  const wal = peerWalFromStatus(doc);
+  return {
+    name,
+    reachable: true,
+    ...(typeof doc['role'] === 'string' ? { role: doc['role'] } : {}),
+    ...(typeof doc['state'] === 'string' ? { state: doc['state'] } : {}),
+    ...(wal !== undefined ? { walBytes: wal } : {}),
+    ...(typeof doc['timeline'] === 'number' ? { timeline: doc['timeline'] } : {}),
+    ...(doc['tags'] && typeof doc['tags'] === 'object' ? { tags: doc['tags'] as Tags } : {}),
+  };
+}
+
+/**
+ * The healthiest-node test. A member races only when all hold:
+ * - it may be promoted (no `nofailover`, priority > 0);
+ * - with a manual failover naming another reachable member, it steps aside; the named candidate
+ *   races without the lag rule; the former leader of a switchover steps aside;
+ * - its lag behind the leader's last optime is within maximum_lag_on_failover;
+ * - with check_timeline, its timeline is not behind the cluster timeline;
+ * - no reachable peer still runs as primary;
+ * - no reachable peer is ahead in WAL; at equal WAL a peer with higher failover_priority wins.
+ * Unreachable peers are ignored.
+ */
+export function isHealthiest(input: RaceInput): RaceVerdict {
+  const { self, peers, failover } = input;
+  const myPriority = failoverPriority(self.tags);
+  const isCandidate = failover?.member === self.name;
+  if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
+  if (failover?.member && !isCandidate) {
+    const cand = peers.find((p) => p.name === failover.member);
+    if (cand?.reachable) return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
+  }
+  if (failover?.leader === self.name && !isCandidate) {
+    const other = peers.some((p) => p.reachable && p.state === 'running' && failoverPriority(p.tags) > 0);
+    if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
+  }
+  if (!isCandidate && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > BigInt(input.maxLagBytes)) {
+    return { healthy: false, reason: 'my wal position exceeds maximum replication lag' };
+  }
+  if (!isCandidate && input.checkTimeline && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
+    return { healthy: false, reason: `my timeline ${self.timeline} is behind the cluster timeline ${input.clusterTimeline}` };
+  }
+  for (const p of peers) {
+    if (!p.reachable || p.name === self.name) continue;
+    if (p.role === 'primary' && p.state === 'running') return { healthy: false, reason: `primary (${p.name}) is still alive` };
+    if (isCandidate) continue;
+    if (p.walBytes === undefined) continue;
+    if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
+    if (p.walBytes === self.walBytes && failoverPriority(p.tags) > myPriority && p.name !== failover?.leader) {
+      return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };
+    }
+  }
+  return { healthy: true, reason: isCandidate ? 'I am the failover candidate' : 'I am the healthiest member' };
+}
+
+/**
+ * Is a peer eligible to take over in a switchover or failover the leader carries out
+ * (seed 000 healthy-member rules 1, 2, 4, 5)? `failover` skips the lag and timeline rules.
+ */
+export function isEligibleCandidate(
+  p: PeerStatus,
+  opts: { leaderOptimeBytes: bigint; maxLagBytes: number; checkTimeline: boolean; clusterTimeline: number; failover: boolean },
+): boolean {
+  if (!p.reachable || p.state !== 'running') return false;
+  if (failoverPriority(p.tags) <= 0) return false;
+  if (opts.failover) return true;
+  if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) return false;
+  if (opts.checkTimeline && p.timeline !== undefined && p.timeline < opts.clusterTimeline) return false;
+  return true;
+}

@@ -1,0 +1,80 @@
+/**
+ * Timeline history files (`pg_wal/<TLI>.history`, PostgreSQL docs "Timelines") and the
+ * divergence check a former primary or replica runs before following a new leader.
+ */
+import { parseLsn } from './lsn.ts';
+import type { HistoryEntry } from './cluster.ts';
+
+/** One line of a history file: the parent timeline, where it ended (bytes), and why. */
+export interface HistoryLine {
+  timeline: number;
+  switchLsn: bigint;
+  reason: string;
+}
+
+/** Parses a `.history` file: lines `<parentTLI>\t<X/Y>\t<reason>`; comments and blanks skipped. */
+export function parseHistoryFile(text: string): HistoryLine[] {
+  const out: HistoryLine[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const [tli, lsn, ...rest] = line.split(/\s+/);
+    if (!tli || !lsn || !/^\d+$/.test(tli)) continue;
+    out.push({ timeline: Number(tli), switchLsn: parseLsn(lsn), reason: rest.join(' ') });
+  }
+  return out;
+}
+
+/**
+ * The DCS `history` value from a history file: `[timeline, switch_lsn_int, reason, timestamp, new_leader]`
+ * per line. Timestamps of earlier entries are kept from `previous` when the timeline matches.
+ */
+export function historyEntries(lines: HistoryLine[], opts: { previous?: HistoryEntry[]; now: string; newLeader: string }): HistoryEntry[] {
+  return lines.map((l, i) => {
+    const prev = opts.previous?.find((e) => e[0] === l.timeline);
+    const last = i === lines.length - 1;
+    if (prev && !last) return prev;
+    return [l.timeline, Number(l.switchLsn), l.reason, prev?.[3] ?? opts.now, prev?.[4] ?? (last ? opts.newLeader : undefined)].filter(
+      (x) => x !== undefined,
+    ) as HistoryEntry;
+  });
+}
+
+/** What the local data directory says about where it stopped. */
+export interface LocalPosition {
+  /** pg_controldata "Database cluster state". */
+  clusterState: string;
+  /** Latest checkpoint's TimeLineID. */
+  timeline: number;
+  /** Latest checkpoint location, bytes. */
+  checkpointLsn: bigint;
+  /** Minimum recovery ending location, bytes (0 on a primary). */
+  minRecoveryLsn: bigint;
+}
+
+/** Verdict of the divergence check. */
+export type Divergence = { kind: 'ok' } | { kind: 'diverged'; reason: string } | { kind: 'unknown'; reason: string };
+
+/**
+ * May a data directory that stopped at `local` stream from a leader on `leaderTimeline` whose
+ * timeline history is `history` (the DCS key)?
+ * - same timeline: ok (the leader is the same lineage);
+ * - local timeline ahead of the leader's: diverged;
+ * - behind: the local WAL must end at or before the switch point of its timeline in the leader's
+ *   history. A clean shutdown ends at its shutdown checkpoint; a replica at its minimum recovery
+ *   point or checkpoint; a crashed primary's WAL end is unknown, so it counts as diverged.
+ */
+export function checkDivergence(local: LocalPosition, leaderTimeline: number, history: HistoryEntry[] | undefined): Divergence {
+  if (leaderTimeline === 0) return { kind: 'unknown', reason: 'leader timeline unknown' };
+  if (local.timeline === leaderTimeline) return { kind: 'ok' };
+  if (local.timeline > leaderTimeline) return { kind: 'diverged', reason: `local timeline ${local.timeline} is ahead of the leader's ${leaderTimeline}` };
+  const entry = history?.find((e) => e[0] === local.timeline);
+  if (!entry) return { kind: 'unknown', reason: `no history entry for timeline ${local.timeline}` };
+  const switchLsn = BigInt(entry[1]);
+  if (local.clusterState === 'in production') {
+    return { kind: 'diverged', reason: `former primary of timeline ${local.timeline} did not shut down cleanly` };
+  }
+  const end = local.checkpointLsn > local.minRecoveryLsn ? local.checkpointLsn : local.minRecoveryLsn;
+  if (end >= switchLsn) return { kind: 'diverged', reason: `local WAL (${end}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+  return { kind: 'ok' };
+}

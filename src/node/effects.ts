@@ -1,0 +1,83 @@
+/**
+ * The real effects of the database lifecycle machine: PgControl calls wrapped as the named
+ * promise actors the machine declares. Only this module (through the machine) starts, stops,
+ * promotes or clones PostgreSQL.
+ */
+import { fromPromise } from 'xstate';
+import { databaseMachine, type StartInput, type StopInput } from '../machines/database.ts';
+import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
+
+/** What the effects need to know at the moment they run (read through callbacks, never cached). */
+export interface EffectContext {
+  pg: PgControl;
+  /** initdb options (`--key=value` strings). */
+  initdbOptions: () => string[];
+  /** Custom bootstrap command, when bootstrap.method names one. */
+  customBootstrapCommand: () => string | undefined;
+  /** Where to clone from (set by the HA loop before cmd.clone / cmd.reinitialize). */
+  cloneSource: () => Upstream | undefined;
+  /** Configuration for starting with a role (upstream, slot, parameters). */
+  configureFor: (role: 'primary' | 'replica') => ConfigureOptions;
+  /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
+  afterStop: () => Promise<void>;
+  /** Timeouts, ms. */
+  startTimeoutMs: () => number;
+  stopTimeoutMs: () => number;
+}
+
+/** Starts PostgreSQL, retrying while a crashed postmaster's children still hold shared memory. */
+async function startWithRetry(pg: PgControl, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await pg.start(Math.max(1000, deadline - Date.now()));
+      return;
+    } catch (e) {
+      if (Date.now() + 200 >= deadline) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** The database machine with real effects. */
+export function databaseMachineWithEffects(ctx: EffectContext) {
+  const { pg } = ctx;
+  return databaseMachine.provide({
+    actors: {
+      initdb: fromPromise(async () => {
+        await pg.initdb(ctx.initdbOptions());
+        await pg.configure(ctx.configureFor('primary'));
+        await startWithRetry(pg, ctx.startTimeoutMs());
+        await pg.postBootstrap();
+      }),
+      customBootstrap: fromPromise(async () => {
+        const cmd = ctx.customBootstrapCommand();
+        if (!cmd) throw new Error('no custom bootstrap command configured');
+        await pg.customBootstrap(cmd);
+      }),
+      clone: fromPromise(async () => {
+        const from = ctx.cloneSource();
+        if (!from) throw new Error('no member to clone from');
+        if (await pg.hasData()) await pg.removeData();
+        await pg.basebackup(from);
+      }),
+      start: fromPromise(async ({ input }: { input: StartInput }) => {
+        await pg.configure(ctx.configureFor(input.role));
+        await startWithRetry(pg, ctx.startTimeoutMs());
+        if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await pg.promote(ctx.startTimeoutMs());
+      }),
+      stop: fromPromise(async ({ input }: { input: StopInput }) => {
+        await pg.stop(input.mode, ctx.stopTimeoutMs());
+        await ctx.afterStop();
+      }),
+      restart: fromPromise(async ({ input }: { input: StartInput }) => {
+        await pg.stop('fast', ctx.stopTimeoutMs());
+        await pg.configure(ctx.configureFor(input.role));
+        await startWithRetry(pg, ctx.startTimeoutMs());
+      }),
+      promote: fromPromise(async () => {
+        await pg.promote(ctx.startTimeoutMs());
+      }),
+    } as never,
+  });
+}

@@ -1,0 +1,702 @@
+/**
+ * The node agent: one HA loop per member. Every `loop_wait` seconds, and at once on a DCS event
+ * about the leader, the config or the failover key, or after a machine transition, it gathers the
+ * facts (lease keepalive, lock renewal, local status, peers), asks `decideCycle` what to do, carries
+ * the actions out, and publishes the member key. Between cycles a probe refreshes the local
+ * status every second and a crash watcher notices a dead postmaster within ~100 ms.
+ *
+ * The database lifecycle machine owns the postmaster: this class only sends it commands.
+ * Safety: a leader whose renewal fails demotes at once; every DCS call is bounded by
+ * retry_timeout, so with `loop_wait + 2*retry_timeout <= ttl` the demotion is under way before
+ * the lease can expire (dcs-layout.md "Leases and the leader lock").
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { waitFor, type Actor } from 'xstate';
+import { clusterTimeline, type ClusterView } from '../domain/cluster.ts';
+import { withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
+import { decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
+import type { PeerStatus } from '../domain/leader-race.ts';
+import { memberHostPort, type MemberData, type ScheduledRestartData, type Tags } from '../domain/member.ts';
+import type { PgStatus } from '../domain/pg-status.ts';
+import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { DatabaseState, Role } from '../domain/states.ts';
+import { historyEntries, parseHistoryFile, type LocalPosition } from '../domain/timeline-history.ts';
+import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
+import { BUSY_STATES, databaseMachine } from '../machines/database.ts';
+import { slotNameForMember } from '../postgres/slots.ts';
+import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
+import { databaseMachineWithEffects } from './effects.ts';
+import { Journal } from './journal.ts';
+import { startJournaledActor } from './journaled-actor.ts';
+import { fetchPeers, fetchStatusDocument } from './peers.ts';
+
+/** Everything a node needs; the composition root (src/cli) builds it from ha.yml. */
+export interface HaNodeOptions {
+  name: string;
+  scope: string;
+  /** Agent version (semver). */
+  version: string;
+  /** `http://<restapi.connect_address>/ha` */
+  apiUrl: string;
+  /** `postgres://<database.connect_address>/postgres` */
+  connUrl: string;
+  tags: Tags;
+  /** Seed of the dynamic configuration (bootstrap.dcs), written once by the bootstrap winner. */
+  bootstrapDcs: Record<string, unknown>;
+  /** initdb options as `--key=value` strings. */
+  initdbOptions: string[];
+  /** Custom bootstrap command (bootstrap.method naming a section with `command`). */
+  customBootstrapCommand?: string;
+  /** database.parameters of the local file (the dynamic configuration's win). */
+  localParameters: Record<string, string | number | boolean>;
+  dcs: Dcs;
+  pg: PgControl;
+  journal: Journal;
+  log: Logger;
+  /** Clock, epoch ms. */
+  now?: () => number;
+  /** Member status fetcher (tests may replace it). */
+  fetchStatus?: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
+  /** How long a start may take before start_failed, ms. Default 60 000. */
+  startTimeoutMs?: number;
+}
+
+/** A named state change for observers (demo output, tests). */
+export interface NodeChange {
+  name: string;
+  state: DatabaseState;
+  role: Role;
+  leader: boolean;
+}
+
+export class HaNode {
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private db!: Actor<typeof databaseMachine>;
+  private stopped = false;
+  private loopDone: Promise<void> | undefined;
+  private wakeResolve: (() => void) | undefined;
+  private wakePending = false;
+  private timers: NodeJS.Timeout[] = [];
+  private unsubscribeDcs: (() => void) | undefined;
+
+  /** Facts kept between cycles. */
+  private lastProbe: PgStatus | undefined;
+  private leaderUntilMs = 0;
+  private lastLoopMs = 0;
+  private initializedByMe = false;
+  private gracefulDemotion = false;
+  private releaseLockAfterStop = false;
+  private cloneFrom: Upstream | undefined;
+  private upstream: Upstream | undefined;
+  private configuredUpstream: string | undefined;
+  private sysid: string | undefined;
+  private config: DynamicConfig;
+  private lastMemberJson = '';
+  private lastStatusJson = '';
+  private historyTimeline = 0;
+  private probing = false;
+  private crashCheck = false;
+  private lastMessage = '';
+  private scheduledRestart: ScheduledRestartData | undefined;
+  private readonly changeListeners = new Set<(c: NodeChange) => void>();
+
+  constructor(private readonly opts: HaNodeOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log;
+    this.config = withDefaults(opts.bootstrapDcs);
+  }
+
+  get name(): string {
+    return this.opts.name;
+  }
+
+  /** Subscribes to state/role/leadership changes. */
+  onChange(listener: (c: NodeChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** The journal of this node. */
+  get journal(): Journal {
+    return this.opts.journal;
+  }
+
+  /** The database machine actor (for /machines and tests). */
+  get databaseActor(): Actor<typeof databaseMachine> {
+    return this.db;
+  }
+
+  /** Starts the node: DCS, machine, probe, crash watcher, HA loop. Rejects when the DCS cannot be reached. */
+  async start(): Promise<void> {
+    const { dcs, pg } = this.opts;
+    await dcs.start();
+    this.config = withDefaults(dcs.view().config?.value ?? this.opts.bootstrapDcs);
+    const machine = databaseMachineWithEffects({
+      pg,
+      initdbOptions: () => this.opts.initdbOptions,
+      customBootstrapCommand: () => this.opts.customBootstrapCommand,
+      cloneSource: () => this.cloneFrom,
+      configureFor: (role) => this.configureOptions(role),
+      afterStop: () => this.afterStop(),
+      startTimeoutMs: () => this.opts.startTimeoutMs ?? 60_000,
+      stopTimeoutMs: () => 60_000,
+    });
+    this.db = startJournaledActor(machine, {
+      name: 'database',
+      input: { at: this.now() },
+      journal: this.opts.journal,
+      term: () => ({ timeline: this.lastProbe?.timeline, leader: this.opts.dcs.view().leader?.name }),
+    });
+    let prevKey = '';
+    this.db.subscribe((s) => {
+      const key = `${s.value}|${s.context.role}`;
+      if (key !== prevKey) {
+        prevKey = key;
+        this.emitChange();
+        this.wake();
+      }
+    });
+    // A postmaster already running when the agent starts is adopted, not restarted.
+    if (await pg.postmasterPid()) {
+      const role = existsSync(join(pg.dataDir, 'standby.signal')) ? 'replica' : 'primary';
+      this.db.send({ type: 'pg.found', role, reason: 'postmaster already running at agent start', at: this.now() });
+      await this.probeOnce();
+    }
+    this.unsubscribeDcs = dcs.subscribe((e) => this.onDcsEvent(e));
+    this.timers.push(setInterval(() => void this.probeOnce(), 1000));
+    this.timers.push(setInterval(() => void this.checkPostmaster(), 100));
+    this.loopDone = this.loop();
+  }
+
+  /**
+   * Graceful shutdown (SIGTERM/SIGINT): the leader stops PostgreSQL, publishes its final
+   * checkpoint LSN in `status` and releases the leader key so a replica takes over at once;
+   * a replica stops PostgreSQL; then the lease is revoked. Leaves no process behind.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.unsubscribeDcs?.();
+    this.wake();
+    await this.loopDone?.catch(() => undefined);
+    const { dcs, pg } = this.opts;
+    const iLead = dcs.view().leader?.name === this.opts.name;
+    try {
+      await waitFor(this.db, (s) => !(BUSY_STATES as readonly string[]).includes(s.value as string), { timeout: 60_000 });
+      if (this.config.pause === true) {
+        this.log.info('paused: leaving the database running');
+      } else if (this.db.getSnapshot().value !== 'stopped') {
+        this.releaseLockAfterStop = iLead;
+        this.db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.now() });
+        await waitFor(this.db, (s) => s.value === 'stopped' || s.value === 'stop_failed', { timeout: 60_000 });
+      }
+      if (iLead && (await pg.postmasterPid()) === undefined && this.releaseLockAfterStop) await this.releaseLockWithStatus();
+    } catch (e) {
+      this.log.error({ err: e }, 'error while shutting down');
+    }
+    this.db.stop();
+    await dcs.close().catch((e) => this.log.warn({ err: e }, 'closing the DCS failed'));
+    await pg.close().catch(() => undefined);
+  }
+
+  /** Wakes the HA loop now. */
+  wake(): void {
+    this.wakePending = true;
+    this.wakeResolve?.();
+  }
+
+  private onDcsEvent(e: DcsEvent): void {
+    switch (e.type) {
+      case 'dcs.leaderChanged':
+      case 'dcs.configChanged':
+      case 'dcs.failoverChanged':
+      case 'dcs.initializeChanged':
+        this.wake();
+        break;
+      case 'dcs.memberChanged':
+        if (!this.opts.dcs.view().leader) this.wake();
+        break;
+      default:
+        break;
+    }
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      this.wakePending = false;
+      try {
+        await this.cycle();
+      } catch (e) {
+        this.log.error({ err: e }, 'HA cycle failed');
+      }
+      this.lastLoopMs = this.now();
+      if (this.stopped) break;
+      if (!this.wakePending) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.config.loop_wait * 1000);
+          this.wakeResolve = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this.wakeResolve = undefined;
+      }
+    }
+  }
+
+  /** One HA cycle. */
+  private async cycle(): Promise<void> {
+    const { dcs, pg, name } = this.opts;
+    const nowMs = this.now();
+    let dcsOk = true;
+    try {
+      await dcs.keepalive();
+    } catch (e) {
+      dcsOk = false;
+      this.log.warn({ err: String(e) }, 'lease keepalive failed');
+    }
+    let view = dcs.view();
+    this.applyDynamicConfig(view);
+    let lockRenewal: 'ok' | 'failed' | undefined;
+    if (dcsOk && view.leader?.name === name) {
+      try {
+        lockRenewal = (await dcs.updateLeader()) ? 'ok' : 'failed';
+      } catch {
+        lockRenewal = 'failed';
+      }
+      if (lockRenewal === 'ok') this.leaderUntilMs = nowMs + this.config.ttl * 1000;
+      else this.leaderUntilMs = 0;
+      view = dcs.view();
+    } else if (view.leader?.name !== name) {
+      this.leaderUntilMs = 0;
+    }
+    // A leader cut off from the DCS: its own clock says when the lock may have expired.
+    if (!dcsOk && this.leaderUntilMs > 0 && nowMs > this.leaderUntilMs) this.leaderUntilMs = 0;
+
+    const snap = this.db.getSnapshot();
+    const state = snap.value as DatabaseState;
+    const busy = (BUSY_STATES as readonly string[]).includes(state) || snap.context.promoting;
+    const hasData = await pg.hasData();
+    if (state === 'running') await this.probeOnce();
+    const probe = state === 'running' ? this.lastProbe : undefined;
+    let local: LocalPosition | undefined;
+    if (hasData && !busy && state !== 'running') {
+      try {
+        const cd = await pg.controlData();
+        this.sysid = cd.systemIdentifier;
+        local = { clusterState: cd.clusterState, timeline: cd.checkpointTimeline, checkpointLsn: cd.checkpointLsn, minRecoveryLsn: cd.minRecoveryLsn };
+      } catch {
+        local = undefined;
+      }
+    }
+    const failover = view.failover?.value;
+    const needPeers =
+      dcsOk && state === 'running' && !busy && (!view.leader || (view.leader.name === name && !!(failover?.leader || failover?.member)));
+    const peers: PeerStatus[] = needPeers ? await fetchPeers(view, name, this.opts.fetchStatus ?? fetchStatusDocument) : [];
+
+    const decision = decideCycle({
+      name,
+      nowMs,
+      config: this.config,
+      view,
+      dcsOk,
+      ...(lockRenewal ? { lockRenewal } : {}),
+      db: { state, role: snap.context.role, busy },
+      hasData,
+      walBytes: walOf(probe),
+      timeline: probe?.timeline ?? local?.timeline ?? 0,
+      ...(local ? { local } : {}),
+      gracefulDemotion: this.gracefulDemotion,
+      initializedByMe: this.initializedByMe,
+      ...(this.sysid ? { sysid: this.sysid } : {}),
+      tags: this.opts.tags,
+      peers,
+    });
+    for (const action of decision.actions) {
+      if (this.stopped) break;
+      await this.execute(action, view);
+    }
+    if (decision.message !== this.lastMessage) {
+      this.log.info({ member: name, actions: decision.actions.map((a) => a.kind) }, decision.message);
+      this.lastMessage = decision.message;
+    }
+    if (dcsOk) await this.publishMember().catch((e) => this.log.warn({ err: String(e) }, 'publishing the member key failed'));
+  }
+
+  private async execute(a: CycleAction, view: ClusterView): Promise<void> {
+    const { dcs, pg, name } = this.opts;
+    const at = this.now();
+    switch (a.kind) {
+      case 'bootstrap': {
+        if (await dcs.initialize('', { create: true })) {
+          this.initializedByMe = true;
+          if (this.opts.customBootstrapCommand) this.db.send({ type: 'cmd.customBootstrap', reason: 'won the bootstrap race', at });
+          else this.db.send({ type: 'cmd.bootstrap', reason: 'won the bootstrap race', at });
+        }
+        return;
+      }
+      case 'finishBootstrap': {
+        const cd = await pg.controlData();
+        this.sysid = cd.systemIdentifier;
+        await dcs.initialize(cd.systemIdentifier, { create: false });
+        await dcs.setConfig(this.opts.bootstrapDcs, '0');
+        const r = await dcs.attemptToAcquireLeader();
+        if (r.acquired) {
+          this.leaderUntilMs = at + this.config.ttl * 1000;
+          await dcs.setHistory([]);
+          this.historyTimeline = 1;
+          this.initializedByMe = false;
+        }
+        this.emitChange();
+        return;
+      }
+      case 'clone': {
+        this.cloneFrom = this.upstreamOf(view, a.from);
+        if (!this.cloneFrom) return;
+        this.db.send({ type: 'cmd.clone', reason: `cloning from ${a.from}`, at });
+        return;
+      }
+      case 'reinitialize': {
+        this.cloneFrom = this.upstreamOf(view, view.leader?.name);
+        if (!this.cloneFrom) return;
+        this.db.send({ type: 'cmd.reinitialize', reason: 'reinitializing from the leader', at });
+        return;
+      }
+      case 'start': {
+        this.upstream = a.leader ? this.upstreamOf(view, a.leader) : undefined;
+        this.configuredUpstream = this.upstream?.name;
+        this.gracefulDemotion = false;
+        this.db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
+        return;
+      }
+      case 'acquireLock': {
+        const r = await dcs.attemptToAcquireLeader();
+        if (!r.acquired) {
+          this.log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
+          return;
+        }
+        this.leaderUntilMs = at + this.config.ttl * 1000;
+        if (this.db.getSnapshot().context.role !== 'primary') {
+          this.db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
+        }
+        if (view.failover && (view.failover.value.leader || view.failover.value.member)) await dcs.setFailover({}).catch(() => undefined);
+        this.emitChange();
+        return;
+      }
+      case 'promote':
+        this.db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
+        return;
+      case 'demote': {
+        this.releaseLockAfterStop = a.releaseLock;
+        this.gracefulDemotion = a.mode === 'graceful';
+        this.upstream = undefined;
+        this.configuredUpstream = undefined;
+        if (!a.releaseLock) this.leaderUntilMs = 0;
+        this.db.send({ type: 'cmd.demote', mode: a.mode === 'immediate' ? 'immediate' : 'fast', reason: `demoting (${a.mode})`, at });
+        return;
+      }
+      case 'releaseLock':
+        await dcs.deleteLeader();
+        this.leaderUntilMs = 0;
+        this.emitChange();
+        return;
+      case 'follow':
+        await this.follow(view, a.leader);
+        return;
+      case 'leaderDuties':
+        await this.leaderDuties(view);
+        return;
+      case 'clearFailover':
+        await dcs.setFailover({}, view.failover?.revision);
+        return;
+    }
+  }
+
+  /** Points a running replica at the leader: rewrites primary_conninfo and reloads (PostgreSQL ≥ 13 applies it without restart). */
+  private async follow(view: ClusterView, leader: string): Promise<void> {
+    if (this.configuredUpstream === leader) return;
+    const up = this.upstreamOf(view, leader);
+    if (!up) return;
+    this.upstream = up;
+    await this.opts.pg.configure(this.configureOptions('replica'));
+    await this.opts.pg.reload();
+    this.configuredUpstream = leader;
+    this.gracefulDemotion = false;
+    this.log.info({ leader }, `following leader ${leader}`);
+  }
+
+  /** The leader's per-cycle work: `status` (optime, slots), replication slots, `history`. */
+  private async leaderDuties(view: ClusterView): Promise<void> {
+    const { dcs, pg, name } = this.opts;
+    const probe = this.lastProbe;
+    if (!probe || probe.inRecovery) return;
+    const others = view.members.filter((m) => m.name !== name).map((m) => slotNameForMember(m.name));
+    if (this.config.database.use_slots) await pg.syncSlots(others).catch((e) => this.log.warn({ err: String(e) }, 'syncing slots failed'));
+    const slots: Record<string, number> = {};
+    for (const [k, v] of Object.entries(probe.slots)) slots[k] = Number(v);
+    const status = { optime: Number(probe.flushLsn ?? 0n), ...(Object.keys(slots).length ? { slots } : {}) };
+    const json = JSON.stringify(status);
+    if (json !== this.lastStatusJson) {
+      await dcs.setStatus(status);
+      this.lastStatusJson = json;
+    }
+    if (probe.timeline > 1 && (this.historyTimeline !== probe.timeline || !view.history?.some((e) => e[0] === probe.timeline - 1))) {
+      await this.writeHistory(view, probe.timeline);
+    }
+  }
+
+  /** Writes `history` from the timeline history file of the current timeline. */
+  private async writeHistory(view: ClusterView, timeline: number): Promise<void> {
+    const file = join(this.opts.pg.dataDir, 'pg_wal', `${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`);
+    try {
+      const lines = parseHistoryFile(await readFile(file, 'utf8'));
+      const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(this.now()).toISOString(), newLeader: this.opts.name });
+      await this.opts.dcs.setHistory(entries);
+      this.historyTimeline = timeline;
+    } catch (e) {
+      this.log.warn({ err: String(e), file }, 'could not write the history key');
+    }
+  }
+
+  /** After a stop: a graceful demotion or shutdown publishes the checkpoint and releases the lock. */
+  private async afterStop(): Promise<void> {
+    if (!this.releaseLockAfterStop) return;
+    this.releaseLockAfterStop = false;
+    await this.releaseLockWithStatus();
+  }
+
+  private async releaseLockWithStatus(): Promise<void> {
+    const { dcs, pg } = this.opts;
+    try {
+      const cd = await pg.controlData();
+      await dcs.setStatus({ optime: Number(cd.checkpointLsn) });
+    } catch (e) {
+      this.log.warn({ err: String(e) }, 'could not publish the final checkpoint');
+    }
+    await dcs.deleteLeader().catch((e) => this.log.warn({ err: String(e) }, 'releasing the leader key failed'));
+    this.leaderUntilMs = 0;
+    this.emitChange();
+  }
+
+  private upstreamOf(view: ClusterView, member: string | undefined): Upstream | undefined {
+    if (!member) return undefined;
+    const m = view.members.find((x) => x.name === member);
+    const hp = m ? memberHostPort(m.data.conn_url) : undefined;
+    return hp ? { host: hp.host, port: hp.port, name: member } : undefined;
+  }
+
+  private configureOptions(role: 'primary' | 'replica'): ConfigureOptions {
+    const parameters: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(this.opts.localParameters)) parameters[k] = typeof v === 'boolean' ? (v ? 'on' : 'off') : v;
+    Object.assign(parameters, this.config.database.parameters);
+    return {
+      role,
+      ...(role === 'replica' && this.upstream ? { upstream: this.upstream } : {}),
+      ...(role === 'replica' && this.config.database.use_slots ? { slotName: slotNameForMember(this.opts.name) } : {}),
+      parameters,
+    };
+  }
+
+  private applyDynamicConfig(view: ClusterView): void {
+    if (!view.config) return;
+    const next = withDefaults(view.config.value);
+    const prev = this.config;
+    this.config = next;
+    if (next.ttl !== prev.ttl) {
+      void this.opts.dcs.setTtl(next.ttl).then(
+        () => this.publishMember(true),
+        (e) => this.log.warn({ err: String(e) }, 'changing the lease TTL failed'),
+      );
+    }
+    if (JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters) && this.db.getSnapshot().value === 'running') {
+      const role = this.db.getSnapshot().context.role === 'primary' ? 'primary' : 'replica';
+      void this.opts.pg
+        .configure(this.configureOptions(role))
+        .then(() => this.opts.pg.reload())
+        .catch((e) => this.log.warn({ err: String(e) }, 'applying parameters failed'));
+    }
+  }
+
+  /** One status probe (at most one in flight). */
+  private async probeOnce(): Promise<void> {
+    if (this.probing || this.stopped) return;
+    const state = this.db?.getSnapshot().value;
+    if (state !== 'running' && state !== undefined) {
+      this.lastProbe = undefined;
+      return;
+    }
+    this.probing = true;
+    try {
+      this.lastProbe = await this.opts.pg.probe(Math.min(2000, this.config.retry_timeout * 1000));
+    } catch {
+      this.lastProbe = undefined;
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  /** Crash watcher: a running database whose postmaster is gone is `crashed` at once. */
+  private async checkPostmaster(): Promise<void> {
+    if (this.crashCheck || this.stopped) return;
+    const snap = this.db.getSnapshot();
+    if (snap.value !== 'running' || snap.context.promoting) return;
+    this.crashCheck = true;
+    try {
+      if ((await this.opts.pg.postmasterPid()) === undefined && this.db.getSnapshot().value === 'running') {
+        this.lastProbe = undefined;
+        this.db.send({ type: 'pg.died', reason: 'postmaster is not running', at: this.now() });
+      }
+    } finally {
+      this.crashCheck = false;
+    }
+  }
+
+  /** Builds and publishes the member key (when changed, or when forced after a lease change). */
+  private async publishMember(force = false): Promise<void> {
+    const data = this.memberData();
+    const json = JSON.stringify(data);
+    const inView = this.opts.dcs.view().members.some((m) => m.name === this.opts.name);
+    if (!force && json === this.lastMemberJson && inView) return;
+    await this.opts.dcs.touchMember(data);
+    this.lastMemberJson = json;
+  }
+
+  private memberData(): MemberData {
+    const snap = this.db.getSnapshot();
+    const p = snap.value === 'running' ? this.lastProbe : undefined;
+    const tags = effectiveTags(this.opts.tags);
+    const data: MemberData = {
+      conn_url: this.opts.connUrl,
+      api_url: this.opts.apiUrl,
+      state: snap.value as DatabaseState,
+      role: snap.context.role,
+      version: this.opts.version,
+      ...(p ? { xlog_location: Number(walOf(p)), timeline: p.timeline } : {}),
+      ...(p?.inRecovery
+        ? {
+            ...(p.receiveLsn !== undefined ? { receive_lsn: Number(p.receiveLsn) } : {}),
+            ...(p.replayLsn !== undefined ? { replay_lsn: Number(p.replayLsn) } : {}),
+            ...(p.streaming ? { replication_state: 'streaming' as const } : p.archiveRecovery ? { replication_state: 'in archive recovery' as const } : {}),
+          }
+        : {}),
+      ...(Object.keys(tags).length ? { tags } : {}),
+      ...(p && Object.keys(p.pendingRestart).length ? { pending_restart: true, pending_restart_reason: p.pendingRestart } : {}),
+      ...(this.scheduledRestart ? { scheduled_restart: this.scheduledRestart } : {}),
+      ...(this.config.pause ? { pause: true } : {}),
+    };
+    return data;
+  }
+
+  /** Restarts the local database now (POST /restart); resolves when it runs again or failed. */
+  async restartNow(timeoutMs?: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const s = this.db.getSnapshot();
+    if (s.value !== 'running') return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
+    this.db.send({ type: 'cmd.restart', reason: 'restart requested through the API', at: this.now() });
+    try {
+      const end = await waitFor(this.db, (x) => x.value === 'running' || x.value === 'restart_failed', { timeout: timeoutMs ?? 60_000 });
+      return end.value === 'running' ? { ok: true } : { ok: false, reason: 'restart failed' };
+    } catch {
+      return { ok: false, reason: 'restart failed' };
+    }
+  }
+
+  /** Schedules a restart (kept in the member key); false when one is already scheduled. */
+  async scheduleRestart(plan: ScheduledRestartData): Promise<boolean> {
+    if (this.scheduledRestart) return false;
+    this.scheduledRestart = plan;
+    this.journal.append({ machine: 'restart', kind: 'event', event: { type: 'restart.scheduled', plan } });
+    await this.publishMember().catch(() => undefined);
+    this.wake();
+    return true;
+  }
+
+  /** Cancels the scheduled restart; false when none. */
+  async cancelRestart(): Promise<boolean> {
+    if (!this.scheduledRestart) return false;
+    this.scheduledRestart = undefined;
+    this.journal.append({ machine: 'restart', kind: 'event', event: { type: 'restart.cancelled' } });
+    await this.publishMember().catch(() => undefined);
+    return true;
+  }
+
+  /** Wipes the data directory and re-clones from the leader (POST /reinitialize). */
+  async reinitialize(opts: { force: boolean; fromLeader: boolean }): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const view = this.opts.dcs.view();
+    if (view.leader?.name === this.opts.name) return { ok: false, reason: 'I am the leader, can not reinitialize' };
+    if (!view.leader) return { ok: false, reason: 'Cluster has no leader, can not reinitialize' };
+    const s = this.db.getSnapshot();
+    if ((BUSY_STATES as readonly string[]).includes(s.value as string) && !opts.force) return { ok: false, reason: `${String(s.value)} already in progress` };
+    const { cloneSource } = await import('../domain/ha-cycle.ts');
+    const from = opts.fromLeader ? view.leader.name : (cloneSource(view, this.opts.name) ?? view.leader.name);
+    this.cloneFrom = this.upstreamOf(view, from);
+    this.upstream = this.upstreamOf(view, view.leader.name);
+    this.configuredUpstream = view.leader.name;
+    this.db.send({ type: 'cmd.reinitialize', reason: `reinitialize requested through the API (from ${from})`, at: this.now() });
+    return { ok: true };
+  }
+
+  /** The snapshot HTTP handlers and metrics read. */
+  snapshot(): NodeSnapshot {
+    const snap = this.db.getSnapshot();
+    const running = snap.value === 'running';
+    return {
+      name: this.opts.name,
+      scope: this.opts.scope,
+      version: this.opts.version,
+      apiUrl: this.opts.apiUrl,
+      connUrl: this.opts.connUrl,
+      tags: effectiveTags(this.opts.tags),
+      state: snap.value as DatabaseState,
+      role: snap.context.role,
+      ...(running && this.lastProbe ? { pg: this.lastProbe } : {}),
+      ...(this.sysid ? { sysid: this.sysid } : {}),
+      leaderUntilMs: this.opts.dcs.view().leader?.name === this.opts.name ? this.leaderUntilMs : 0,
+      cluster: this.opts.dcs.view(),
+      dcsLastSeenMs: this.opts.dcs.lastSeenMs(),
+      config: this.config,
+      lastLoopMs: this.lastLoopMs,
+      ...(this.scheduledRestart ? { scheduledRestart: this.scheduledRestart } : {}),
+    };
+  }
+
+  /** Current cluster timeline as the leader sees it (for logs). */
+  clusterTimeline(): number {
+    return clusterTimeline(this.opts.dcs.view());
+  }
+
+  private emitChange(): void {
+    if (!this.db) return;
+    const s = this.db.getSnapshot();
+    const c: NodeChange = {
+      name: this.opts.name,
+      state: s.value as DatabaseState,
+      role: s.context.role,
+      leader: this.opts.dcs.view().leader?.name === this.opts.name,
+    };
+    for (const l of this.changeListeners) l(c);
+  }
+}
+
+/** WAL position of a probe: primary flush LSN, replica max(received, replayed); 0 when unknown. */
+function walOf(p: PgStatus | undefined): bigint {
+  if (!p) return 0n;
+  if (!p.inRecovery) return p.flushLsn ?? 0n;
+  const r = p.receiveLsn ?? 0n;
+  const y = p.replayLsn ?? 0n;
+  return r > y ? r : y;
+}
+
+/** Tags as published: predefined boolean tags set to false are dropped (patroni.md §1.4). */
+export function effectiveTags(tags: Tags): Tags {
+  const out: Tags = {};
+  for (const [k, v] of Object.entries(tags)) {
+    if (['nofailover', 'noloadbalance', 'clonefrom', 'nosync', 'nostream'].includes(k) && v === false) continue;
+    out[k] = v;
+  }
+  return out;
+}
