@@ -1,0 +1,116 @@
+/**
+ * The node REST API as a Hono app over snapshots (seed 000; decisions in docs/api.md).
+ * Handlers answer from `deps.snapshot()` alone; writes go through `deps.commands`.
+ *
+ * Deliberate departures from the reference (patroni.md §1.1, §8):
+ * - every response has a Content-Type and a Content-Length;
+ * - HEAD and OPTIONS answer the status GET would, with its headers and no body (OPTIONS adds
+ *   `Allow`); OPTIONS on a path without GET answers 204 with `Allow`;
+ * - an unknown path is 404 `{"error":"not found","path":…}` (never a health verdict); a known path
+ *   with an unsupported method is 405 with `Allow`.
+ */
+import { Hono, type Context } from 'hono';
+import type { NodeSnapshot } from '../domain/snapshot.ts';
+import { buildClusterDocument } from './cluster-document.ts';
+import type { NodeCommands } from './commands.ts';
+import { registerConfigRoutes } from './config-routes.ts';
+import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
+import { evaluateHealth, HEALTH_PATHS, type HealthPath } from './health.ts';
+import { createNodeMetrics } from './metrics.ts';
+import { registerRestartRoutes } from './restart-routes.ts';
+import { document, message, methodNotAllowed, notFound, sized } from './responses.ts';
+import { buildStatusDocument } from './status-document.ts';
+import { registerSwitchoverRoutes } from './switchover-routes.ts';
+
+export { buildClusterDocument } from './cluster-document.ts';
+export type { NodeCommands } from './commands.ts';
+export type { NodeAppDeps } from './deps.ts';
+export { buildStatusDocument } from './status-document.ts';
+
+/** Methods each known path answers (besides HEAD/OPTIONS, added for paths with GET). */
+const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
+  ...HEALTH_PATHS.map((p) => [p, ['GET']] as const),
+  ['/ha', ['GET']],
+  ['/cluster', ['GET']],
+  ['/history', ['GET']],
+  ['/metrics', ['GET']],
+  ['/config', ['GET', 'PATCH', 'PUT']],
+  ['/switchover', ['POST', 'DELETE']],
+  ['/failover', ['POST']],
+  ['/restart', ['POST', 'DELETE']],
+  ['/reload', ['POST']],
+  ['/reinitialize', ['POST']],
+]);
+
+/** The Allow header value of a path: its methods, plus HEAD when it has GET, plus OPTIONS. */
+function allowOf(methods: readonly string[]): string[] {
+  return methods.includes('GET') ? [...methods, 'HEAD', 'OPTIONS'] : [...methods, 'OPTIONS'];
+}
+
+/**
+ * Creates the node API.
+ * @param deps.snapshot the latest NodeSnapshot (read on every request; never mutated here)
+ * @param deps.commands the node's write operations (NodeCommands)
+ * @param deps.now clock in epoch ms (default Date.now): leader lease, DCS view age, liveness, schedules
+ * @param deps.switchoverPoll polling of immediate switchovers (default every 25 ms for
+ *   2 × max(10, loop_wait) s)
+ * @returns a Hono app; serve it with @hono/node-server or call `app.request()` in tests.
+ * Never throws at request time: unexpected errors become 500 `{"error":"internal error",…}`.
+ */
+export function createNodeApp(deps: {
+  snapshot: () => NodeSnapshot;
+  commands: NodeCommands;
+  now?: () => number;
+  switchoverPoll?: SwitchoverPollOptions;
+}): Hono {
+  const resolved: ResolvedDeps = {
+    snapshot: deps.snapshot,
+    commands: deps.commands,
+    now: deps.now ?? Date.now,
+    switchoverPoll: deps.switchoverPoll ?? {},
+  } satisfies NodeAppDeps;
+  const app = new Hono();
+  const metrics = createNodeMetrics(resolved.snapshot, resolved.now);
+
+  const health = (path: HealthPath) => (c: Context) => {
+    const s = resolved.snapshot();
+    const nowMs = resolved.now();
+    const verdict = evaluateHealth(path, s, nowMs, new URL(c.req.url).searchParams);
+    if (verdict.status === 400) return message(400, verdict.message);
+    return document(verdict.status, buildStatusDocument(s, nowMs));
+  };
+  const getHandlers = new Map<string, (c: Context) => Response | Promise<Response>>();
+  for (const path of HEALTH_PATHS) getHandlers.set(path, health(path));
+  getHandlers.set('/ha', () => document(200, buildStatusDocument(resolved.snapshot(), resolved.now())));
+  getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
+  getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
+  getHandlers.set('/metrics', async () => sized(await metrics.render(), 200, metrics.registry.contentType));
+  for (const [path, handler] of getHandlers) app.get(path, handler);
+
+  registerConfigRoutes(app, resolved);
+  registerSwitchoverRoutes(app, resolved);
+  registerRestartRoutes(app, resolved);
+
+  for (const [path, methods] of ROUTE_METHODS) {
+    const allow = allowOf(methods);
+    const get = getHandlers.get(path) ?? (path === '/config' ? configGet(app) : undefined);
+    app.options(path, async (c) => {
+      if (!get) return new Response(null, { status: 204, headers: { Allow: allow.join(', ') } });
+      const res = await get(c);
+      const headers = new Headers(res.headers);
+      headers.set('Allow', allow.join(', '));
+      headers.set('Content-Length', '0');
+      return new Response(null, { status: res.status, headers });
+    });
+    app.all(path, (c) => methodNotAllowed(c, allow));
+  }
+
+  app.notFound((c) => notFound(c));
+  app.onError((err) => document(500, { error: 'internal error', message: err.message }));
+  return app;
+}
+
+/** GET /config through the app itself (its handler lives in config-routes.ts). */
+function configGet(app: Hono): (c: Context) => Promise<Response> {
+  return (c) => Promise.resolve(app.request(new URL(c.req.url).pathname, { method: 'GET' }));
+}

@@ -1,0 +1,96 @@
+/**
+ * GET/PATCH/PUT /config (seed 000 "Configuration"; patroni.md §1.7).
+ *
+ * - GET: the `config` document as stored in the DCS (cached view, defaults not filled) → 200;
+ *   503 `config is not available in the DCS` when the key is missing (reference: 502).
+ * - PATCH: non-empty JSON object → fresh `readCluster()` → recursive merge (`null` deletes a key,
+ *   objects merge, anything else replaces) → validateDynamicConfig (types and
+ *   `loop_wait + 2*retry_timeout <= ttl`, 400 naming the numbers) → compare-and-set on the key's
+ *   revision (409 `config modified concurrently`) → wake() → 200 with the merged document.
+ *   An unchanged document is answered 200 without a write (as the reference).
+ * - PUT: non-empty JSON object → validated → unconditional write → wake() → 200 with the stored
+ *   document.
+ * DCS unreachable → 503 with the reason.
+ */
+import type { Hono } from 'hono';
+import { validateDynamicConfig } from '../config/dynamic-schema.ts';
+import type { ResolvedDeps } from './deps.ts';
+import { errorText, readJsonObject } from './json-body.ts';
+import { document, message } from './responses.ts';
+
+/** Recursive merge of `patch` into `base` (new object; `null` deletes, objects merge, other values replace). */
+export function mergeConfig(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) {
+      delete out[key];
+    } else if (isPlainObject(value) && isPlainObject(out[key])) {
+      out[key] = mergeConfig(out[key] as Record<string, unknown>, value);
+    } else if (isPlainObject(value)) {
+      out[key] = mergeConfig({}, value);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function invalid(problems: string[]): Response {
+  return message(400, `invalid configuration: ${problems.join('; ')}`);
+}
+
+/** Registers GET, PATCH and PUT /config on `app`. */
+export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
+  app.get('/config', () => {
+    const stored = deps.snapshot().cluster.config;
+    return stored ? document(200, stored.value) : message(503, 'config is not available in the DCS');
+  });
+
+  app.patch('/config', async (c) => {
+    const body = await readJsonObject(c, true);
+    if (!body.ok) return body.response;
+    let view;
+    try {
+      view = await deps.commands.readCluster();
+    } catch (e) {
+      return message(503, `DCS is not reachable: ${errorText(e)}`);
+    }
+    const stored = view.config;
+    if (!stored) return message(503, 'config is not available in the DCS');
+    const merged = mergeConfig(stored.value, body.value);
+    const checked = validateDynamicConfig(merged);
+    if (!checked.ok) return invalid(checked.problems);
+    const next = checked.value as Record<string, unknown>;
+    if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
+    let written: boolean;
+    try {
+      written = await deps.commands.writeConfig(next, stored.revision);
+    } catch (e) {
+      return message(503, `failed to write config into DCS: ${errorText(e)}`);
+    }
+    if (!written) return message(409, 'config modified concurrently');
+    deps.commands.wake();
+    return document(200, next);
+  });
+
+  app.put('/config', async (c) => {
+    const body = await readJsonObject(c, true);
+    if (!body.ok) return body.response;
+    const checked = validateDynamicConfig(body.value);
+    if (!checked.ok) return invalid(checked.problems);
+    const next = checked.value as Record<string, unknown>;
+    let written: boolean;
+    try {
+      written = await deps.commands.writeConfig(next);
+    } catch (e) {
+      return message(503, `failed to write config into DCS: ${errorText(e)}`);
+    }
+    if (!written) return message(503, 'failed to write config into DCS');
+    deps.commands.wake();
+    return document(200, next);
+  });
+}

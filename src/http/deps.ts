@@ -1,0 +1,34 @@
+/**
+ * What the node API is built from: a snapshot getter, the command interface, a clock and the
+ * switchover polling settings (injectable for tests).
+ */
+import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { NodeCommands } from './commands.ts';
+
+/** Polling of an immediate switchover/failover (patroni.md §1.8 polls the DCS every 1 s). */
+export interface SwitchoverPollOptions {
+  /** Interval between two reads of snapshot().cluster, ms. Default 25. */
+  intervalMs?: number;
+  /** Give up after this long, ms. Default 2 × max(10, loop_wait) seconds. */
+  timeoutMs?: number;
+}
+
+/** Dependencies of createNodeApp. */
+export interface NodeAppDeps {
+  /** The latest node snapshot; called once per request (more than once while polling). */
+  snapshot: () => NodeSnapshot;
+  /** Write operations, carried out by the node. */
+  commands: NodeCommands;
+  /** Clock, epoch ms. Default Date.now. */
+  now?: () => number;
+  /** Switchover polling settings. */
+  switchoverPoll?: SwitchoverPollOptions;
+}
+
+/** NodeAppDeps with the defaults filled in. */
+export interface ResolvedDeps {
+  snapshot: () => NodeSnapshot;
+  commands: NodeCommands;
+  now: () => number;
+  switchoverPoll: SwitchoverPollOptions;
+}

@@ -1,0 +1,124 @@
+/**
+ * The node status document (seed 000 "Node status document"; patroni.md §1.3): the body of
+ * GET /ha and of every GET health check. Built from the snapshot alone.
+ *
+ * Always present: `state`, `role`, `dcs_last_seen`, `ha` ({version, scope, name}).
+ * While PostgreSQL runs and the last probe succeeded (snapshot.pg set): `postmaster_start_time`,
+ * `server_version`, `timeline`, `xlog` (primary: {location}; replica: {received_location,
+ * replayed_location, replayed_timestamp, paused}), `replication_state` (replicas that stream or
+ * recover from an archive), `replication` (only when standbys are attached), `pending_restart` +
+ * `pending_restart_reason` (only when a restart is pending).
+ * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
+ * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
+ * `scheduled_restart`.
+ */
+import { lsnToNumber } from '../domain/lsn.ts';
+import type { ScheduledRestartData, Tags } from '../domain/member.ts';
+import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { DatabaseState, Role } from '../domain/states.ts';
+import { nodeFacts } from './node-facts.ts';
+
+/** One attached standby (pg_stat_replication row, seed field `replication`). */
+export interface ReplicationEntry {
+  usename: string;
+  application_name: string;
+  client_addr: string | null;
+  state: string;
+  sync_state: string;
+  sync_priority: number;
+}
+
+/** `xlog` of a primary: its flush LSN in bytes. */
+export interface PrimaryXlog {
+  location: number;
+}
+
+/** `xlog` of a replica: LSNs in bytes, last replayed transaction time (text, null when none). */
+export interface ReplicaXlog {
+  received_location: number;
+  replayed_location: number;
+  replayed_timestamp: string | null;
+  paused: boolean;
+}
+
+/** The status document. Optional fields are absent (not null) when they do not apply. */
+export interface StatusDocument {
+  state: DatabaseState;
+  postmaster_start_time?: string;
+  role: Role;
+  server_version?: number;
+  timeline?: number;
+  xlog?: PrimaryXlog | ReplicaXlog;
+  replication_state?: 'streaming' | 'in archive recovery';
+  sync_standby?: true;
+  quorum_standby?: true;
+  replication?: ReplicationEntry[];
+  cluster_unlocked?: true;
+  failsafe_mode_is_active?: true;
+  pause?: true;
+  /** Epoch seconds of the last successful DCS contact; 0 if never. */
+  dcs_last_seen: number;
+  tags?: Tags;
+  database_system_identifier?: string;
+  pending_restart?: true;
+  pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
+  scheduled_restart?: Omit<ScheduledRestartData, 'postmaster_start_time'>;
+  ha: { version: string; scope: string; name: string };
+}
+
+/**
+ * Builds the status document of `s` as seen at `nowMs` (epoch ms; used for the leader lease and
+ * the DCS view validity). Pure; never throws.
+ */
+export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocument {
+  const f = nodeFacts(s, nowMs);
+  // Keys are inserted in the reference's order; `dcs_last_seen` and `ha` are set below.
+  const doc = { state: s.state, role: s.role } as StatusDocument;
+  const pg = s.pg;
+  if (pg) {
+    doc.postmaster_start_time = pg.postmasterStartTime;
+    doc.server_version = pg.serverVersion;
+    doc.timeline = pg.timeline;
+    if (pg.inRecovery) {
+      const replayed = pg.replayLsn ?? 0n;
+      const received = pg.receiveLsn ?? replayed;
+      doc.xlog = {
+        received_location: lsnToNumber(received),
+        replayed_location: lsnToNumber(replayed),
+        replayed_timestamp: pg.replayTimestamp ?? null,
+        paused: pg.replayPaused === true,
+      };
+      if (f.replicationState) doc.replication_state = f.replicationState;
+    } else {
+      doc.xlog = { location: lsnToNumber(pg.flushLsn ?? 0n) };
+    }
+  }
+  if (f.syncStandby && s.role === 'replica') doc.sync_standby = true;
+  if (f.quorumStandby && s.role === 'replica') doc.quorum_standby = true;
+  if (pg && pg.replication.length > 0) {
+    doc.replication = pg.replication.map((r) => ({
+      usename: r.usename,
+      application_name: r.application_name,
+      client_addr: r.client_addr,
+      state: r.state,
+      sync_state: r.sync_state,
+      sync_priority: r.sync_priority,
+    }));
+  }
+  if (f.clusterUnlocked) doc.cluster_unlocked = true;
+  if (s.failsafeActive === true) doc.failsafe_mode_is_active = true;
+  if (f.paused) doc.pause = true;
+  doc.dcs_last_seen = Math.floor(s.dcsLastSeenMs / 1000);
+  if (Object.keys(s.tags).length > 0) doc.tags = s.tags;
+  if (s.sysid !== undefined && s.sysid !== '') doc.database_system_identifier = s.sysid;
+  if (pg && Object.keys(pg.pendingRestart).length > 0) {
+    doc.pending_restart = true;
+    doc.pending_restart_reason = pg.pendingRestart;
+  }
+  if (s.scheduledRestart) {
+    const { postmaster_start_time: _omit, ...shown } = s.scheduledRestart;
+    doc.scheduled_restart = shown;
+  }
+  doc.ha = { version: s.version, scope: s.scope, name: s.name };
+  return doc;
+}

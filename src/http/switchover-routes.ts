@@ -1,0 +1,243 @@
+/**
+ * POST /switchover, POST /failover, DELETE /switchover (seed 000 "Switchover and failover";
+ * patroni.md §1.8, §3.5). Checks run in the reference's order; the first failure wins and nothing
+ * is written. Messages are the reference's, word for word.
+ *
+ * Our decisions (docs/api.md):
+ * - unknown body keys → 400 `Unknown field for the <action>: <key>` (a typo must not turn a
+ *   targeted switchover into "any member"); non-string values → 400 `<key> must be a string`;
+ *   `candidate` and `member` (alias) both given and different → 400;
+ * - a scheduled request first reads the DCS: another scheduled switchover → 409
+ *   `Another switchover is already scheduled`; the write is a compare-and-set on the key's
+ *   revision (lost → 409 `failover key modified concurrently`); `scheduled_at` is stored
+ *   normalized to UTC (`…+00:00`);
+ * - an immediate request polls snapshot().cluster (the node's cache, not the DCS) every
+ *   `intervalMs` (25 ms) for `timeoutMs` (2 × max(10, loop_wait) s).
+ */
+import type { Hono } from 'hono';
+import type { ClusterView, FailoverRequest } from '../domain/cluster.ts';
+import { mayPromote, type Tags } from '../domain/member.ts';
+import { formatScheduledAt, parseScheduledAt } from '../domain/schedule.ts';
+import type { ResolvedDeps } from './deps.ts';
+import { errorText, readJsonObject } from './json-body.ts';
+import { syncMode, syncStandbyNames } from './node-facts.ts';
+import { message } from './responses.ts';
+
+type Action = 'switchover' | 'failover';
+
+const BODY_KEYS: ReadonlySet<string> = new Set(['leader', 'candidate', 'member', 'scheduled_at']);
+
+const capitalized = (a: Action) => (a === 'switchover' ? 'Switchover' : 'Failover');
+
+/** A validated request: names are non-empty strings or undefined. */
+interface SwitchoverRequest {
+  action: Action;
+  leader: string | undefined;
+  candidate: string | undefined;
+  scheduledAtMs: number | undefined;
+}
+
+/** Registers POST /switchover, POST /failover and DELETE /switchover on `app`. */
+export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
+  for (const action of ['switchover', 'failover'] as const) {
+    app.post(`/${action}`, async (c) => {
+      const body = await readJsonObject(c, true);
+      if (!body.ok) return body.response;
+      const parsed = validateRequest(action, body.value, deps);
+      if ('response' in parsed) return parsed.response;
+      return parsed.scheduledAtMs !== undefined ? schedule(parsed, parsed.scheduledAtMs, deps) : runNow(parsed, deps);
+    });
+  }
+
+  app.delete('/switchover', async () => {
+    let view: ClusterView;
+    try {
+      view = await deps.commands.readCluster();
+    } catch (e) {
+      return message(503, `DCS is not reachable: ${errorText(e)}`);
+    }
+    const failover = view.failover;
+    if (failover?.value.scheduled_at === undefined) return message(404, 'no switchover is scheduled');
+    let cleared: boolean;
+    try {
+      cleared = await deps.commands.writeFailover({}, failover.revision);
+    } catch (e) {
+      return message(503, `failed to write failover key into DCS: ${errorText(e)}`);
+    }
+    if (!cleared) return message(409, 'scheduled switchover modified concurrently');
+    deps.commands.wake();
+    return message(200, 'scheduled switchover deleted');
+  });
+}
+
+/** Body checks, rows 0–4 of patroni.md §1.8. */
+function validateRequest(
+  requested: Action,
+  body: Record<string, unknown>,
+  deps: ResolvedDeps,
+): SwitchoverRequest | { response: Response } {
+  const bad = (status: number, text: string) => ({ response: message(status, text) });
+  for (const [key, value] of Object.entries(body)) {
+    if (!BODY_KEYS.has(key)) return bad(400, `Unknown field for the ${requested}: ${key}`);
+    if (value !== null && typeof value !== 'string') return bad(400, `${key} must be a string`);
+  }
+  const name = (key: string) => {
+    const v = body[key];
+    return typeof v === 'string' && v !== '' ? v : undefined;
+  };
+  const leader = name('leader');
+  const candidateField = name('candidate');
+  const memberField = name('member');
+  if (candidateField !== undefined && memberField !== undefined && candidateField !== memberField) {
+    return bad(400, 'candidate and member (its alias) name different members');
+  }
+  const candidate = candidateField ?? memberField;
+  if (requested === 'failover' && candidate === undefined) {
+    return bad(400, 'Failover could be performed only to a specific candidate');
+  }
+  if (requested === 'switchover' && leader === undefined) {
+    return bad(400, 'Switchover could be performed only from a specific leader');
+  }
+  const paused = deps.snapshot().config.pause === true;
+  let scheduledAtMs: number | undefined;
+  if (body['scheduled_at'] !== undefined && body['scheduled_at'] !== null) {
+    if (requested === 'failover') return bad(400, "Failover can't be scheduled");
+    if (paused) return bad(400, "Can't schedule switchover in the paused state");
+    const at = parseScheduledAt(body['scheduled_at'], deps.now(), 'switchover');
+    if (!at.ok) return bad(at.status, at.message);
+    scheduledAtMs = at.atMs;
+  }
+  if (paused && candidate === undefined) {
+    return bad(400, 'Switchover is possible only to a specific candidate in a paused state');
+  }
+  // A failover naming the leader is a switchover from here on (patroni.md §1.8).
+  const action: Action = requested === 'failover' && leader !== undefined ? 'switchover' : requested;
+  if (leader !== undefined && leader === candidate) return bad(400, 'Switchover target and source are the same');
+  return { action, leader, candidate, scheduledAtMs };
+}
+
+/** Scheduled switchover: no member checks (patroni.md §1.8 rows 5 are skipped), CAS write, 202. */
+async function schedule(req: SwitchoverRequest, atMs: number, deps: ResolvedDeps): Promise<Response> {
+  let view: ClusterView;
+  try {
+    view = await deps.commands.readCluster();
+  } catch (e) {
+    return message(503, `DCS is not reachable: ${errorText(e)}`);
+  }
+  if (view.failover?.value.scheduled_at !== undefined) return message(409, 'Another switchover is already scheduled');
+  const value: FailoverRequest = {};
+  if (req.leader !== undefined) value.leader = req.leader;
+  if (req.candidate !== undefined) value.member = req.candidate;
+  value.scheduled_at = formatScheduledAt(atMs);
+  let written: boolean;
+  try {
+    written = await deps.commands.writeFailover(value, view.failover?.revision ?? '0');
+  } catch {
+    return message(503, 'failed to write failover key into DCS');
+  }
+  if (!written) return message(409, 'failover key modified concurrently');
+  deps.commands.wake();
+  return message(202, 'Switchover scheduled');
+}
+
+/** Immediate switchover/failover: rows 5–6 of patroni.md §1.8, then polling (row 8). */
+async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Response> {
+  const { action, leader, candidate } = req;
+  let view: ClusterView;
+  try {
+    view = await deps.commands.readCluster();
+  } catch (e) {
+    return message(503, `DCS is not reachable: ${errorText(e)}`);
+  }
+  const refused = await memberChecks(req, view, deps);
+  if (refused) return message(412, refused);
+
+  const before = deps.snapshot().cluster.failover?.revision;
+  const value: FailoverRequest = {};
+  if (leader !== undefined) value.leader = leader;
+  if (candidate !== undefined) value.member = candidate;
+  let written: boolean;
+  try {
+    written = await deps.commands.writeFailover(value);
+  } catch {
+    return message(503, 'failed to write failover key into DCS');
+  }
+  if (!written) return message(503, 'failed to write failover key into DCS');
+  deps.commands.wake();
+  return poll(action, view.leader?.name, candidate, value, before, deps);
+}
+
+/** Rows 5 of patroni.md §1.8; returns the 412 message, or undefined when the request may proceed. */
+async function memberChecks(req: SwitchoverRequest, view: ClusterView, deps: ResolvedDeps): Promise<string | undefined> {
+  const { action, leader, candidate } = req;
+  const mode = syncMode(deps.snapshot().config);
+  const syncNames = mode === 'on' ? syncStandbyNames(view) : [];
+  if (leader !== undefined && view.leader?.name !== leader) return 'leader name does not match';
+  let considered = view.members;
+  if (candidate !== undefined) {
+    if (action === 'switchover' && mode === 'on' && !syncNames.includes(candidate)) {
+      return 'candidate name does not match with sync_standby';
+    }
+    considered = view.members.filter((m) => m.name === candidate);
+    if (considered.length === 0) return 'candidate does not exists';
+  } else {
+    if (mode === 'on' && syncNames.length === 0) return `${action} is not possible: can not find sync_standby`;
+    considered = view.members.filter(
+      (m) => m.name !== view.leader?.name && m.data.api_url !== '' && (mode !== 'on' || syncNames.includes(m.name)),
+    );
+    if (considered.length === 0) return `${action} is not possible: cluster does not have members except leader`;
+  }
+  const answers = await Promise.all(considered.map((m) => deps.commands.fetchMemberStatus(m.data.api_url)));
+  const good = answers.some(
+    (doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true,
+  );
+  return good ? undefined : `${action} is not possible: no good candidates have been found`;
+}
+
+function tagsOf(doc: Record<string, unknown>): Tags | undefined {
+  const t = doc['tags'];
+  return typeof t === 'object' && t !== null && !Array.isArray(t) ? (t as Tags) : undefined;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Watches snapshot().cluster until a leader other than `oldLeader` holds the lock (200), the
+ * failover key is cleared while the old leader still holds it (503 `<Action> failed`), or the
+ * time is up (503 `<Action> status unknown after N seconds; …`). "Cleared" needs evidence that
+ * the cache saw our write first (our value, or a revision other than `revisionBefore`).
+ */
+async function poll(
+  action: Action,
+  oldLeader: string | undefined,
+  candidate: string | undefined,
+  written: FailoverRequest,
+  revisionBefore: string | undefined,
+  deps: ResolvedDeps,
+): Promise<Response> {
+  const loopWait = deps.snapshot().config.loop_wait;
+  const timeoutMs = deps.switchoverPoll.timeoutMs ?? 2 * Math.max(10, loopWait) * 1000;
+  const intervalMs = Math.max(1, deps.switchoverPoll.intervalMs ?? 25);
+  const rounds = Math.max(1, Math.ceil(timeoutMs / intervalMs));
+  let seen = false;
+  for (let i = 0; i < rounds; i++) {
+    await sleep(intervalMs);
+    const cluster = deps.snapshot().cluster;
+    const holder = cluster.leader?.name;
+    if (holder !== undefined && holder !== oldLeader) {
+      if (candidate !== undefined && holder !== candidate) {
+        const verb = action === 'switchover' ? 'Switched over' : 'Failed over';
+        return message(200, `${verb} to "${holder}" instead of "${candidate}"`);
+      }
+      const verb = action === 'switchover' ? 'switched over' : 'failed over';
+      return message(200, `Successfully ${verb} to "${holder}"`);
+    }
+    const current = cluster.failover;
+    const pending = current !== undefined && (current.value.leader !== undefined || current.value.member !== undefined);
+    if (pending && current.value.leader === written.leader && current.value.member === written.member) seen = true;
+    const changed = seen || (current?.revision ?? undefined) !== revisionBefore;
+    if (changed && !pending && holder === oldLeader) return message(503, `${capitalized(action)} failed`);
+  }
+  const seconds = Math.round(timeoutMs / 1000);
+  return message(503, `${capitalized(action)} status unknown after ${seconds} seconds; operation may still be in progress`);
+}
