@@ -1,0 +1,99 @@
+import bcrypt from 'bcryptjs';
+import { describe, expect, it } from 'vitest';
+import { buildInfo } from '../../src/exporter/build-info.ts';
+import { createExporterApp, ROLE_ROUTES, type ExporterApi } from '../../src/exporter/http.ts';
+import type { Role } from '../../src/exporter/role-probe.ts';
+import { basicAuthMiddleware } from '../../src/exporter/web-config.ts';
+
+function fakeExporter(role: Role, reloadOk = true) {
+  let collects = 0;
+  const api: ExporterApi & { collects: () => number } = {
+    role,
+    build: buildInfo(),
+    collects: () => collects,
+    async collect() {
+      collects++;
+      return 'db_up 1\n';
+    },
+    async reload() {
+      return reloadOk ? { ok: true as const } : { ok: false as const, error: 'fail loading config x: broken' };
+    },
+    explain: () => '##\n',
+    stat: () => 'name\n',
+  };
+  return api;
+}
+
+const expected: Record<keyof typeof ROLE_ROUTES, Record<Role, number>> = {
+  up: { primary: 200, replica: 200, down: 503, starting: 503, unknown: 503 },
+  primary: { primary: 200, replica: 404, down: 503, starting: 503, unknown: 503 },
+  replica: { primary: 404, replica: 200, down: 503, starting: 503, unknown: 503 },
+};
+
+describe('exporter HTTP API', () => {
+  for (const check of Object.keys(ROLE_ROUTES) as (keyof typeof ROLE_ROUTES)[]) {
+    for (const path of ROLE_ROUTES[check]) {
+      it(`${path} follows the seed's verdict table`, async () => {
+        for (const role of ['primary', 'replica', 'down', 'starting', 'unknown'] as Role[]) {
+          const exp = fakeExporter(role);
+          const res = await createExporterApp(exp).request(path);
+          expect(res.status, `${path} ${role}`).toBe(expected[check][role]);
+          expect(await res.text()).toBe(role);
+          expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+          expect(exp.collects()).toBe(0);
+        }
+      });
+    }
+  }
+
+  it('serves metrics on the telemetry path, and 404 on unknown paths', async () => {
+    const app = createExporterApp(fakeExporter('primary'), { telemetryPath: '/m' });
+    const m = await app.request('/m');
+    expect(m.status).toBe(200);
+    expect(await m.text()).toBe('db_up 1\n');
+    expect(m.headers.get('content-type')).toContain('text/plain; version=0.0.4');
+    expect((await app.request('/metrics')).status).toBe(404);
+    expect((await app.request('/nope')).status).toBe(404);
+    const landing = await app.request('/');
+    expect(await landing.text()).toContain("<a href='/m'>Metrics</a>");
+  });
+
+  it('reloads on GET and POST, 405 with Allow otherwise, 500 with the reason on failure', async () => {
+    const app = createExporterApp(fakeExporter('primary'));
+    for (const method of ['GET', 'POST']) {
+      const r = await app.request('/reload', { method });
+      expect(r.status).toBe(200);
+      expect(await r.text()).toBe('server reloaded');
+    }
+    const put = await app.request('/reload', { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST');
+    const bad = await createExporterApp(fakeExporter('primary', false)).request('/reload', { method: 'POST' });
+    expect(bad.status).toBe(500);
+    expect(await bad.text()).toMatch(/^fail to reload: /);
+  });
+
+  it('serves /explain, /stat and /version as text', async () => {
+    const app = createExporterApp(fakeExporter('primary'));
+    expect(await (await app.request('/explain')).text()).toBe('##\n');
+    expect((await app.request('/stat')).headers.get('content-type')).toBe('text/plain; charset=UTF-8');
+    const v = await (await app.request('/version')).text();
+    expect(v).toMatch(/^db_exporter version v/);
+  });
+
+  it('requires basic auth on every route when users are configured', async () => {
+    const hash = bcrypt.hashSync('s3cret', 4);
+    const app = createExporterApp(fakeExporter('primary'), { middleware: [basicAuthMiddleware({ alice: hash })!] });
+    const auth = (u: string, p: string) => ({ headers: { Authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` } });
+    for (const path of ['/metrics', '/up', '/explain']) {
+      const none = await app.request(path);
+      expect(none.status).toBe(401);
+      expect(none.headers.get('www-authenticate')).toContain('Basic');
+      const wrong = await app.request(path, auth('alice', 'nope'));
+      expect(wrong.status).toBe(401);
+      expect(await wrong.text()).not.toContain('db_up');
+      expect((await app.request(path, auth('alice', 's3cret'))).status).toBe(200);
+    }
+    expect((await app.request('/up', auth('bob', 's3cret'))).status).toBe(401);
+  });
+});
