@@ -95,6 +95,8 @@ function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOu
   } catch {
     return undefined;
   }
+  // valibot's record() also accepts lists; no value of the layout is a bare list except history.
+  if (Array.isArray(data) && (schema as v.GenericSchema) !== HistorySchema) return undefined;
   const r = v.safeParse(schema, data);
   return r.success ? r.output : undefined;
 }
