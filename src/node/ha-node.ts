@@ -104,7 +104,7 @@ export class HaNode {
   private scheduledRestart: ScheduledRestartData | undefined;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
-  constructor(private readonly opts: HaNodeOptions) {
+  constructor(private opts: HaNodeOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
     this.config = withDefaults(opts.bootstrapDcs);
@@ -590,6 +590,23 @@ export class HaNode {
       ...(this.config.pause ? { pause: true } : {}),
     };
     return data;
+  }
+
+  /**
+   * Applies a re-read local configuration (POST /reload): tags and local parameters. Parameters
+   * are written and PostgreSQL reloaded; those needing a restart show as pending_restart.
+   */
+  applyLocalConfig(tags: Tags, parameters: Record<string, string | number | boolean>): void {
+    this.opts.tags = tags;
+    this.opts.localParameters = parameters;
+    const s = this.db.getSnapshot();
+    if (s.value === 'running') {
+      void this.opts.pg
+        .configure(this.configureOptions(s.context.role === 'primary' ? 'primary' : 'replica'))
+        .then(() => this.opts.pg.reload())
+        .catch((e) => this.log.warn({ err: String(e) }, 'applying the reloaded configuration failed'));
+    }
+    this.wake();
   }
 
   /** Restarts the local database now (POST /restart); resolves when it runs again or failed. */

@@ -1,0 +1,116 @@
+/**
+ * `ha`: the node agent's command line.
+ *   ha run <ha.yml>         run one node agent (etcd v3 DCS)
+ *   ha demo                 a 3-node cluster on the in-process DCS with real PostgreSQL
+ *   ha chart <machine>      print a machine's state chart (mermaid | dot | svg | json)
+ *   ha replay <journal>     rebuild machine states from a journal file
+ * Exit codes: 0 success, 1 runtime failure, 2 configuration or usage error.
+ */
+import { Command, CommanderError } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { ConfigError, loadConfig } from '../config/index.ts';
+import { CHART_FORMATS, isChartFormat, renderChart } from '../charts/index.ts';
+import { databaseMachine } from '../machines/database.ts';
+import { restartMachine } from '../machines/restart.ts';
+import { switchoverMachine } from '../machines/switchover.ts';
+import { startAgent } from '../node/agent.ts';
+import { stateName } from '../node/journaled-actor.ts';
+import { parseJournal, replayMachine } from '../node/replay.ts';
+import { VERSION } from '../version.ts';
+import { runDemo } from './demo.ts';
+
+const MACHINES = { database: databaseMachine, switchover: switchoverMachine, restart: restartMachine } as const;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(message.endsWith('\n') ? message : message + '\n');
+  process.exit(code);
+}
+
+/** Stops `stop` on SIGTERM/SIGINT, then exits 0. */
+function onSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`received ${sig}, shutting down\n`);
+    stop().then(
+      () => process.exit(0),
+      (e) => fail(`shutdown failed: ${String(e)}`, 1),
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = new Command('ha').version(VERSION).description('PostgreSQL high-availability node agent').exitOverride();
+
+  program
+    .command('run')
+    .argument('[config]', 'path of ha.yml (else HA_CONFIGURATION / HA_* variables)')
+    .description('run the node agent')
+    .action(async (path: string | undefined) => {
+      let config;
+      try {
+        config = await loadConfig(path);
+      } catch (e) {
+        if (e instanceof ConfigError) fail(e.message, 2);
+        throw e;
+      }
+      const agent = await startAgent(config, { reloadConfig: () => loadConfig(path) }).catch((e: unknown) =>
+        fail(`could not start: ${e instanceof Error ? e.message : String(e)}`, 1),
+      );
+      process.on('SIGHUP', () => {
+        loadConfig(path).then(
+          (next) => agent.node.applyLocalConfig(next.tags, next.database.parameters),
+          (e) => process.stderr.write(`reload failed: ${String(e)}\n`),
+        );
+      });
+      onSignals(() => agent.stop());
+    });
+
+  program
+    .command('demo')
+    .description('a 3-node cluster on the in-process DCS with real PostgreSQL, in a temporary directory')
+    .option('--nodes <n>', 'number of nodes', '3')
+    .action(async (o: { nodes: string }) => {
+      const demo = await runDemo({ nodes: Number(o.nodes), out: (l) => process.stdout.write(l + '\n') }).catch((e: unknown) =>
+        fail(e instanceof Error ? e.message : String(e), 1),
+      );
+      onSignals(() => demo.stop());
+    });
+
+  program
+    .command('chart')
+    .argument('<machine>', `one of ${Object.keys(MACHINES).join(', ')}`)
+    .option('--format <format>', `one of ${CHART_FORMATS.join(', ')}`, 'mermaid')
+    .description("print a machine's state chart, generated from its definition")
+    .action(async (name: string, o: { format: string }) => {
+      const machine = MACHINES[name as keyof typeof MACHINES];
+      if (!machine) fail(`unknown machine '${name}': expected one of ${Object.keys(MACHINES).join(', ')}`, 2);
+      if (!isChartFormat(o.format)) fail(`unknown format '${o.format}': expected one of ${CHART_FORMATS.join(', ')}`, 2);
+      process.stdout.write((await renderChart(machine, o.format)) + '\n');
+    });
+
+  program
+    .command('replay')
+    .argument('<journal>', 'a journal file (JSON lines)')
+    .description("rebuild the machines' states from a journal")
+    .action(async (file: string) => {
+      const entries = parseJournal(await readFile(file, 'utf8'));
+      for (const [name, machine] of Object.entries(MACHINES)) {
+        const snap = replayMachine(machine, name, entries);
+        if (!snap) continue;
+        process.stdout.write(`${name}: ${stateName(snap.value)} ${JSON.stringify(snap.context)}\n`);
+      }
+    });
+
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2);
+    throw e;
+  }
+}
+
+main(process.argv).catch((e: unknown) => fail(e instanceof Error ? (e.stack ?? e.message) : String(e), 1));
