@@ -1,0 +1,125 @@
+/**
+ * The observe routes: see into the machines. Mounted by the node's composition root with
+ * `app.route('/', createObserveRoutes(deps))`. See docs/observability.md.
+ *
+ * - GET /machines                      chart model, state, active states and context of each machine
+ * - GET /machines/:name/chart.<format> the chart (svg|dot|mermaid|json); `?highlight=1` marks the
+ *                                      current state
+ * - GET /events                        journal entries, newest first (`?since=`, `?limit=`)
+ * - GET /events/stream                 the journal as Server-Sent Events
+ * - GET /ui (+ /ui/app.js, /ui/app.css) the live page; GET /ui/cluster the cluster document it shows
+ */
+import { Hono } from 'hono';
+import type { AnyStateMachine } from 'xstate';
+import { isChartFormat, renderChart, type ChartFormat } from '../charts/index.ts';
+import type { Journal } from '../node/journal.ts';
+import { streamJournal } from './event-stream.ts';
+import { activeIdsOf, machineDocument, type ObservedMachine } from './machines-doc.ts';
+import { parseLimit, parseSince } from './query.ts';
+import { uiAsset } from './ui-assets.ts';
+
+export type { ObservedMachine, MachineDocument } from './machines-doc.ts';
+
+/** What the observe routes read. */
+export interface ObserveDeps {
+  /** The node's journal (GET /events, GET /events/stream). */
+  journal: Journal;
+  /** The machines to show, in display order. */
+  machines: () => ObservedMachine[];
+  /** The cluster document (as GET /cluster answers it), shown by the page via GET /ui/cluster. */
+  cluster: () => unknown;
+  /** Clock, epoch ms (the `time` of GET /machines). Default Date.now. */
+  now?: () => number;
+  /** Interval of the SSE heartbeat comment; default 15 000 ms. */
+  heartbeatMs?: number;
+}
+
+const CONTENT_TYPES: Record<ChartFormat, string> = {
+  svg: 'image/svg+xml; charset=utf-8',
+  dot: 'text/vnd.graphviz; charset=utf-8',
+  mermaid: 'text/plain; charset=utf-8',
+  json: 'application/json; charset=utf-8',
+};
+
+/** Rendered charts by machine and highlight (SVG takes 50–400 ms to lay out; states are few). */
+const chartCache = new WeakMap<AnyStateMachine, Map<string, Promise<string>>>();
+
+function cachedChart(machine: AnyStateMachine, format: ChartFormat, highlight: string[]): Promise<string> {
+  let byKey = chartCache.get(machine);
+  if (!byKey) chartCache.set(machine, (byKey = new Map()));
+  const key = `${format}|${highlight.join(',')}`;
+  let text = byKey.get(key);
+  if (!text) {
+    if (byKey.size >= 64) byKey.clear();
+    text = renderChart(machine, format, { highlight });
+    text.catch(() => byKey.delete(key));
+    byKey.set(key, text);
+  }
+  return text;
+}
+
+/** Builds the observe routes over `deps`. */
+export function createObserveRoutes(deps: ObserveDeps): Hono {
+  const app = new Hono();
+  const now = deps.now ?? Date.now;
+  const find = (name: string): ObservedMachine | undefined => deps.machines().find((m) => m.name === name);
+
+  app.get('/machines', (c) =>
+    c.json({ time: new Date(now()).toISOString(), machines: deps.machines().map(machineDocument) }),
+  );
+
+  app.get('/machines/:name', (c) => {
+    const m = find(c.req.param('name'));
+    return m ? c.json(machineDocument(m)) : c.json({ error: `no machine named '${c.req.param('name')}'` }, 404);
+  });
+
+  app.get('/machines/:name/:file', async (c) => {
+    const name = c.req.param('name');
+    const m = find(name);
+    if (!m) return c.json({ error: `no machine named '${name}'` }, 404);
+    const match = /^chart\.(\w+)$/.exec(c.req.param('file'));
+    const format = match?.[1] ?? '';
+    if (!isChartFormat(format)) return c.json({ error: 'expected chart.svg, chart.dot, chart.mermaid or chart.json' }, 404);
+    const hl = c.req.query('highlight');
+    const highlight = hl === '1' || hl === 'true' ? activeIdsOf(m.machine, m.snapshot()?.value) : [];
+    try {
+      const text = await cachedChart(m.machine, format, highlight);
+      return c.body(text, 200, { 'Content-Type': CONTENT_TYPES[format], 'Cache-Control': 'no-cache' });
+    } catch (e) {
+      return c.json({ error: `chart rendering failed: ${(e as Error).message}` }, 500);
+    }
+  });
+
+  app.get('/events', (c) => {
+    const limit = parseLimit(c.req.query('limit'));
+    if (!limit.ok) return c.json({ error: limit.error, parameter: 'limit' }, 400);
+    const since = parseSince(c.req.query('since'));
+    if (!since.ok) return c.json({ error: since.error, parameter: 'since' }, 400);
+    return c.json({ events: deps.journal.recent(limit.value, since.value) });
+  });
+
+  app.get('/events/stream', (c) => {
+    const header = c.req.header('Last-Event-ID');
+    const since = header !== undefined && header !== '' ? parseSince(header, 'Last-Event-ID') : parseSince(c.req.query('since'));
+    if (!since.ok) return c.json({ error: since.error, parameter: header ? 'Last-Event-ID' : 'since' }, 400);
+    return streamJournal(c, deps.journal, {
+      sinceSeq: since.value,
+      ...(deps.heartbeatMs !== undefined ? { heartbeatMs: deps.heartbeatMs } : {}),
+    });
+  });
+
+  app.get('/ui/cluster', (c) => c.json(deps.cluster() ?? null));
+  app.get('/ui', (c) => serveAsset(c.body.bind(c), 'index.html'));
+  app.get('/ui/', (c) => serveAsset(c.body.bind(c), 'index.html'));
+  app.get('/ui/app.js', (c) => serveAsset(c.body.bind(c), 'app.js'));
+  app.get('/ui/app.css', (c) => serveAsset(c.body.bind(c), 'app.css'));
+
+  return app;
+}
+
+type BodyFn = (data: string, status: 200, headers: Record<string, string>) => Response;
+
+function serveAsset(body: BodyFn, name: 'index.html' | 'app.js' | 'app.css'): Response {
+  const asset = uiAsset(name);
+  return body(asset.text, 200, { 'Content-Type': asset.contentType, 'Cache-Control': 'no-cache' });
+}
