@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildClusterDocument, buildStatusDocument } from '../../src/http/app.ts';
+import type { ClusterDocument } from '../../src/http/cluster-document.ts';
 import { parseLagParam } from '../../src/http/lag-param.ts';
 import {
   appFor,
@@ -117,9 +118,9 @@ describe('GET /cluster', () => {
     const { app } = appFor(primaryLeader({ cluster }));
     const res = await app.request('/cluster');
     expect(res.status).toBe(200);
-    const doc = await res.json();
+    const doc = (await res.json()) as ClusterDocument;
     expect(doc.scope).toBe('demo');
-    expect(doc.members.map((m: { name: string }) => m.name)).toEqual(['pg-1', 'pg-2', 'pg-3']);
+    expect(doc.members.map((m) => m.name)).toEqual(['pg-1', 'pg-2', 'pg-3']);
     expect(doc.members[0]).toEqual({
       name: 'pg-1',
       role: 'leader',
