@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { isHealthiest, peerFromStatus, type RaceInput } from '../../src/domain/leader-race.ts';
+import { checkDivergence, historyEntries, parseHistoryFile } from '../../src/domain/timeline-history.ts';
+
+const base = (over: Partial<RaceInput> = {}): RaceInput => ({
+  self: { name: 'a', walBytes: 100n, timeline: 2, tags: {} },
+  peers: [],
+  leaderOptimeBytes: 0n,
+  maxLagBytes: 1048576,
+  checkTimeline: false,
+  clusterTimeline: 2,
+  ...over,
+});
+
+describe('isHealthiest', () => {
+  it.each([
+    ['alone', base(), true],
+    ['nofailover', base({ self: { name: 'a', walBytes: 100n, timeline: 2, tags: { nofailover: true } } }), false],
+    ['failover_priority 0', base({ self: { name: 'a', walBytes: 100n, timeline: 2, tags: { failover_priority: 0 } } }), false],
+    ['peer ahead', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 101n }] }), false],
+    ['peer behind', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 99n }] }), true],
+    ['equal position, higher priority peer', base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, tags: { failover_priority: 2 } }] }), false],
+    ['equal position, equal priority', base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }] }), true],
+    ['primary still running', base({ peers: [{ name: 'b', reachable: true, role: 'primary', state: 'running', walBytes: 1n }] }), false],
+    ['former primary stopped', base({ peers: [{ name: 'b', reachable: true, role: 'primary', state: 'stopped', walBytes: 1n }] }), true],
+    ['lag above maximum', base({ leaderOptimeBytes: 100n + 1048577n }), false],
+    ['lag at maximum', base({ leaderOptimeBytes: 100n + 1048576n }), true],
+    ['check_timeline and behind', base({ checkTimeline: true, clusterTimeline: 3 }), false],
+    ['manual failover to a reachable other member', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }), false],
+    ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
+  ])('%s → %s', (_n, i, healthy) => {
+    expect(isHealthiest(i).healthy).toBe(healthy);
+  });
+
+  it('reads WAL positions from status documents', () => {
+    expect(peerFromStatus('x', { role: 'primary', state: 'running', xlog: { location: 42 } }).walBytes).toBe(42n);
+    expect(peerFromStatus('x', { xlog: { received_location: 50, replayed_location: 40 } }).walBytes).toBe(50n);
+    expect(peerFromStatus('x', undefined).reachable).toBe(false);
+  });
+});
+
+describe('timeline history and divergence', () => {
+  const file = '1\t0/3000060\tno recovery target specified\n\n2\t0/5000000\tno recovery target specified\n';
+  it('parses a history file', () => {
+    expect(parseHistoryFile(file)).toEqual([
+      { timeline: 1, switchLsn: 0x3000060n, reason: 'no recovery target specified' },
+      { timeline: 2, switchLsn: 0x5000000n, reason: 'no recovery target specified' },
+    ]);
+  });
+  it('builds the DCS history value with the new leader on the last entry', () => {
+    const h = historyEntries(parseHistoryFile(file), { now: '2026-01-01T00:00:00.000Z', newLeader: 'b' });
+    expect(h).toEqual([
+      [1, 0x3000060, 'no recovery target specified', '2026-01-01T00:00:00.000Z'],
+      [2, 0x5000000, 'no recovery target specified', '2026-01-01T00:00:00.000Z', 'b'],
+    ]);
+  });
+  const hist = [[1, 1000, 'x']] as [number, number, string][];
+  it.each([
+    ['same timeline', { clusterState: 'shut down', timeline: 2, checkpointLsn: 5000n, minRecoveryLsn: 0n }, 'ok'],
+    ['clean shutdown before the switch', { clusterState: 'shut down', timeline: 1, checkpointLsn: 900n, minRecoveryLsn: 0n }, 'ok'],
+    ['clean shutdown past the switch', { clusterState: 'shut down', timeline: 1, checkpointLsn: 1000n, minRecoveryLsn: 0n }, 'diverged'],
+    ['crashed primary', { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n }, 'diverged'],
+    ['replica behind the switch', { clusterState: 'shut down in recovery', timeline: 1, checkpointLsn: 500n, minRecoveryLsn: 800n }, 'ok'],
+    ['local timeline ahead', { clusterState: 'shut down', timeline: 3, checkpointLsn: 10n, minRecoveryLsn: 0n }, 'diverged'],
+  ])('%s → %s', (_n, local, kind) => {
+    expect(checkDivergence(local, 2, hist).kind).toBe(kind);
+  });
+  it('is unknown without a history entry for the local timeline', () => {
+    expect(checkDivergence({ clusterState: 'shut down', timeline: 1, checkpointLsn: 1n, minRecoveryLsn: 0n }, 2, undefined).kind).toBe('unknown');
+  });
+});
