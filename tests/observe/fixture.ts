@@ -6,6 +6,8 @@ import {
   restartMachine,
   startJournaledActor,
   switchoverMachine,
+  type StartInput,
+  type StopInput,
 } from '../../src/machines/index.ts';
 import { createObserveRoutes, type ObservedMachine } from '../../src/observe/app.ts';
 
@@ -16,10 +18,18 @@ export function fixture(opts: { heartbeatMs?: number } = {}) {
   let clock = T0;
   const now = () => clock;
   const journal = new Journal({ now });
-  const noop = fromPromise<unknown, unknown>(async () => undefined);
+  const noop = <I>() => fromPromise<unknown, I>(async () => undefined);
   const db = startJournaledActor(
     databaseMachine.provide({
-      actors: { initdb: noop, customBootstrap: noop, clone: noop, start: noop, stop: noop, restart: noop, promote: noop },
+      actors: {
+        initdb: noop(),
+        customBootstrap: noop(),
+        clone: noop(),
+        start: noop<StartInput>(),
+        stop: noop<StopInput>(),
+        restart: noop<StartInput>(),
+        promote: noop(),
+      },
     }),
     { name: 'database', input: { at: now() }, journal },
   );
