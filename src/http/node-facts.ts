@@ -22,7 +22,7 @@ export interface NodeFacts {
   quorumStandby: boolean;
   /** `streaming` / `in archive recovery` for a replica whose probe says so; undefined otherwise. */
   replicationState: 'streaming' | 'in archive recovery' | undefined;
-  /** Leader position for lag checks: max(DCS `status.optime` when the view is valid, pg latest_end_lsn); 0n when unknown. */
+  /** Leader position for lag checks: max(cached DCS `status.optime`, pg latest_end_lsn) (patroni.md §1.4); 0n when unknown. */
   leaderOptime: bigint;
 }
 
@@ -49,7 +49,7 @@ export function nodeFacts(s: NodeSnapshot, nowMs: number): NodeFacts {
     if (pg.streaming) replicationState = 'streaming';
     else if (pg.archiveRecovery) replicationState = 'in archive recovery';
   }
-  const dcsOptime = dcsValid && s.cluster.status ? BigInt(Math.max(0, Math.trunc(s.cluster.status.optime))) : 0n;
+  const dcsOptime = s.cluster.status ? BigInt(Math.max(0, Math.trunc(s.cluster.status.optime))) : 0n;
   const latestEnd = pg?.latestEndLsn ?? 0n;
   return {
     isLeader: s.leaderUntilMs > nowMs,
