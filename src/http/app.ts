@@ -13,7 +13,7 @@ import { Hono, type Context } from 'hono';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { buildClusterDocument } from './cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
-import { registerConfigRoutes } from './config-routes.ts';
+import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
 import { evaluateHealth, HEALTH_PATHS, type HealthPath } from './health.ts';
 import { createNodeMetrics } from './metrics.ts';
@@ -84,6 +84,7 @@ export function createNodeApp(deps: {
   getHandlers.set('/ha', () => document(200, buildStatusDocument(resolved.snapshot(), resolved.now())));
   getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
   getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
+  getHandlers.set('/config', getConfigHandler(resolved));
   getHandlers.set('/metrics', async () => sized(await metrics.render(), 200, metrics.registry.contentType));
   for (const [path, handler] of getHandlers) app.get(path, handler);
 
@@ -93,7 +94,7 @@ export function createNodeApp(deps: {
 
   for (const [path, methods] of ROUTE_METHODS) {
     const allow = allowOf(methods);
-    const get = getHandlers.get(path) ?? (path === '/config' ? configGet(app) : undefined);
+    const get = getHandlers.get(path);
     app.options(path, async (c) => {
       if (!get) return new Response(null, { status: 204, headers: { Allow: allow.join(', ') } });
       const res = await get(c);
@@ -108,9 +109,4 @@ export function createNodeApp(deps: {
   app.notFound((c) => notFound(c));
   app.onError((err) => document(500, { error: 'internal error', message: err.message }));
   return app;
-}
-
-/** GET /config through the app itself (its handler lives in config-routes.ts). */
-function configGet(app: Hono): (c: Context) => Promise<Response> {
-  return (c) => Promise.resolve(app.request(new URL(c.req.url).pathname, { method: 'GET' }));
 }

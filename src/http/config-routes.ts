@@ -43,13 +43,16 @@ function invalid(problems: string[]): Response {
   return message(400, `invalid configuration: ${problems.join('; ')}`);
 }
 
-/** Registers GET, PATCH and PUT /config on `app`. */
-export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
-  app.get('/config', () => {
+/** GET /config: the stored document of the cached view, or 503 when the key is missing. */
+export function getConfigHandler(deps: ResolvedDeps): () => Response {
+  return () => {
     const stored = deps.snapshot().cluster.config;
     return stored ? document(200, stored.value) : message(503, 'config is not available in the DCS');
-  });
+  };
+}
 
+/** Registers PATCH and PUT /config on `app` (GET is registered by app.ts with getConfigHandler). */
+export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.patch('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;

@@ -287,6 +287,21 @@ describe('routing', () => {
     expect(del.headers.get('allow')).toBe('GET, PATCH, PUT, HEAD, OPTIONS');
   });
 
+  it.each(['/ha', '/cluster', '/history', '/metrics', '/config'])('answers HEAD and OPTIONS %s like GET, without a body', async (path) => {
+    const { app } = appFor(primaryLeader());
+    const get = await app.request(path);
+    const getBody = await get.text();
+    expect(get.headers.get('content-length')).toBe(String(Buffer.byteLength(getBody)));
+    for (const method of ['HEAD', 'OPTIONS']) {
+      const res = await app.request(path, { method });
+      expect(res.status, `${method} ${path}`).toBe(get.status);
+      expect(res.headers.get('content-type')).toBe(get.headers.get('content-type'));
+      expect(await res.text()).toBe('');
+    }
+    const options = await app.request(path, { method: 'OPTIONS' });
+    expect(options.headers.get('allow')).toContain('GET, ');
+  });
+
   it('answers OPTIONS on a write-only path with 204 and Allow', async () => {
     const { app } = appFor(primaryLeader());
     const res = await app.request('/restart', { method: 'OPTIONS' });
