@@ -45,6 +45,11 @@ export interface CycleInput {
   tags: Tags;
   /** Statuses of the other members (fetched when there is no leader, or for a switchover). */
   peers: PeerStatus[];
+  /**
+   * Where the scheduled switchover machine stands (`wait` before the instant, `run` at it,
+   * `stale` when dropped); undefined: derive it from the key's `scheduled_at` and now.
+   */
+  switchoverPhase?: 'wait' | 'run' | 'stale';
 }
 
 /** What the node does, in order. */
@@ -197,7 +202,8 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   if (req.member === i.name) return d('I am already the leader: clearing the failover key', { kind: 'clearFailover' }, duties);
   if (req.scheduled_at) {
     const atMs = Date.parse(req.scheduled_at);
-    const timing = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, i.config.loop_wait * 1000).kind;
+    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, i.config.loop_wait * 1000).kind;
+    const timing = i.switchoverPhase === undefined ? derived : i.switchoverPhase === 'run' ? 'runNow' : i.switchoverPhase;
     if (timing === 'wait') return d(`Awaiting switchover at ${req.scheduled_at}`, duties);
     if (timing === 'stale') return d('scheduled switchover is stale: clearing the failover key', { kind: 'clearFailover' }, duties);
   }

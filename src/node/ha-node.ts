@@ -26,12 +26,14 @@ import type { DatabaseState, Role } from '../domain/states.ts';
 import { historyEntries, parseHistoryFile, type LocalPosition } from '../domain/timeline-history.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
 import { BUSY_STATES, databaseMachine } from '../machines/database.ts';
+import { restartConditionsHold } from '../domain/restart-conditions.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
 import { databaseMachineWithEffects } from './effects.ts';
 import { Journal } from './journal.ts';
 import { startJournaledActor } from './journaled-actor.ts';
 import { fetchPeers, fetchStatusDocument } from './peers.ts';
+import { ScheduledWork } from './schedules.ts';
 
 /** Everything a node needs; the composition root (src/cli) builds it from ha.yml. */
 export interface HaNodeOptions {
@@ -101,7 +103,7 @@ export class HaNode {
   private probing = false;
   private crashCheck = false;
   private lastMessage = '';
-  private scheduledRestart: ScheduledRestartData | undefined;
+  private schedules!: ScheduledWork;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
   constructor(private opts: HaNodeOptions) {
@@ -160,6 +162,17 @@ export class HaNode {
         this.wake();
       }
     });
+    this.schedules = new ScheduledWork({
+      journal: this.opts.journal,
+      loopWaitMs: this.config.loop_wait * 1000,
+      now: this.now,
+      wake: () => this.wake(),
+      term: () => ({ timeline: this.lastProbe?.timeline, leader: this.opts.dcs.view().leader?.name }),
+    });
+    // A scheduled restart survives an agent restart in this member's key (still there within ttl).
+    const mine = dcs.view().members.find((m) => m.name === this.opts.name)?.data.scheduled_restart;
+    if (mine) this.schedules.scheduleRestart(mine, { allowPast: true });
+    this.schedules.observeFailoverKey(dcs.view());
     // A postmaster already running when the agent starts is adopted, not restarted.
     if (await pg.postmasterPid()) {
       const role = existsSync(join(pg.dataDir, 'standby.signal')) ? 'replica' : 'primary';
@@ -200,6 +213,7 @@ export class HaNode {
       this.log.error({ err: e }, 'error while shutting down');
     }
     this.db.stop();
+    this.schedules.stop();
     await dcs.close().catch((e) => this.log.warn({ err: e }, 'closing the DCS failed'));
     await pg.close().catch(() => undefined);
   }
@@ -213,8 +227,14 @@ export class HaNode {
   private onDcsEvent(e: DcsEvent): void {
     switch (e.type) {
       case 'dcs.leaderChanged':
-      case 'dcs.configChanged':
+        this.schedules.observeLeader(e.leader);
+        this.wake();
+        break;
       case 'dcs.failoverChanged':
+        this.schedules.observeFailoverKey(this.opts.dcs.view());
+        this.wake();
+        break;
+      case 'dcs.configChanged':
       case 'dcs.initializeChanged':
         this.wake();
         break;
@@ -299,6 +319,9 @@ export class HaNode {
       dcsOk && state === 'running' && !busy && (!view.leader || (view.leader.name === name && !!(failover?.leader || failover?.member)));
     const peers: PeerStatus[] = needPeers ? await fetchPeers(view, name, this.opts.fetchStatus ?? fetchStatusDocument) : [];
 
+    this.schedules.observeFailoverKey(view);
+    this.schedules.tick();
+    const switchoverPhase = this.schedules.switchoverPhase();
     const decision = decideCycle({
       name,
       nowMs,
@@ -316,11 +339,14 @@ export class HaNode {
       ...(this.sysid ? { sysid: this.sysid } : {}),
       tags: this.opts.tags,
       peers,
+      ...(switchoverPhase ? { switchoverPhase } : {}),
     });
     for (const action of decision.actions) {
       if (this.stopped) break;
       await this.execute(action, view);
     }
+    if (decision.actions.some((a) => a.kind === 'clearFailover')) this.schedules.switchoverFailed(decision.message);
+    await this.runDueRestart();
     if (decision.message !== this.lastMessage) {
       this.log.info({ member: name, actions: decision.actions.map((a) => a.kind) }, decision.message);
       this.lastMessage = decision.message;
@@ -507,6 +533,7 @@ export class HaNode {
     const next = withDefaults(view.config.value);
     const prev = this.config;
     this.config = next;
+    if (next.loop_wait !== prev.loop_wait) this.schedules?.setLoopWait(next.loop_wait * 1000);
     if (next.ttl !== prev.ttl) {
       void this.opts.dcs.setTtl(next.ttl).then(
         () => this.publishMember(true),
@@ -586,7 +613,7 @@ export class HaNode {
         : {}),
       ...(Object.keys(tags).length ? { tags } : {}),
       ...(p && Object.keys(p.pendingRestart).length ? { pending_restart: true, pending_restart_reason: p.pendingRestart } : {}),
-      ...(this.scheduledRestart ? { scheduled_restart: this.scheduledRestart } : {}),
+      ...(this.scheduledRestartData() ? { scheduled_restart: this.scheduledRestartData()! } : {}),
       ...(this.config.pause ? { pause: true } : {}),
     };
     return data;
@@ -624,21 +651,33 @@ export class HaNode {
 
   /** Schedules a restart (kept in the member key); false when one is already scheduled. */
   async scheduleRestart(plan: ScheduledRestartData): Promise<boolean> {
-    if (this.scheduledRestart) return false;
-    this.scheduledRestart = plan;
-    this.journal.append({ machine: 'restart', kind: 'event', event: { type: 'restart.scheduled', plan } });
+    if (!this.schedules.scheduleRestart(plan)) return false;
     await this.publishMember().catch(() => undefined);
-    this.wake();
     return true;
   }
 
   /** Cancels the scheduled restart; false when none. */
   async cancelRestart(): Promise<boolean> {
-    if (!this.scheduledRestart) return false;
-    this.scheduledRestart = undefined;
-    this.journal.append({ machine: 'restart', kind: 'event', event: { type: 'restart.cancelled' } });
+    if (!this.schedules.cancelRestart()) return false;
     await this.publishMember().catch(() => undefined);
     return true;
+  }
+
+  /** Carries out a scheduled restart whose instant has come, when its conditions hold. */
+  private async runDueRestart(): Promise<void> {
+    const req = this.schedules.dueRestart();
+    if (!req) return;
+    const p = this.lastProbe;
+    const role = this.db.getSnapshot().context.role;
+    const held = restartConditionsHold(req, {
+      role: role === 'primary' ? 'primary' : 'replica',
+      serverVersion: p?.serverVersion ?? 0,
+      pendingRestart: !!p && Object.keys(p.pendingRestart).length > 0,
+    });
+    const outcome = held.ok ? await this.restartNow(req.timeoutSeconds !== undefined ? req.timeoutSeconds * 1000 : undefined) : held;
+    this.log.info({ outcome }, outcome.ok ? 'scheduled restart done' : `scheduled restart not done: ${outcome.reason}`);
+    this.schedules.restartFinished(outcome);
+    await this.publishMember().catch(() => undefined);
   }
 
   /** Wipes the data directory and re-clones from the leader (POST /reinitialize). */
@@ -677,8 +716,15 @@ export class HaNode {
       dcsLastSeenMs: this.opts.dcs.lastSeenMs(),
       config: this.config,
       lastLoopMs: this.lastLoopMs,
-      ...(this.scheduledRestart ? { scheduledRestart: this.scheduledRestart } : {}),
+      ...(this.scheduledRestartData() ? { scheduledRestart: this.scheduledRestartData()! } : {}),
     };
+  }
+
+  /** The scheduled restart with the postmaster start time it was planned against. */
+  private scheduledRestartData(): ScheduledRestartData | undefined {
+    const plan = this.schedules?.scheduledRestart();
+    if (!plan) return undefined;
+    return { ...plan, ...(this.lastProbe ? { postmaster_start_time: this.lastProbe.postmasterStartTime } : {}) };
   }
 
   /** Current cluster timeline as the leader sees it (for logs). */
