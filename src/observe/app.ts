@@ -4,17 +4,17 @@
  *
  * - GET /machines                      chart model, state, active states and context of each machine
  * - GET /machines/:name/chart.<format> the chart (svg|dot|mermaid|json); `?highlight=1` marks the
- *                                      current state
+ *                                      current state, `?rankdir=LR|TB|auto` (svg, dot)
  * - GET /events                        journal entries, newest first (`?since=`, `?limit=`)
  * - GET /events/stream                 the journal as Server-Sent Events
  * - GET /ui (+ /ui/app.js, /ui/app.css) the live page; GET /ui/cluster the cluster document it shows
  */
 import { Hono } from 'hono';
 import type { AnyStateMachine } from 'xstate';
-import { isChartFormat, renderChart, type ChartFormat } from '../charts/index.ts';
+import { isChartFormat, renderChart, toDot, toSvg, type ChartFormat } from '../charts/index.ts';
 import type { Journal } from '../node/journal.ts';
 import { streamJournal } from './event-stream.ts';
-import { activeIdsOf, machineDocument, type ObservedMachine } from './machines-doc.ts';
+import { activeIdsOf, cachedChartModel, machineDocument, type ObservedMachine } from './machines-doc.ts';
 import { parseLimit, parseSince } from './query.ts';
 import { uiAsset } from './ui-assets.ts';
 
@@ -32,6 +32,11 @@ export interface ObserveDeps {
   now?: () => number;
   /** Interval of the SSE heartbeat comment; default 15 000 ms. */
   heartbeatMs?: number;
+  /**
+   * Lay out the page's charts in the background shortly after the routes are created (default
+   * true), so the first visit to /ui does not wait for Graphviz (about 1–2 s of CPU when cold).
+   */
+  prewarmCharts?: boolean;
 }
 
 const CONTENT_TYPES: Record<ChartFormat, string> = {
@@ -41,17 +46,38 @@ const CONTENT_TYPES: Record<ChartFormat, string> = {
   json: 'application/json; charset=utf-8',
 };
 
-/** Rendered charts by machine and highlight (SVG takes 50–400 ms to lay out; states are few). */
+/** Layout direction of a drawn chart; `auto` is LR unless that comes out much wider than tall. */
+export type ChartDirection = 'LR' | 'TB' | 'auto';
+
+/** Width/height ratio of an LR layout above which `auto` switches to TB. */
+const AUTO_MAX_RATIO = 3;
+
+/** Rendered charts by machine, format, direction and highlight (SVG takes 50–400 ms to lay out). */
 const chartCache = new WeakMap<AnyStateMachine, Map<string, Promise<string>>>();
 
-function cachedChart(machine: AnyStateMachine, format: ChartFormat, highlight: string[]): Promise<string> {
+function svgRatio(svg: string): number {
+  const m = /<svg width="([\d.]+)pt" height="([\d.]+)pt"/.exec(svg);
+  return m ? Number(m[1]) / Math.max(1, Number(m[2])) : 1;
+}
+
+async function drawChart(machine: AnyStateMachine, format: ChartFormat, dir: ChartDirection, highlight: string[]): Promise<string> {
+  if (dir === 'LR' || (format !== 'svg' && format !== 'dot')) return renderChart(machine, format, { highlight });
+  const model = cachedChartModel(machine);
+  if (dir === 'TB') return format === 'svg' ? toSvg(model, { highlight, rankdir: 'TB' }) : toDot(model, { highlight, rankdir: 'TB' });
+  // auto: decide on the un-highlighted LR layout (cached), so every highlight gets the same direction.
+  const lr = await cachedChart(machine, 'svg', 'LR', []);
+  const chosen = svgRatio(lr) > AUTO_MAX_RATIO ? 'TB' : 'LR';
+  return cachedChart(machine, format, chosen, highlight);
+}
+
+function cachedChart(machine: AnyStateMachine, format: ChartFormat, dir: ChartDirection, highlight: string[]): Promise<string> {
   let byKey = chartCache.get(machine);
   if (!byKey) chartCache.set(machine, (byKey = new Map()));
-  const key = `${format}|${highlight.join(',')}`;
+  const key = `${format}|${dir}|${highlight.join(',')}`;
   let text = byKey.get(key);
   if (!text) {
     if (byKey.size >= 64) byKey.clear();
-    text = renderChart(machine, format, { highlight });
+    text = drawChart(machine, format, dir, highlight);
     text.catch(() => byKey.delete(key));
     byKey.set(key, text);
   }
@@ -82,8 +108,10 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
     if (!isChartFormat(format)) return c.json({ error: 'expected chart.svg, chart.dot, chart.mermaid or chart.json' }, 404);
     const hl = c.req.query('highlight');
     const highlight = hl === '1' || hl === 'true' ? activeIdsOf(m.machine, m.snapshot()?.value) : [];
+    const dir = c.req.query('rankdir') ?? 'LR';
+    if (dir !== 'LR' && dir !== 'TB' && dir !== 'auto') return c.json({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' }, 400);
     try {
-      const text = await cachedChart(m.machine, format, highlight);
+      const text = await cachedChart(m.machine, format, dir, highlight);
       return c.body(text, 200, { 'Content-Type': CONTENT_TYPES[format], 'Cache-Control': 'no-cache' });
     } catch (e) {
       return c.json({ error: `chart rendering failed: ${(e as Error).message}` }, 500);
@@ -109,8 +137,13 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
   });
 
   app.get('/ui/cluster', (c) => c.json(deps.cluster() ?? null));
-  app.get('/ui', (c) => serveAsset(c.body.bind(c), 'index.html'));
-  app.get('/ui/', (c) => serveAsset(c.body.bind(c), 'index.html'));
+  /** The page asks for every chart right away: start laying them out while it loads. */
+  const prewarm = (): void => {
+    for (const m of deps.machines()) cachedChart(m.machine, 'svg', 'auto', []).catch(() => undefined);
+  };
+  if (deps.prewarmCharts ?? true) setTimeout(prewarm, 1000).unref();
+  app.get('/ui', (c) => (prewarm(), serveAsset(c.body.bind(c), 'index.html')));
+  app.get('/ui/', (c) => (prewarm(), serveAsset(c.body.bind(c), 'index.html')));
   app.get('/ui/app.js', (c) => serveAsset(c.body.bind(c), 'app.js'));
   app.get('/ui/app.css', (c) => serveAsset(c.body.bind(c), 'app.css'));
 

@@ -47,6 +47,7 @@ export function fixture(opts: { heartbeatMs?: number } = {}) {
     machines: () => machines,
     cluster: () => cluster,
     now,
+    prewarmCharts: false,
     ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
   });
   const advance = (ms: number) => (clock += ms);

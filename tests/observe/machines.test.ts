@@ -88,6 +88,20 @@ describe('GET /machines/:name/chart.<format>', () => {
     expect(await dot.text()).toMatch(/^digraph "restart"/);
   });
 
+  it('lays out with ?rankdir=: auto turns a very wide chart top-to-bottom', async () => {
+    const f = setup();
+    const size = (svg: string) => (/<svg width="([\d.]+)pt" height="([\d.]+)pt"/.exec(svg) ?? []).slice(1).map(Number);
+    const [lrW = 0, lrH = 0] = size(await (await f.app.request('/machines/database/chart.svg')).text());
+    expect(lrW / lrH).toBeGreaterThan(3);
+    const [autoW = 0, autoH = 0] = size(await (await f.app.request('/machines/database/chart.svg?rankdir=auto')).text());
+    expect(autoW).toBeLessThan(autoH);
+    const tb = await (await f.app.request('/machines/restart/chart.dot?rankdir=TB')).text();
+    expect(tb).toContain('rankdir=TB;');
+    const bad = await f.app.request('/machines/restart/chart.svg?rankdir=up');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' });
+  });
+
   it('404s for an unknown machine or file', async () => {
     const f = setup();
     expect((await f.app.request('/machines/nope/chart.svg')).status).toBe(404);

@@ -23,7 +23,7 @@ describe('GET /ui', () => {
       expect(html).toContain('id="cluster-members"');
       // Every referenced asset is served by the node itself.
       const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
-      expect(refs.sort()).toEqual(['/ui/app.css', '/ui/app.js']);
+      expect(refs.sort()).toEqual(['/ui/app.css', '/ui/app.js', 'data:,']); // data:, an empty favicon
       expect(html).not.toMatch(/https?:\/\//);
     }
   });

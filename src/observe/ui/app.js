@@ -66,7 +66,7 @@
   }
 
   async function loadChart(name) {
-    const res = await fetch('/machines/' + encodeURIComponent(name) + '/chart.svg');
+    const res = await fetch('/machines/' + encodeURIComponent(name) + '/chart.svg?rankdir=auto');
     if (!res.ok) throw new Error('chart ' + name + ': HTTP ' + res.status);
     const text = await res.text();
     const start = text.indexOf('<svg');
