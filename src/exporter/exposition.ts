@@ -24,12 +24,21 @@ export interface Family {
 }
 
 const escapeHelp = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-const escapeLabel = (s: string) => s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+const NEEDS_ESCAPE = /[\\"\n]/;
+const escapeLabel = (s: string) => (NEEDS_ESCAPE.test(s) ? s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : s);
 
 interface Series {
+  /** Sort key: label names and values joined with control separators, names sorted. */
   key: string;
-  labels: [string, string][];
+  /** Rendered label block, `{a="x",b="y"}` or empty. */
+  text: string;
   value: number;
+}
+
+/** Rendered form of one label list (after constant labels are merged and names sorted). */
+interface LabelForm {
+  key: string;
+  text: string;
 }
 
 /**
@@ -39,6 +48,8 @@ interface Series {
  */
 export class ExpositionBuilder {
   private readonly families = new Map<string, { help: string; type: MetricType; series: Map<string, Series> }>();
+  /** Label lists shared by several families (one per result row) are rendered once. */
+  private readonly forms = new WeakMap<[string, string][], LabelForm>();
   /** Samples dropped because they duplicated a series or conflicted with the family's type. */
   dropped = 0;
   /** Sources (e.g. collector names) that had something dropped, for logs. */
@@ -58,17 +69,41 @@ export class ExpositionBuilder {
       return;
     }
     for (const s of f.samples) {
-      const map = new Map<string, string>(this.constLabels);
-      for (const [k, v] of s.labels) map.set(k, v);
-      const labels = [...map.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-      const key = labels.map(([k, v]) => `${k}\u0000${v}`).join('\u0001');
-      if (fam.series.has(key)) {
+      let form = this.forms.get(s.labels);
+      if (!form) {
+        form = this.render1(s.labels);
+        this.forms.set(s.labels, form);
+      }
+      if (fam.series.has(form.key)) {
         this.dropped++;
         this.droppedFrom.add(source);
         continue;
       }
-      fam.series.set(key, { key, labels, value: s.value });
+      fam.series.set(form.key, { key: form.key, text: form.text, value: s.value });
     }
+  }
+
+  /** Merges constant labels (sample labels win), sorts by name, renders key and text. */
+  private render1(own: [string, string][]): LabelForm {
+    let labels = own;
+    if (this.constLabels.length > 0) {
+      labels = own.slice();
+      for (const c of this.constLabels) if (!own.some(([k]) => k === c[0])) labels.push(c);
+    }
+    if (labels.length > 1) {
+      let sorted = true;
+      for (let i = 1; i < labels.length; i++) if (labels[i - 1]![0] > labels[i]![0]) sorted = false;
+      if (!sorted) labels = (labels === own ? own.slice() : labels).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    }
+    if (labels.length === 0) return { key: '', text: '' };
+    let key = '';
+    let text = '{';
+    for (let i = 0; i < labels.length; i++) {
+      const [k, v] = labels[i]!;
+      key += `${k}\u0000${v}\u0001`;
+      text += `${i ? ',' : ''}${k}="${escapeLabel(v)}"`;
+    }
+    return { key, text: `${text}}` };
   }
 
   /** Number of series held. */
@@ -87,22 +122,18 @@ export class ExpositionBuilder {
       if (fam.series.size === 0) continue;
       out.push(`# HELP ${name} ${escapeHelp(fam.help)}\n# TYPE ${name} ${fam.type}\n`);
       const series = [...fam.series.values()].sort(compareSeries);
-      for (const s of series) {
-        const lbl = s.labels.length ? `{${s.labels.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}` : '';
-        out.push(`${name}${lbl} ${formatGoFloat(s.value)}\n`);
-      }
+      let lines = '';
+      for (const s of series) lines += `${name}${s.text} ${formatGoFloat(s.value)}\n`;
+      out.push(lines);
     }
     return out.join('');
   }
 }
 
+/**
+ * Keys are `name\0value\1...` with names sorted, so comparing key text orders series by label
+ * values in label-name order, a shorter value first (client_golang's order).
+ */
 function compareSeries(a: Series, b: Series): number {
-  const n = Math.min(a.labels.length, b.labels.length);
-  for (let i = 0; i < n; i++) {
-    const [ak, av] = a.labels[i]!;
-    const [bk, bv] = b.labels[i]!;
-    if (ak !== bk) return ak < bk ? -1 : 1;
-    if (av !== bv) return av < bv ? -1 : 1;
-  }
-  return a.labels.length - b.labels.length;
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }

@@ -12,6 +12,13 @@ const SPECIAL = /^([+-]?)(inf|infinity|nan)$/i;
  * `NaN`, `Inf`, `+Infinity` (any case). Returns undefined when it does not parse (no trimming).
  */
 export function parseGoFloat(text: string): number | undefined {
+  // Fast path for plain decimal text (int8/numeric columns): digits, optional sign, point, exponent.
+  const c0 = text.charCodeAt(0);
+  const cl = text.charCodeAt(text.length - 1);
+  if (((c0 >= 48 && c0 <= 57) || c0 === 45) && cl >= 48 && cl <= 57 && !text.includes('x') && !text.includes('X') && !text.includes(' ')) {
+    const n = Number(text);
+    if (!Number.isNaN(n)) return n;
+  }
   const sp = SPECIAL.exec(text);
   if (sp) {
     if (sp[2]!.toLowerCase() === 'nan') return NaN;
@@ -32,6 +39,9 @@ export function formatGoFloat(x: number): string {
   if (x === Infinity) return '+Inf';
   if (x === -Infinity) return '-Inf';
   if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+  const abs = x < 0 ? -x : x;
+  // Fast path: in [1e-4, 1e6) JS's shortest round-trip text is already Go's plain form.
+  if (abs >= 1e-4 && abs < 1e6) return String(x);
   const [mant, expText] = x.toExponential().split('e') as [string, string];
   const exp = Number(expText);
   if (exp < -4 || exp >= 6) return `${mant}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;

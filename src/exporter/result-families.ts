@@ -40,7 +40,8 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
   for (const l of labelCols) if (!present.has(l.name)) throw new ResultError(`missing label column ${l.name}`);
   const families: Family[] = [];
   let sampleCount = 0;
-  const labelsOf = (row: Record<string, unknown>): [string, string][] => labelCols.map((l) => [l.rename ?? l.name, labelValue(row[l.name], present.get(l.name))]);
+  // Label pairs computed once per row and shared (read-only) by every family of the collector.
+  const rowLabels: [string, string][][] = result.rows.map((row) => labelCols.map((l) => [l.rename ?? l.name, labelValue(row[l.name], present.get(l.name))]));
   for (const col of c.columns) {
     if (col.usage === 'LABEL' || col.usage === 'DISCARD') continue;
     if (!present.has(col.name)) {
@@ -51,12 +52,13 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
     if (col.usage === 'HISTOGRAM') {
       const bounds = col.bucket ?? [];
       const groups = new Map<string, { labels: [string, string][]; counts: number[]; count: number; sum: number }>();
-      for (const row of result.rows) {
+      for (let ri = 0; ri < result.rows.length; ri++) {
+        const row = result.rows[ri]!;
         const raw = row[col.name];
         if ((raw === null || raw === undefined) && col.defaultValue === undefined) continue;
         const x = sampleValue(raw, col);
         if (!Number.isFinite(x)) throw new ResultError(`histogram column ${col.name}: non-finite value ${x}`);
-        const labels = labelsOf(row);
+        const labels = rowLabels[ri]!;
         const key = JSON.stringify(labels);
         let g = groups.get(key);
         if (!g) groups.set(key, (g = { labels, counts: bounds.map(() => 0), count: 0, sum: 0 }));
@@ -82,7 +84,7 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
       continue;
     }
     const fam: Family = { name: base, help: col.description ?? '', type: col.usage === 'COUNTER' ? 'counter' : 'gauge', samples: [] };
-    for (const row of result.rows) fam.samples.push({ labels: labelsOf(row), value: sampleValue(row[col.name], col) });
+    for (let ri = 0; ri < result.rows.length; ri++) fam.samples.push({ labels: rowLabels[ri]!, value: sampleValue(result.rows[ri]![col.name], col) });
     sampleCount += fam.samples.length;
     families.push(fam);
   }

@@ -52,7 +52,8 @@ export function urlWithDatabase(url: string, db: string): string {
   return u.toString();
 }
 
-const FACTS_SQL = `SELECT current_catalog::text AS dbname, current_user::text AS username,
+/** The pre-check statement: facts that drive planning and auto-discovery. */
+export const FACTS_SQL = `SELECT current_catalog::text AS dbname, current_user::text AS username,
   pg_catalog.pg_is_in_recovery() AS recovery,
   pg_catalog.current_setting('server_version_num')::int AS version,
   pg_catalog.to_json(ARRAY(SELECT datname::text FROM pg_catalog.pg_database WHERE datallowconn AND NOT datistemplate ORDER BY 1)) AS databases,
@@ -75,14 +76,17 @@ export class Target {
   /** Self-monitoring counters (seconds, counts). */
   readonly stats = { lastDurationSeconds: 0, totalSeconds: 0, totalCount: 0, errorCount: 0 };
   readonly urlDbname: string;
+  /** Connections of this target's pool (3 for the primary, 1 for forked or pgbouncer targets). */
+  readonly poolMax: number;
 
   constructor(
     readonly opts: TargetOptions,
     private collectors: CollectorDef[],
   ) {
     this.urlDbname = urlDatabase(opts.url);
+    this.poolMax = opts.pooler || opts.forked ? 1 : 3;
     this.sql = postgres(opts.url, {
-      max: opts.pooler || opts.forked ? 1 : 3,
+      max: this.poolMax,
       prepare: false,
       fetch_types: false,
       connect_timeout: Math.max(opts.connectTimeoutMs, 100) / 1000,
@@ -169,14 +173,25 @@ export class Target {
       }
       families.push(...res.families);
     }
-    for (const run of runs.filter((r) => !r.def.fatal)) {
-      const res = await run.visit(q, nowSeconds, this.opts.warn);
-      if (res.error) {
-        if (!res.fromCache) this.opts.warn(`query [${run.def.branch}] error skipped: ${res.error.message}`);
-        continue;
+    // Pass 2 runs in priority order with up to `poolMax` collectors in flight, so PostgreSQL
+    // executes one collector while this process converts the previous result; results are
+    // merged in priority order, so the output does not depend on completion order.
+    const rest = runs.filter((r) => !r.def.fatal);
+    const results = new Array<Family[] | undefined>(rest.length);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < rest.length; i = next++) {
+        const run = rest[i]!;
+        const res = await run.visit(q, nowSeconds, this.opts.warn);
+        if (res.error) {
+          if (!res.fromCache) this.opts.warn(`query [${run.def.branch}] error skipped: ${res.error.message}`);
+          continue;
+        }
+        results[i] = res.families;
       }
-      families.push(...res.families);
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.poolMax, rest.length) }, worker));
+    for (const r of results) if (r) families.push(...r);
     return finish({ up: true, families });
   }
 

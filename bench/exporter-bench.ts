@@ -1,0 +1,116 @@
+/**
+ * Exporter benchmark (prints figures). On one PostgreSQL 15 database with 1,000 tables:
+ *  (a) wall time of a full scrape (cache disabled) with the project's default collector set and
+ *      with ../shared/pg_exporter-config, and the series count;
+ *  (b) the same planned collectors' SQL (predicates + main queries) run directly through
+ *      postgres.js on an identical pool, in the same run;
+ *  (c) Debian's prometheus-postgres-exporter default scrape time and series count, same database;
+ *  (d) RSS of a `db-exporter` process after its first scrape and after 100 scrapes.
+ * Run: node --import tsx bench/exporter-bench.ts [scrapes=15]
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import postgres from 'postgres';
+import { Exporter } from '../src/exporter/exporter.ts';
+import { FACTS_SQL } from '../src/exporter/target.ts';
+import { freePort } from '../tests/support/ports.ts';
+import { startPostgres } from '../tests/support/pg.ts';
+import { stopPid, waitFor } from '../tests/support/processes.ts';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const SETS = { default: resolve(repoRoot, 'collectors'), shared: resolve(repoRoot, '../shared/pg_exporter-config') };
+const N = Number(process.argv[2] ?? 15);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+const seriesCount = (body: string) => body.split('\n').filter((l) => l && !l.startsWith('#')).length;
+const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+
+const pg = await startPostgres(['max_connections = 200']);
+const children: number[] = [];
+try {
+  await pg.psql(`DO $$ BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE TABLE bench_t%s (id int PRIMARY KEY, v text)', i); END LOOP; END $$`);
+  await pg.psql('ANALYZE');
+  console.log(`database: 1000 tables (+1000 indexes), PostgreSQL ${(await pg.psql('SHOW server_version')).trim()}, ${N} timed scrapes each, medians\n`);
+
+  for (const [name, configPath] of Object.entries(SETS)) {
+    const exp = new Exporter({ url: pg.url, configPath, disableCache: true, autoDiscovery: false, connectTimeoutMs: 5000 });
+    await exp.collect(); // plan + warm connections
+    const scrapeMs: number[] = [];
+    let body = '';
+    for (let i = 0; i < N; i++) {
+      const t0 = performance.now();
+      body = await exp.collect();
+      scrapeMs.push(performance.now() - t0);
+    }
+    const defs = (exp.primary.runs ?? []).map((r) => r.def);
+    await exp.stop();
+    // (b) same SQL straight through postgres.js, same pool shape, one after another like the exporter.
+    const sql = postgres(pg.url, { max: 3, prepare: false, fetch_types: false, connection: { application_name: 'bench_direct' } });
+    // The exporter's per-scrape pre-check statement is SQL it must run too: include it.
+    const factsSql = FACTS_SQL;
+    await sql.unsafe(factsSql);
+    const directMs: number[] = [];
+    for (let i = 0; i < N + 1; i++) {
+      const t0 = performance.now();
+      await sql.unsafe(factsSql);
+      for (const d of defs) {
+        for (const p of d.predicates) await sql.unsafe(p.query);
+        await sql.unsafe(d.query).catch(() => undefined);
+      }
+      if (i > 0) directMs.push(performance.now() - t0);
+    }
+    await sql.end();
+    const a = median(scrapeMs);
+    const b = median(directMs);
+    const series = seriesCount(body);
+    console.log(`[${name}] collectors planned: ${defs.length}`);
+    console.log(`  (a) full scrape wall time: ${a.toFixed(1)} ms, series: ${series}, ${((a / series) * 1000).toFixed(2)} µs/series`);
+    console.log(`  (b) same SQL via postgres.js: ${b.toFixed(1)} ms  → (a)/(b) = ${(a / b).toFixed(2)} (target <= 1.2)\n`);
+  }
+
+  // (c) Debian's prometheus-postgres-exporter with its defaults.
+  const ppePort = await freePort();
+  const ppe = spawn('prometheus-postgres-exporter', [`--web.listen-address=127.0.0.1:${ppePort}`], {
+    env: { ...process.env, DATA_SOURCE_NAME: `postgresql://postgres@127.0.0.1:${pg.port}/postgres?sslmode=disable` },
+    stdio: 'ignore',
+  });
+  children.push(ppe.pid!);
+  const ppeUrl = `http://127.0.0.1:${ppePort}/metrics`;
+  await waitFor(() => fetch(ppeUrl).then((r) => r.ok).catch(() => false), 30_000, 'postgres_exporter');
+  await (await fetch(ppeUrl)).text();
+  const ppeMs: number[] = [];
+  let ppeBody = '';
+  for (let i = 0; i < N; i++) {
+    const t0 = performance.now();
+    ppeBody = await (await fetch(ppeUrl)).text();
+    ppeMs.push(performance.now() - t0);
+  }
+  const c = median(ppeMs);
+  const cs = seriesCount(ppeBody);
+  console.log(`[prometheus-postgres-exporter ${'default'}] scrape: ${c.toFixed(1)} ms, series: ${cs} (of which pg_*: ${ppeBody.split('\n').filter((l) => l.startsWith('pg_')).length}), ${((c / cs) * 1000).toFixed(2)} µs/series\n`);
+  await stopPid(ppe.pid!);
+
+  // (d) RSS of a db-exporter process: after the first scrape and after 100 scrapes (cache disabled).
+  for (const [name, configPath] of Object.entries(SETS)) {
+    const port = await freePort();
+    const cli = spawn(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'src/cli/db-exporter.ts'), '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
+      cwd: repoRoot,
+      stdio: 'ignore',
+    });
+    children.push(cli.pid!);
+    const url = `http://127.0.0.1:${port}/metrics`;
+    await waitFor(() => fetch(url).then((r) => r.ok).catch(() => false), 30_000, 'db-exporter');
+    const first = rssKb(cli.pid!);
+    for (let i = 0; i < 99; i++) await (await fetch(url)).text();
+    const after = rssKb(cli.pid!);
+    console.log(`[db-exporter RSS, ${name}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2)`);
+    await stopPid(cli.pid!);
+  }
+} finally {
+  for (const pid of children) await stopPid(pid);
+  await pg.stop();
+}
