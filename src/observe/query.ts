@@ -14,8 +14,7 @@ export const MAX_LIMIT = 1000;
  */
 export function intParam(name: string, raw: string | undefined, fallback: number, min = 0, max?: number): ParamResult {
   if (raw === undefined || raw === '') return { ok: true, value: fallback };
-  if (!/^\d+$/.test(raw)) return { ok: false, error: `${name} must be an integer${max !== undefined ? ` between ${min} and ${max}` : ` >= ${min}`}` };
-  const value = Number(raw);
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || (max !== undefined && value > max)) {
     return { ok: false, error: `${name} must be an integer${max !== undefined ? ` between ${min} and ${max}` : ` >= ${min}`}` };
   }
