@@ -95,11 +95,13 @@ export class LocalPostgres implements PgControl {
 
   /** Creates the data dir (0700) and the socket dir (0700), owned by the PostgreSQL user. */
   private async ensureDirs(): Promise<void> {
-    await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
-    await chmod(this.dataDir, 0o700);
-    await chownToPg(this.dataDir);
-    await mkdir(this.node.socketDir, { recursive: true, mode: 0o700 });
-    await chownToPg(this.node.socketDir);
+    for (const d of [this.dataDir, this.node.socketDir]) {
+      // Parents get the default mode (they must stay traversable by the PostgreSQL user).
+      await mkdir(dirname(d), { recursive: true });
+      await mkdir(d, { recursive: true, mode: 0o700 });
+      await chmod(d, 0o700);
+      await chownToPg(d);
+    }
   }
 
   /** Creates the log file if missing and gives it to the PostgreSQL user (pg_ctl opens it as that user). */
@@ -309,7 +311,7 @@ export class LocalPostgres implements PgControl {
   async close(): Promise<void> {
     const old = this.sql;
     this.sql = undefined;
-    await old?.end({ timeout: 1 });
+    await old?.end({ timeout: 1 }).catch(() => undefined);
   }
 }
 

@@ -15,7 +15,11 @@ export interface PgCtlTarget {
 
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
-/** Is `pid` a live process that looks like a PostgreSQL postmaster (`/proc/<pid>/comm` when available)? */
+/**
+ * Is `pid` a live process that looks like a PostgreSQL postmaster? kill(pid, 0), then on Linux
+ * `/proc/<pid>/stat`: the command must be `postgres`/`postmaster` (a stale pid file may name a
+ * reused pid) and the state must not be Z (an exited postmaster not yet reaped still answers kill 0).
+ */
 export function isPostmasterAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -23,32 +27,43 @@ export function isPostmasterAlive(pid: number): boolean {
     // EPERM: alive but not ours (only when not root) — still alive.
     if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  let stat: string;
   try {
-    const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    return comm === 'postgres' || comm === 'postmaster';
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch (e) {
     // No /proc (not Linux): trust kill(0). Process gone between the calls: dead.
-    return (e as NodeJS.ErrnoException).code !== 'ENOENT' || !existsProc();
+    return (e as NodeJS.ErrnoException).code !== 'ENOENT' || !procMounted();
   }
+  return isLivePostmasterStat(stat);
 }
 
-let procMounted: boolean | undefined;
-function existsProc(): boolean {
-  if (procMounted === undefined) {
+/** Parses `/proc/<pid>/stat` (`pid (comm) state …`): true for comm postgres/postmaster not in state Z/X. */
+export function isLivePostmasterStat(stat: string): boolean {
+  const open = stat.indexOf('(');
+  const close = stat.lastIndexOf(')');
+  if (open < 0 || close < open) return false;
+  const comm = stat.slice(open + 1, close);
+  const state = stat.slice(close + 2, close + 3);
+  return (comm === 'postgres' || comm === 'postmaster') && state !== 'Z' && state !== 'X' && state !== 'x';
+}
+
+let procChecked: boolean | undefined;
+function procMounted(): boolean {
+  if (procChecked === undefined) {
     try {
-      readFileSync('/proc/self/comm');
-      procMounted = true;
+      readFileSync('/proc/self/stat');
+      procChecked = true;
     } catch {
-      procMounted = false;
+      procChecked = false;
     }
   }
-  return procMounted;
+  return procChecked;
 }
 
 /**
  * PID of the live postmaster of `dataDir`: first line of postmaster.pid, checked alive. Undefined
  * when there is no pid file, it is malformed, or the process is gone (stale file after a crash).
- * Synchronous and cheap (one small read + kill 0 + /proc/<pid>/comm) for a ~100 ms crash watcher.
+ * Synchronous and cheap (one small read + kill 0 + /proc/<pid>/stat) for a ~100 ms crash watcher.
  */
 export function readPostmasterPid(dataDir: string): number | undefined {
   let text: string;
