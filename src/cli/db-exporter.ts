@@ -35,6 +35,13 @@ function fail(code: number, msg: string): never {
   process.exit(code);
 }
 
+/** Writes all of `text` to stdout (pipes may be asynchronous), then exits with `code`. */
+function printAndExit(text: string, code: number): Promise<never> {
+  return new Promise(() => {
+    process.stdout.write(text, () => process.exit(code));
+  });
+}
+
 async function main(argv: string[]): Promise<void> {
   const program = new Command('db-exporter')
     .description('PostgreSQL / pgbouncer metrics exporter speaking pg_exporter collector files')
@@ -78,8 +85,8 @@ async function main(argv: string[]): Promise<void> {
     try {
       const cfg = loadConfig(configPath);
       for (const w of cfg.warnings) process.stderr.write(`${w}\n`);
-      process.stdout.write(cfg.collectors.map((c) => `${explainBlock(c)}\n`).join(''));
-      process.exit(0);
+      const text = cfg.collectors.map((c) => `${explainBlock(c)}\n`).join('');
+      await printAndExit(text, 0);
     } catch (e) {
       fail(1, (e as Error).message);
     }
@@ -127,9 +134,9 @@ async function main(argv: string[]): Promise<void> {
 
   if (o['explain']) {
     await exporter.collect();
-    process.stdout.write(exporter.explain());
+    const text = exporter.explain();
     await exporter.stop();
-    process.exit(0);
+    await printAndExit(text, 0);
   }
 
   const webConfigPath = o['web.config.file'] as string | undefined;
