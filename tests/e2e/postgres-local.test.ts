@@ -3,7 +3,7 @@
  * pg_basebackup, streaming through a slot; probe, controldata, pending restart, promote, stop.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectBinDir } from '../../src/postgres/bin-dir.ts';
@@ -180,6 +180,29 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     await primary.stop('fast', 20_000);
     expect(await primary.postmasterPid()).toBeUndefined();
     expect((await primary.controlData()).clusterState).toBe('shut down');
+  });
+
+  it('removes data, fails a basebackup cleanly, runs a custom bootstrap command', async () => {
+    await replica.removeData();
+    expect(await replica.hasData()).toBe(false);
+    expect(await readdir(join(dir, 'node-2', 'data'))).toEqual([]);
+
+    // nothing listens on ports[2]: pg_basebackup fails, the data dir is left empty
+    await expect(replica.basebackup({ host: '127.0.0.1', port: ports[2]!, name: 'nobody' })).rejects.toMatchObject({
+      code: 'pg_tool_failed',
+      message: expect.stringMatching(/pg_basebackup exited 1: .*connection/s),
+    });
+    expect(await readdir(join(dir, 'node-2', 'data'))).toEqual([]);
+
+    // a non-empty data dir is refused without touching it
+    await expect(primary.basebackup({ host: '127.0.0.1', port: ports[0]!, name: 'node-1' })).rejects.toThrow(/not empty/);
+    expect(await primary.hasData()).toBe(true);
+
+    const script = join(dir, 'bootstrap.sh');
+    await writeFile(script, '#!/bin/sh\nfor a in "$@"; do echo "$a"; done > "${2#--datadir=}/args.txt"\n', { mode: 0o755 });
+    await replica.customBootstrap(script);
+    expect(await readFile(join(dir, 'node-2', 'data', 'args.txt'), 'utf8')).toBe(`--scope=demo\n--datadir=${join(dir, 'node-2', 'data')}\n`);
+    await expect(replica.customBootstrap('exit 3;')).rejects.toMatchObject({ code: 'pg_tool_failed', exitCode: 3 });
   });
 
   it('bounds the probe when the server accepts but never answers', async () => {

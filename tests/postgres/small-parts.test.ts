@@ -57,3 +57,10 @@ describe('classifyPgError (stack.md §3)', () => {
     expect(typeof postgres.PostgresError).toBe('function');
   });
 });
+
+describe('detectBinDir', () => {
+  it('returns the configured directory as is', async () => {
+    const { detectBinDir } = await import('../../src/postgres/bin-dir.ts');
+    expect(detectBinDir('/opt/pg/bin')).toBe('/opt/pg/bin');
+  });
+});
