@@ -154,7 +154,8 @@ export class LocalPostgres implements PgControl {
   }
 
   /**
-   * pg_ctl start -w, then waits until a query over the unix socket succeeds.
+   * pg_ctl start -w (skipped when a postmaster of this data directory already runs), then waits
+   * until a query over the unix socket succeeds.
    * @throws PgToolError (pg_ctl failed, with the log tail); PgUnreachableError when the socket does
    *         not answer before `timeoutMs`.
    */
@@ -162,7 +163,8 @@ export class LocalPostgres implements PgControl {
     const deadline = Date.now() + timeoutMs;
     await this.ensureDirs();
     await this.ensureLogFile();
-    await pgCtlStart(this.target, timeoutMs);
+    // Already running (e.g. agent restarted): only wait for the socket.
+    if (readPostmasterPid(this.dataDir) === undefined) await pgCtlStart(this.target, timeoutMs);
     let last: unknown;
     while (Date.now() < deadline) {
       try {

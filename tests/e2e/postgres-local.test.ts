@@ -59,6 +59,9 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     expect(await primary.hasData()).toBe(true);
     await primary.configure({ role: 'primary', parameters: { shared_buffers: '32MB' } });
     await primary.start(30_000);
+    const pid = await primary.postmasterPid();
+    await primary.start(10_000); // already running: no second postmaster
+    expect(await primary.postmasterPid()).toBe(pid);
     await primary.postBootstrap();
     await primary.postBootstrap(); // idempotent
 
