@@ -154,8 +154,9 @@ export function decideCycle(i: CycleInput): CycleDecision {
 
   // The database runs.
   if (!leader) {
-    if (paused) return d('no leader: paused, no automatic failover');
     const failover = view.failover?.value;
+    // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
+    if (paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
     const verdict = isHealthiest({
       self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
       peers: i.peers,

@@ -157,7 +157,8 @@ export function serverVersionNum(text: string): number | undefined {
   if (!/^\d{1,3}(\.\d{1,2}){1,2}$/.test(text)) return undefined;
   const parts = text.split('.').map(Number);
   const [major = 0, second = 0, third] = parts;
-  if (third === undefined) return major >= 10 ? major * 10_000 + second : undefined;
+  // 10 and later: X.Y is major.minor; before 10, X.Y is the major version itself (9.6 → 90600).
+  if (third === undefined) return major >= 10 ? major * 10_000 + second : major * 10_000 + second * 100;
   return major * 10_000 + second * 100 + third;
 }
 

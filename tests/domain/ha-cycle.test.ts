@@ -56,6 +56,7 @@ describe('decideCycle', () => {
     ['no leader, old primary still alive → wait', input({ peers: [{ name: 'n2', reachable: true, role: 'primary', state: 'running', walBytes: 900n }] }), []],
     ['no leader, too far behind the last optime → wait', input({}, { status: { optime: 1000 + 2 * 1048576 } }), []],
     ['no leader, paused → no failover', input({ config: withDefaults({ pause: true }) }), []],
+    ['no leader, paused, I am the manual candidate → acquire', input({ config: withDefaults({ pause: true }) }, { failover: { value: { leader: 'n2', member: 'n1' }, revision: '3' } }), ['acquireLock']],
     ['no leader, unreachable peers are ignored', input({ peers: [{ name: 'n2', reachable: false }] }), ['acquireLock']],
   ])('%s', (_name, i, expected) => {
     expect(kinds(i)).toEqual(expected);
