@@ -10,7 +10,8 @@ import type { AgentConfig } from '../config/index.ts';
 import { parseHostPort } from '../config/index.ts';
 import { createDcs, type Dcs } from '../dcs/index.ts';
 import type { InMemoryStore } from '../dcs/memory.ts';
-import { createNodeApp } from '../http/app.ts';
+import { buildClusterDocument, createNodeApp } from '../http/app.ts';
+import { createObserveRoutes } from '../observe/app.ts';
 import { detectBinDir } from '../postgres/bin-dir.ts';
 import { LocalPostgres } from '../postgres/local.ts';
 import { VERSION } from '../version.ts';
@@ -84,6 +85,10 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     node.applyLocalConfig(next.tags, next.database.parameters);
   };
   const app = createNodeApp({ snapshot: () => node.snapshot(), commands: nodeCommands(node, dcs, reload) });
+  app.route(
+    '/',
+    createObserveRoutes({ journal, machines: () => node.observedMachines(), cluster: () => buildClusterDocument(node.snapshot()) }),
+  );
   const listen = parseHostPort(config.restapi.listen);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: listen.port, hostname: listen.host }, () => resolve(s));

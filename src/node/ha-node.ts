@@ -14,7 +14,9 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { waitFor, type Actor } from 'xstate';
+import { waitFor, type Actor, type AnyStateMachine } from 'xstate';
+import { restartMachine } from '../machines/restart.ts';
+import { switchoverMachine } from '../machines/switchover.ts';
 import { clusterTimeline, type ClusterView } from '../domain/cluster.ts';
 import { withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
 import { decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
@@ -125,6 +127,15 @@ export class HaNode {
   /** The journal of this node. */
   get journal(): Journal {
     return this.opts.journal;
+  }
+
+  /** The three machines with live snapshots, for GET /machines and the page (undefined before start). */
+  observedMachines(): { name: string; machine: AnyStateMachine; snapshot: () => { value: unknown; context: unknown } | undefined }[] {
+    return [
+      { name: 'database', machine: databaseMachine, snapshot: () => this.db?.getSnapshot() },
+      { name: 'switchover', machine: switchoverMachine, snapshot: () => this.schedules?.switchover.getSnapshot() },
+      { name: 'restart', machine: restartMachine, snapshot: () => this.schedules?.restart.getSnapshot() },
+    ];
   }
 
   /** The database machine actor (for /machines and tests). */
@@ -698,8 +709,8 @@ export class HaNode {
 
   /** The snapshot HTTP handlers and metrics read. */
   snapshot(): NodeSnapshot {
-    const snap = this.db.getSnapshot();
-    const running = snap.value === 'running';
+    const snap = this.db?.getSnapshot();
+    const running = snap?.value === 'running';
     return {
       name: this.opts.name,
       scope: this.opts.scope,
@@ -707,8 +718,8 @@ export class HaNode {
       apiUrl: this.opts.apiUrl,
       connUrl: this.opts.connUrl,
       tags: effectiveTags(this.opts.tags),
-      state: snap.value as DatabaseState,
-      role: snap.context.role,
+      state: (snap?.value ?? 'stopped') as DatabaseState,
+      role: snap?.context.role ?? 'uninitialized',
       ...(running && this.lastProbe ? { pg: this.lastProbe } : {}),
       ...(this.sysid ? { sysid: this.sysid } : {}),
       leaderUntilMs: this.opts.dcs.view().leader?.name === this.opts.name ? this.leaderUntilMs : 0,
