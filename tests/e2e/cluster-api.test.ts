@@ -137,12 +137,17 @@ describe('switchover and failover on a real cluster', () => {
     const at = new Date(Date.now() + 60_000).toISOString();
     const r = await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: at });
     expect(r.status).toBe(202);
-    const cluster = (await c.get(replica, '/cluster')).json();
+    // Every node shows it once the watch delivered the key (a few ms).
+    const cluster = await waitFor(async () => {
+      const d = (await c.get(replica, '/cluster')).json();
+      return d?.scheduled_switchover ? d : undefined;
+    }, 5_000, 'scheduled_switchover in /cluster');
     expect(cluster.scheduled_switchover).toMatchObject({ from: leader, to: replica });
     expect((await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: at })).status).toBe(409);
     expect((await req(leader, 'DELETE', '/switchover')).status).toBe(200);
     expect((await req(leader, 'DELETE', '/switchover')).status).toBe(404);
-    expect((await c.get(leader, '/cluster')).json().scheduled_switchover).toBeUndefined();
+    await waitFor(async () => (await c.get(replica, '/cluster')).json()?.scheduled_switchover === undefined, 5_000, 'plan removed');
+    expect(await c.leader()).toBe(leader);
   });
 
   it('a scheduled switchover fires at its time', async () => {
