@@ -25,6 +25,27 @@ afterAll(async () => {
   await c?.destroy();
 });
 
+describe('ha replay', () => {
+  it('rebuilds from the journal file the same machine states the node shows live', async () => {
+    const { run } = await import('../support/processes.ts');
+    const { join, resolve } = await import('node:path');
+    const root = resolve(import.meta.dirname, '../..');
+    await waitFor(async () => (await c.get(replica, '/readiness')).status === 200, 20_000, 'replica settled');
+    const live = (await c.get(replica, '/machines')).json() as { machines: { name: string; state: string; context: Record<string, unknown> }[] };
+    const out = await run(process.execPath, ['--import', 'tsx', join(root, 'src/cli/ha.ts'), 'replay', join(c.dir, replica, `${replica}.journal.jsonl`)], { cwd: root });
+    const replayed = new Map(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+    for (const m of live.machines) {
+      const line = replayed.get(m.name);
+      expect(line, m.name).toBeDefined();
+      expect(line!.split(' ')[0]).toBe(m.state);
+    }
+    const db = live.machines.find((m) => m.name === 'database')!;
+    const ctx = JSON.parse(replayed.get('database')!.slice(replayed.get('database')!.indexOf(' ') + 1)) as Record<string, unknown>;
+    expect(ctx['role']).toBe(db.context['role']);
+    expect(ctx['reason']).toBe(db.context['reason']);
+  });
+});
+
 describe('node /metrics', () => {
   it('has no promtool parse error on a leader and on a replica', async () => {
     for (const n of [leader, replica]) {
