@@ -3,8 +3,8 @@
  * TTL, one time budget for predicates plus the main query, and run statistics
  * (pg_exporter.md §1.8, §1.9). Failures and skips are cached for the TTL like upstream.
  */
-import type { Family } from './exposition.ts';
-import { buildFamilies, type QueryResult } from './result-families.ts';
+import { familySize, type Family } from './exposition.ts';
+import { renderFamilies, type LabelLayout, type QueryResult } from './result-families.ts';
 import type { CollectorDef } from './types.ts';
 
 /** Runs one SQL text before an absolute deadline (ms since epoch, or undefined for none). */
@@ -46,10 +46,17 @@ export class CollectorRun {
   private lastRunAt: number | undefined;
   private cached: VisitResult | undefined;
   private readonly predicateCache = new Map<number, { at: number; pass: boolean }>();
+  /** Label layout of this collector with the constant labels (computed on first result). */
+  private readonly layout: { layout?: LabelLayout } = {};
 
+  /**
+   * `constLabels` are the exporter's constant labels, merged into the series text when the result
+   * arrives (the ExpositionBuilder of the same constant labels then copies that text as is).
+   */
   constructor(
     readonly def: CollectorDef,
     private readonly disableCache: boolean,
+    private readonly constLabels: readonly [string, string][] = [],
   ) {}
 
   /**
@@ -73,7 +80,7 @@ export class CollectorRun {
         result = { families: [], skipped: true, fromCache: false };
       } else {
         const res = await query(this.def.query, deadline, `query [${this.def.branch}]`);
-        const built = buildFamilies(this.def, res);
+        const built = renderFamilies(this.def, res, this.constLabels, this.layout);
         for (const w of built.warnings) warn(`query [${this.def.branch}] ${w}`);
         this.stats.rows = res.rows.length;
         result = { families: built.families, skipped: false, fromCache: false };
@@ -82,7 +89,8 @@ export class CollectorRun {
       result = { families: [], error: e as Error, skipped: false, fromCache: false };
     }
     this.stats.durationMs = performance.now() - started;
-    this.cached = result;
+    // With the cache disabled nothing is replayed, so the result is not kept past this scrape.
+    this.cached = this.disableCache ? undefined : result;
     this.account(result, nowSeconds);
     return result;
   }
@@ -90,7 +98,9 @@ export class CollectorRun {
   private account(r: VisitResult, now: number): void {
     if (r.error) this.stats.errors++;
     if (r.skipped) this.stats.skips++;
-    this.stats.metrics = r.families.reduce((n, f) => n + f.samples.length, 0);
+    let metrics = 0;
+    for (const f of r.families) metrics += familySize(f);
+    this.stats.metrics = metrics;
     const ttl = this.disableCache ? 0 : this.def.ttlSeconds;
     this.stats.ttlLeftSeconds = this.lastRunAt === undefined ? 0 : Math.max(0, ttl - (now - this.lastRunAt));
   }

@@ -84,10 +84,13 @@ export class Exporter {
   private lastVersion = 0;
   private lastRecovery = 0;
   private upNow = 0;
+  /** Constant labels as pairs: one array shared by the targets and every scrape's builder. */
+  private readonly constPairs: [string, string][];
 
   /** Loads the configuration (throws ConfigError) and prepares targets; nothing connects yet. */
   constructor(readonly opts: ExporterOptions) {
     this.log = opts.logger ?? silent;
+    this.constPairs = Object.entries(opts.constLabels ?? {});
     this.pooler = urlDatabase(opts.url) === 'pgbouncer';
     this.namespace = opts.namespace || (this.pooler ? 'pgbouncer' : 'db');
     this.config = loadConfig(opts.configPath);
@@ -121,6 +124,7 @@ export class Exporter {
         cliTags: this.opts.tags ?? [],
         applicationName: 'db_exporter',
         warn: (m) => this.log.warn(m),
+        constLabels: this.constPairs,
       },
       this.config.collectors,
     );
@@ -161,7 +165,7 @@ export class Exporter {
   private async doCollect(): Promise<string> {
     const t0 = performance.now();
     this.counters.scrapeTotal++;
-    const builder = new ExpositionBuilder(Object.entries(this.opts.constLabels ?? {}));
+    const builder = new ExpositionBuilder(this.constPairs);
     const res = await this.primary.scrape();
     const add = (fams: Family[]) => {
       for (const f of fams) builder.add(f);

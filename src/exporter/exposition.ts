@@ -25,7 +25,8 @@ export interface Family {
 
 const escapeHelp = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 const NEEDS_ESCAPE = /[\\"\n]/;
-const escapeLabel = (s: string) => (NEEDS_ESCAPE.test(s) ? s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : s);
+/** Label value as written between quotes (escaped only when it contains `\\`, `"` or a newline). */
+export const escapeLabel = (s: string) => (NEEDS_ESCAPE.test(s) ? s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : s);
 
 interface Series {
   /** Sort key: label names and values joined with control separators, names sorted. */
@@ -42,12 +43,91 @@ interface LabelForm {
 }
 
 /**
+ * The label side of one collector result, shared by every value family of that result: rows
+ * sorted by series key (constant labels merged), later duplicates of a key removed.
+ */
+export interface RowForm {
+  /** Own label names (config order, without constant labels). */
+  labelNames: string[];
+  /** Own label values of every row, row-major (`labelNames.length` per row), result order. */
+  labelValues: string[];
+  /** Indexes of the kept rows in series order. */
+  order: number[];
+  /** Series key of each kept row, ascending. */
+  keys: string[];
+  /** Rendered label block of each kept row (`{a="x",...}` or empty), same order. */
+  texts: string[];
+  /** Rows dropped because an earlier row had the same key. */
+  dupes: number;
+}
+
+/**
+ * A family whose text lines were written when the collector's result arrived (the fast path):
+ * `lines` holds `name{labels} value\n` for every kept row, already in series order. `samples`
+ * materializes the generic form on demand (tests, merging with a same-named family).
+ */
+export class RenderedFamily implements Family {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: MetricType,
+    readonly form: RowForm,
+    /** Value of every row, result order (`values[form.order[i]]` goes with `form.keys[i]`). */
+    readonly values: Float64Array,
+    readonly lines: string,
+    /** Constant labels merged into `form` (the builder checks they are its own). */
+    readonly constLabels: readonly [string, string][],
+  ) {}
+
+  /** Samples as produced, duplicates included (the generic producer's count). */
+  get sampleCount(): number {
+    return this.values.length;
+  }
+
+  /** Series kept (duplicates removed). */
+  get seriesCount(): number {
+    return this.form.order.length;
+  }
+
+  /** The generic producer's samples: every row in result order, own labels only. */
+  get samples(): Sample[] {
+    const { labelNames, labelValues } = this.form;
+    const n = labelNames.length;
+    const out: Sample[] = [];
+    for (let i = 0; i < this.values.length; i++) {
+      const labels: [string, string][] = [];
+      for (let j = 0; j < n; j++) labels.push([labelNames[j]!, labelValues[i * n + j]!]);
+      out.push({ labels, value: this.values[i]! });
+    }
+    return out;
+  }
+}
+
+/** Samples of a family as produced (a rendered family counts its dropped duplicates too). */
+export function familySize(f: Family): number {
+  return f instanceof RenderedFamily ? f.sampleCount : f.samples.length;
+}
+
+const sameLabels = (a: readonly [string, string][], b: readonly [string, string][]) =>
+  a === b || (a.length === b.length && a.every(([k, v], i) => b[i]![0] === k && b[i]![1] === v));
+
+interface FamilyEntry {
+  help: string;
+  type: MetricType;
+  /** Generic series (absent while the family is a single rendered family). */
+  series?: Map<string, Series>;
+  rendered?: RenderedFamily;
+}
+
+/**
  * Accumulates families from many sources, adding constant labels to every series. The first
  * HELP/TYPE seen for a name wins; a sample whose family disagrees on TYPE, or whose label set was
- * already seen, is dropped and counted in `dropped`.
+ * already seen, is dropped and counted in `dropped`. A RenderedFamily that is alone under its
+ * name is copied to the output as is; a second family under the same name turns it back into
+ * series, so the result is the same either way.
  */
 export class ExpositionBuilder {
-  private readonly families = new Map<string, { help: string; type: MetricType; series: Map<string, Series> }>();
+  private readonly families = new Map<string, FamilyEntry>();
   /** Label lists shared by several families (one per result row) are rendered once. */
   private readonly forms = new WeakMap<[string, string][], LabelForm>();
   /** Samples dropped because they duplicated a series or conflicted with the family's type. */
@@ -59,13 +139,35 @@ export class ExpositionBuilder {
 
   /** Adds a family; `source` names the producer for the drop report. */
   add(f: Family, source = f.name): void {
+    const rendered = f instanceof RenderedFamily && sameLabels(f.constLabels, this.constLabels) ? f : undefined;
     let fam = this.families.get(f.name);
     if (!fam) {
-      fam = { help: f.help, type: f.type, series: new Map() };
+      fam = { help: f.help, type: f.type };
       this.families.set(f.name, fam);
+      if (rendered) {
+        fam.rendered = rendered;
+        this.countDupes(rendered, source);
+        return;
+      }
+      fam.series = new Map();
     } else if (fam.type !== f.type) {
-      this.dropped += f.samples.length;
-      if (f.samples.length) this.droppedFrom.add(source);
+      const n = familySize(f);
+      this.dropped += n;
+      if (n) this.droppedFrom.add(source);
+      return;
+    }
+    const series = this.seriesOf(fam);
+    if (rendered) {
+      this.countDupes(rendered, source);
+      const { keys, texts, order } = rendered.form;
+      for (let i = 0; i < keys.length; i++) {
+        if (series.has(keys[i]!)) {
+          this.dropped++;
+          this.droppedFrom.add(source);
+          continue;
+        }
+        series.set(keys[i]!, { key: keys[i]!, text: texts[i]!, value: rendered.values[order[i]!]! });
+      }
       return;
     }
     for (const s of f.samples) {
@@ -74,13 +176,31 @@ export class ExpositionBuilder {
         form = this.render1(s.labels);
         this.forms.set(s.labels, form);
       }
-      if (fam.series.has(form.key)) {
+      if (series.has(form.key)) {
         this.dropped++;
         this.droppedFrom.add(source);
         continue;
       }
-      fam.series.set(form.key, { key: form.key, text: form.text, value: s.value });
+      series.set(form.key, { key: form.key, text: form.text, value: s.value });
     }
+  }
+
+  private countDupes(r: RenderedFamily, source: string): void {
+    if (r.form.dupes === 0) return;
+    this.dropped += r.form.dupes;
+    this.droppedFrom.add(source);
+  }
+
+  /** The entry's series map, converting a rendered family into series first. */
+  private seriesOf(fam: FamilyEntry): Map<string, Series> {
+    if (fam.series) return fam.series;
+    const series = new Map<string, Series>();
+    const r = fam.rendered!;
+    const { keys, texts, order } = r.form;
+    for (let i = 0; i < keys.length; i++) series.set(keys[i]!, { key: keys[i]!, text: texts[i]!, value: r.values[order[i]!]! });
+    fam.series = series;
+    fam.rendered = undefined;
+    return series;
   }
 
   /** Merges constant labels (sample labels win), sorts by name, renders key and text. */
@@ -109,7 +229,7 @@ export class ExpositionBuilder {
   /** Number of series held. */
   get seriesCount(): number {
     let n = 0;
-    for (const f of this.families.values()) n += f.series.size;
+    for (const f of this.families.values()) n += f.series ? f.series.size : f.rendered!.seriesCount;
     return n;
   }
 
@@ -119,12 +239,16 @@ export class ExpositionBuilder {
     const out: string[] = [];
     for (const name of names) {
       const fam = this.families.get(name)!;
-      if (fam.series.size === 0) continue;
+      if (fam.rendered) {
+        if (fam.rendered.seriesCount === 0) continue;
+        out.push(`# HELP ${name} ${escapeHelp(fam.help)}\n# TYPE ${name} ${fam.type}\n`, fam.rendered.lines);
+        continue;
+      }
+      const map = fam.series!;
+      if (map.size === 0) continue;
       out.push(`# HELP ${name} ${escapeHelp(fam.help)}\n# TYPE ${name} ${fam.type}\n`);
-      const series = [...fam.series.values()].sort(compareSeries);
-      let lines = '';
-      for (const s of series) lines += `${name}${s.text} ${formatGoFloat(s.value)}\n`;
-      out.push(lines);
+      const series = [...map.values()].sort(compareSeries);
+      for (const s of series) out.push(`${name}${s.text} ${formatGoFloat(s.value)}\n`);
     }
     return out.join('');
   }

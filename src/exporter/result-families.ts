@@ -5,8 +5,8 @@
  */
 import { labelValue, sampleValue } from './convert.ts';
 import { formatGoFloat } from './go-float.ts';
-import type { Family } from './exposition.ts';
-import type { CollectorDef } from './types.ts';
+import { escapeLabel, RenderedFamily, type Family, type RowForm } from './exposition.ts';
+import type { CollectorDef, ColumnDef } from './types.ts';
 
 /** A query result as the executor sees it. */
 export interface QueryResult {
@@ -50,43 +50,177 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
     }
     const base = `${c.name}_${col.rename ?? col.name}`;
     if (col.usage === 'HISTOGRAM') {
-      const bounds = col.bucket ?? [];
-      const groups = new Map<string, { labels: [string, string][]; counts: number[]; count: number; sum: number }>();
-      for (let ri = 0; ri < result.rows.length; ri++) {
-        const row = result.rows[ri]!;
-        const raw = row[col.name];
-        if ((raw === null || raw === undefined) && col.defaultValue === undefined) continue;
-        const x = sampleValue(raw, col);
-        if (!Number.isFinite(x)) throw new ResultError(`histogram column ${col.name}: non-finite value ${x}`);
-        const labels = rowLabels[ri]!;
-        const key = JSON.stringify(labels);
-        let g = groups.get(key);
-        if (!g) groups.set(key, (g = { labels, counts: bounds.map(() => 0), count: 0, sum: 0 }));
-        bounds.forEach((b, i) => {
-          if (x <= b) g!.counts[i]!++;
-        });
-        g.count++;
-        g.sum += x;
-        if (!Number.isFinite(g.sum)) throw new ResultError(`histogram column ${col.name}: sum overflow`);
-      }
-      const help = (suffix: string) => (col.description ? `${col.description} (${suffix})` : suffix);
-      const bucket: Family = { name: `${base}_bucket`, help: help('cumulative bucket'), type: 'gauge', samples: [] };
-      const count: Family = { name: `${base}_count`, help: help('observation count'), type: 'gauge', samples: [] };
-      const sum: Family = { name: `${base}_sum`, help: help('observation sum'), type: 'gauge', samples: [] };
-      for (const g of groups.values()) {
-        bounds.forEach((b, i) => bucket.samples.push({ labels: [...g.labels, ['le', formatGoFloat(b)]], value: g.counts[i]! }));
-        bucket.samples.push({ labels: [...g.labels, ['le', '+Inf']], value: g.count });
-        count.samples.push({ labels: g.labels, value: g.count });
-        sum.samples.push({ labels: g.labels, value: g.sum });
-      }
-      sampleCount += bucket.samples.length + count.samples.length + sum.samples.length;
-      families.push(bucket, count, sum);
+      const fams = histogramFamilies(col, base, result.rows, rowLabels);
+      for (const f of fams) sampleCount += f.samples.length;
+      families.push(...fams);
       continue;
     }
     const fam: Family = { name: base, help: col.description ?? '', type: col.usage === 'COUNTER' ? 'counter' : 'gauge', samples: [] };
     for (let ri = 0; ri < result.rows.length; ri++) fam.samples.push({ labels: rowLabels[ri]!, value: sampleValue(result.rows[ri]![col.name], col) });
     sampleCount += fam.samples.length;
     families.push(fam);
+  }
+  return { families, warnings, sampleCount };
+}
+
+/** Snapshot `_bucket`/`_count`/`_sum` gauges of one HISTOGRAM column, grouped by label tuple. */
+function histogramFamilies(col: ColumnDef, base: string, rows: Record<string, unknown>[], rowLabels: [string, string][][]): Family[] {
+  const bounds = col.bucket ?? [];
+  const groups = new Map<string, { labels: [string, string][]; counts: number[]; count: number; sum: number }>();
+  for (let ri = 0; ri < rows.length; ri++) {
+    const row = rows[ri]!;
+    const raw = row[col.name];
+    if ((raw === null || raw === undefined) && col.defaultValue === undefined) continue;
+    const x = sampleValue(raw, col);
+    if (!Number.isFinite(x)) throw new ResultError(`histogram column ${col.name}: non-finite value ${x}`);
+    const labels = rowLabels[ri]!;
+    const key = JSON.stringify(labels);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { labels, counts: bounds.map(() => 0), count: 0, sum: 0 }));
+    bounds.forEach((b, i) => {
+      if (x <= b) g!.counts[i]!++;
+    });
+    g.count++;
+    g.sum += x;
+    if (!Number.isFinite(g.sum)) throw new ResultError(`histogram column ${col.name}: sum overflow`);
+  }
+  const help = (suffix: string) => (col.description ? `${col.description} (${suffix})` : suffix);
+  const bucket: Family = { name: `${base}_bucket`, help: help('cumulative bucket'), type: 'gauge', samples: [] };
+  const count: Family = { name: `${base}_count`, help: help('observation count'), type: 'gauge', samples: [] };
+  const sum: Family = { name: `${base}_sum`, help: help('observation sum'), type: 'gauge', samples: [] };
+  for (const g of groups.values()) {
+    bounds.forEach((b, i) => bucket.samples.push({ labels: [...g.labels, ['le', formatGoFloat(b)]], value: g.counts[i]! }));
+    bucket.samples.push({ labels: [...g.labels, ['le', '+Inf']], value: g.count });
+    count.samples.push({ labels: g.labels, value: g.count });
+    sum.samples.push({ labels: g.labels, value: g.sum });
+  }
+  return [bucket, count, sum];
+}
+
+/**
+ * Static text around the label values of one collector's series: constant labels merged
+ * (collector labels win), names sorted, so a row's key is `keySegs[0] + v + keySegs[1] + ...`
+ * and its label block `textSegs[0] + escaped v + textSegs[1] + ...`, values taken in `slots`
+ * order (indexes into the collector's LABEL columns).
+ */
+export interface LabelLayout {
+  names: string[];
+  slots: number[];
+  keySegs: string[];
+  textSegs: string[];
+}
+
+/** Builds the layout for LABEL names `names` (config order) and constant labels `constLabels`. */
+export function labelLayout(names: string[], constLabels: readonly [string, string][]): LabelLayout {
+  const merged: { name: string; own: number; value: string }[] = names.map((name, i) => ({ name, own: i, value: '' }));
+  for (const [k, v] of constLabels) if (!names.includes(k)) merged.push({ name: k, own: -1, value: v });
+  merged.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const slots: number[] = [];
+  const keySegs: string[] = [''];
+  const textSegs: string[] = [''];
+  merged.forEach((m, i) => {
+    const last = keySegs.length - 1;
+    keySegs[last] += `${m.name}\u0000`;
+    textSegs[last] += `${i ? ',' : '{'}${m.name}="`;
+    if (m.own < 0) {
+      keySegs[last] += `${m.value}\u0001`;
+      textSegs[last] += `${escapeLabel(m.value)}"`;
+    } else {
+      slots.push(m.own);
+      keySegs.push('\u0001');
+      textSegs.push('"');
+    }
+  });
+  if (merged.length > 0) textSegs[textSegs.length - 1] += '}';
+  return { names, slots, keySegs, textSegs };
+}
+
+/**
+ * The fast path of buildFamilies (same families, same warnings and errors, same output once
+ * rendered): label keys and label blocks are computed once per row with `constLabels` merged,
+ * rows are sorted by key once for the whole collector and later duplicates removed, then each
+ * value column becomes a RenderedFamily whose exposition lines are written here, while other
+ * collectors' queries may still be running. HISTOGRAM columns take the generic path.
+ */
+export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels: readonly [string, string][] = [], layoutCache?: { layout?: LabelLayout }): BuiltResult {
+  const warnings: string[] = [];
+  const present = new Map<string, number>();
+  for (const col of result.columns) present.set(col.name, col.type);
+  if (result.columns.length !== c.columns.length) warnings.push(`column count not match, result ${result.columns.length} ≠ config ${c.columns.length}`);
+  const labelCols = c.columns.filter((col) => col.usage === 'LABEL');
+  for (const l of labelCols) if (!present.has(l.name)) throw new ResultError(`missing label column ${l.name}`);
+  let layout = layoutCache?.layout;
+  if (!layout) {
+    layout = labelLayout(labelCols.map((l) => l.rename ?? l.name), constLabels);
+    if (layoutCache) layoutCache.layout = layout;
+  }
+  const { slots, keySegs, textSegs } = layout;
+  const rows = result.rows;
+  const n = rows.length;
+  const L = labelCols.length;
+  const S = slots.length;
+  const oids = labelCols.map((l) => present.get(l.name));
+  const names = labelCols.map((l) => l.name);
+  // Label values (row-major, config order) and the series key of every row.
+  const vals = new Array<string>(n * L);
+  const keys = new Array<string>(n);
+  for (let r = 0; r < n; r++) {
+    const row = rows[r]!;
+    for (let j = 0; j < L; j++) vals[r * L + j] = labelValue(row[names[j]!], oids[j]);
+    let key = keySegs[0]!;
+    for (let s = 0; s < S; s++) key += vals[r * L + slots[s]!]! + keySegs[s + 1]!;
+    keys[r] = key;
+  }
+  // Series order: by key, the first row of equal keys kept (a stable sort).
+  let order: number[] = new Array<number>(n);
+  let sorted = true;
+  for (let r = 0; r < n; r++) {
+    order[r] = r;
+    if (r > 0 && keys[r - 1]! > keys[r]!) sorted = false;
+  }
+  if (!sorted) order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
+  let dupes = 0;
+  if (n > 1) {
+    const kept: number[] = [order[0]!];
+    for (let i = 1; i < n; i++) {
+      if (keys[order[i]!] === keys[kept[kept.length - 1]!]) dupes++;
+      else kept.push(order[i]!);
+    }
+    if (dupes > 0) order = kept;
+  }
+  const m = order.length;
+  const form: RowForm = { labelNames: layout.names, labelValues: vals, order, keys: new Array<string>(m), texts: new Array<string>(m), dupes };
+  for (let i = 0; i < m; i++) {
+    const r = order[i]!;
+    form.keys[i] = keys[r]!;
+    let text = textSegs[0]!;
+    for (let s = 0; s < S; s++) text += escapeLabel(vals[r * L + slots[s]!]!) + textSegs[s + 1]!;
+    form.texts[i] = text;
+  }
+  const families: Family[] = [];
+  let sampleCount = 0;
+  let rowLabels: [string, string][][] | undefined;
+  for (const col of c.columns) {
+    if (col.usage === 'LABEL' || col.usage === 'DISCARD') continue;
+    if (!present.has(col.name)) {
+      warnings.push(`missing metric column ${col.name}`);
+      continue;
+    }
+    const base = `${c.name}_${col.rename ?? col.name}`;
+    if (col.usage === 'HISTOGRAM') {
+      rowLabels ??= rows.map((_, r) => layout.names.map((name, j): [string, string] => [name, vals[r * L + j]!]));
+      const fams = histogramFamilies(col, base, rows, rowLabels);
+      for (const f of fams) sampleCount += f.samples.length;
+      families.push(...fams);
+      continue;
+    }
+    const values = new Float64Array(n);
+    const name = col.name;
+    for (let r = 0; r < n; r++) values[r] = sampleValue(rows[r]![name], col);
+    const lines = new Array<string>(m);
+    for (let i = 0; i < m; i++) lines[i] = `${base}${form.texts[i]} ${formatGoFloat(values[order[i]!]!)}\n`;
+    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines.join(''), constLabels));
+    sampleCount += n;
   }
   return { families, warnings, sampleCount };
 }

@@ -24,6 +24,8 @@ export interface TargetOptions {
   cliTags: string[];
   applicationName: string;
   warn: WarnFn;
+  /** The exporter's constant labels (written into collector output as results arrive). */
+  constLabels?: [string, string][];
 }
 
 /** Result of one target scrape. */
@@ -135,7 +137,7 @@ export class Target {
     const key = `${facts.version}|${facts.inRecovery}|${facts.dbname}`;
     if (this.runs && key === this.planKey) return;
     const planned = planCollectors(this.collectors, { facts, cliTags: this.opts.cliTags, pooler: this.opts.pooler, forked: this.opts.forked });
-    this.runs = planned.map((d) => new CollectorRun(d, this.opts.disableCache));
+    this.runs = planned.map((d) => new CollectorRun(d, this.opts.disableCache, this.opts.constLabels ?? []));
     this.planKey = key;
   }
 
