@@ -32,7 +32,7 @@ export async function runPause(s: Session, paused: boolean, o: { wait: boolean; 
   const word = paused ? 'paused' : 'resumed';
   if (o.wait) {
     s.io.out(`Waiting for cluster to become ${paused ? 'paused' : 'unpaused'} ...`);
-    const deadline = s.now() + (o.waitTimeoutMs ?? Math.max(30, 3 * config.loop_wait + config.ttl) * 1000);
+    const deadline = s.now() + (o.waitTimeoutMs ?? Math.max(60, 3 * config.loop_wait + config.ttl) * 1000);
     for (;;) {
       const v = await readView(s);
       const behind = v.members.filter((m) => (m.data.pause === true) !== paused).map((m) => m.name);

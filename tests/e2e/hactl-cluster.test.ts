@@ -64,7 +64,7 @@ describe('hactl on a real cluster', () => {
     expect(lines[1]).toMatch(/^\| Member +\| Host +\| Role +\| State +\| TL \| Receive LSN \| Lag \| Replay LSN \| Lag \|$/);
     const leaderLine = lines.find((l) => l.startsWith(`| ${leader} `))!;
     expect(leaderLine).toMatch(new RegExp(`\\| 127\\.0\\.0\\.1:${c.node(leader).pgPort} +\\| Leader +\\| running +\\| +1 \\|`));
-    for (const r of replicas()) expect(lines.find((l) => l.startsWith(`| ${r} `))).toMatch(/\| Replica +\| streaming +\| +1 \| +\d+\/[0-9A-F]+ \| +0 \|/);
+    for (const r of replicas()) expect(lines.find((l) => l.startsWith(`| ${r} `))).toMatch(/\| Replica +\| streaming +\| +1 \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \|$/);
 
     const json = await rows();
     expect(json.map((r) => r['Member'])).toEqual(['node1', 'node2', 'node3']);
