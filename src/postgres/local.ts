@@ -12,7 +12,7 @@ import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
 import { chownToPg } from './os-user.ts';
-import { pgCtlPromote, pgCtlReload, pgCtlStart, pgCtlStop, readPostmasterPid, type PgCtlTarget } from './pg-ctl.ts';
+import { pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, type PgCtlTarget } from './pg-ctl.ts';
 import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
@@ -164,7 +164,9 @@ export class LocalPostgres implements PgControl {
     await this.ensureDirs();
     await this.ensureLogFile();
     // Already running (e.g. agent restarted): only wait for the socket.
-    if (readPostmasterPid(this.dataDir) === undefined) await pgCtlStart(this.target, timeoutMs);
+    const started = Date.now();
+    const launched = readPostmasterPid(this.dataDir) === undefined;
+    if (launched) await pgCtlStartNoWait(this.target, timeoutMs);
     let last: unknown;
     while (Date.now() < deadline) {
       try {
@@ -173,7 +175,13 @@ export class LocalPostgres implements PgControl {
       } catch (e) {
         last = e;
         if (!(e instanceof PgUnreachableError)) throw e;
-        await sleep(100);
+        // The postmaster writes its pid file at once; gone after that means it exited (bad
+        // configuration, shared memory still held by a crashed server's children, …).
+        if (launched && Date.now() - started > 1000 && readPostmasterPid(this.dataDir) === undefined) {
+          const log = await tailFile(this.target.logFile);
+          throw new PgUnreachableError(`PostgreSQL exited during start-up${log ? `; server log:\n${log}` : ''}`, 'refused');
+        }
+        await sleep(20);
       }
     }
     throw new PgUnreachableError(`PostgreSQL started but does not answer on ${this.node.socketDir} within ${timeoutMs} ms: ${String(last)}`, 'timeout');
@@ -192,7 +200,7 @@ export class LocalPostgres implements PgControl {
     }
     while (readPostmasterPid(this.dataDir) === pid) {
       if (Date.now() > deadline) throw new Error(`postmaster ${pid} still alive ${timeoutMs} ms after pg_ctl stop -m ${mode}`);
-      await sleep(50);
+      await sleep(5);
     }
   }
 

@@ -112,13 +112,23 @@ export async function pgCtlStart(t: PgCtlTarget, timeoutMs: number): Promise<voi
 }
 
 /**
- * `pg_ctl stop -m <mode> -w -t <s>`.
- * @throws PgToolError when pg_ctl fails or the server did not stop in time.
+ * `pg_ctl stop -m <mode> -W`: sends the shutdown signal and returns without waiting (pg_ctl's own
+ * wait polls only every 100 ms; the caller polls the postmaster every few ms instead).
+ * @throws PgToolError when pg_ctl fails (e.g. no server runs).
  */
 export async function pgCtlStop(t: PgCtlTarget, mode: 'fast' | 'immediate', timeoutMs: number): Promise<void> {
-  await runAsPg(join(t.binDir, 'pg_ctl'), ['stop', '-D', t.dataDir, '-m', mode, '-w', '-t', String(seconds(timeoutMs))], {
+  await runAsPg(join(t.binDir, 'pg_ctl'), ['stop', '-D', t.dataDir, '-m', mode, '-W'], {
     timeoutMs: timeoutMs + 5000,
   });
+}
+
+/**
+ * `pg_ctl start -W`: forks the postmaster and returns without waiting; the caller waits for a
+ * connection over the socket (every 20 ms, where pg_ctl -w would poll every 100 ms).
+ * @throws PgToolError when pg_ctl fails.
+ */
+export async function pgCtlStartNoWait(t: PgCtlTarget, timeoutMs: number): Promise<void> {
+  await runAsPg(join(t.binDir, 'pg_ctl'), ['start', '-D', t.dataDir, '-l', t.logFile, '-W'], { timeoutMs: timeoutMs + 5000 });
 }
 
 /** `pg_ctl promote -w -t <s>`. @throws PgToolError. */

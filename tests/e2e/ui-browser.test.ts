@@ -46,15 +46,16 @@ describe('the /ui page', () => {
     expect(await page.getAttribute('section.chart[data-machine="switchover"]', 'data-state')).toBe('idle');
 
     // Record every state the page shows, without reloading it.
-    await page.evaluate(() => {
-      const seen: Record<string, string[]> = {};
-      (window as unknown as { __seen: typeof seen }).__seen = seen;
-      for (const s of document.querySelectorAll<HTMLElement>('section.chart[data-machine]')) {
-        const name = s.dataset.machine!;
-        seen[name] = [s.dataset.state ?? ''];
-        new MutationObserver(() => seen[name]!.push(s.dataset.state ?? '')).observe(s, { attributes: true, attributeFilter: ['data-state'] });
+    // (Browser code as a string: the test's type check knows no DOM.)
+    await page.evaluate(`(() => {
+      const seen = {};
+      window.__seen = seen;
+      for (const s of document.querySelectorAll('section.chart[data-machine]')) {
+        const name = s.dataset.machine;
+        seen[name] = [s.dataset.state || ''];
+        new MutationObserver(() => seen[name].push(s.dataset.state || '')).observe(s, { attributes: true, attributeFilter: ['data-state'] });
       }
-    });
+    })()`);
     const r = await fetch(`http://127.0.0.1:${c.node(leader).apiPort}/switchover`, {
       method: 'POST',
       body: JSON.stringify({ leader, candidate }),
@@ -63,7 +64,7 @@ describe('the /ui page', () => {
     expect(r.status).toBe(200);
     const seen = await waitFor(
       async () => {
-        const s = await page.evaluate(() => (window as unknown as { __seen: Record<string, string[]> }).__seen);
+        const s = (await page.evaluate('window.__seen')) as Record<string, string[]>;
         return s['database']!.includes('stopping') && s['switchover']!.includes('executing') ? s : undefined;
       },
       30_000,
@@ -72,7 +73,7 @@ describe('the /ui page', () => {
     expect(seen['database']).toContain('stopping');
     // The old leader comes back as a replica: the page follows it back to running.
     await waitFor(async () => (await page.getAttribute('section.chart[data-machine="database"]', 'data-state')) === 'running', 30_000, 'running again');
-    const latencies = await page.evaluate(() => (window as unknown as { __transitionLatencies: number[] }).__transitionLatencies);
+    const latencies = (await page.evaluate('window.__transitionLatencies')) as number[];
     expect(latencies.length).toBeGreaterThan(0);
     const sorted = [...latencies].sort((a, b) => a - b);
     const p50 = sorted[Math.floor(sorted.length / 2)]!;
