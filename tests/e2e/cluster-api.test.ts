@@ -81,9 +81,11 @@ describe('health checks on a real cluster', () => {
     expect((await c.get(replica, '/replica?lag=16MB')).status).toBe(200);
     expect((await c.get(replica, '/replica?lag=abc')).status).toBe(400);
     expect((await c.get(replica, '/replica?replication_state=streaming')).status).toBe(200);
-    const zone = c.node(replica).name === 'node2' ? 'east' : 'west';
-    expect((await c.get(replica, `/replica?tag_zone=${zone}`)).status).toBe(200);
-    expect((await c.get(replica, '/replica?tag_zone=north')).status).toBe(503);
+    // node2 (zone east) and node3 (zone west) carry a tag; node1 none.
+    const tagged = c.nodes.map((n) => n.name).find((n) => n !== leader && n !== 'node1')!;
+    const zone = tagged === 'node2' ? 'east' : 'west';
+    expect((await c.get(tagged, `/replica?tag_zone=${zone}`)).status).toBe(200);
+    expect((await c.get(tagged, '/replica?tag_zone=north')).status).toBe(503);
     expect((await c.get(replica, '/replica?tag_missing=x')).status).toBe(503);
     expect((await c.get(leader, '/primary?tag_zone=north')).status).toBe(200);
   });
