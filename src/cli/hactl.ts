@@ -21,6 +21,8 @@ import { VERSION } from '../version.ts';
 
 const io: CtlIo = createStdIo();
 let openedDcs: Dcs | undefined;
+/** True while `list --watch` runs: Ctrl-C then ends it normally (exit 0). */
+let watching = false;
 
 /** Resolves the target, opens the DCS and runs `fn` with a Session. */
 async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Session) => Promise<void>): Promise<void> {
@@ -57,6 +59,7 @@ async function listCommand(cmd: Command, cluster: string | undefined, o: ListCli
     everyMs = n * 1000;
   } else if (o.W) everyMs = 2000;
   await withSession(cmd, cluster, async (s) => {
+    watching = everyMs !== undefined;
     for (;;) {
       const view = await readView(s);
       if (everyMs !== undefined && io.isTty) process.stdout.write('\x1b[2J\x1b[H');
@@ -285,7 +288,7 @@ async function finish(code: number): Promise<never> {
 }
 
 async function main(argv: string[]): Promise<never> {
-  process.on('SIGINT', () => void finish(130));
+  process.on('SIGINT', () => void finish(watching ? EXIT.ok : 130));
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

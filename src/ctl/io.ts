@@ -54,6 +54,8 @@ export function createStdIo(): CtlIo {
       if (w) w(l.trim());
       else lines.push(l.trim());
     });
+    // Ctrl-C at a prompt ends the input: the pending question is answered `undefined` (refused).
+    rl.on('SIGINT', () => rl?.close());
     rl.on('close', () => {
       ended = true;
       for (const w of waiting.splice(0)) w(undefined);

@@ -6,6 +6,8 @@
  * (pty, refused and performed; scheduled, listed, flushed and run), failover, history, reinit
  * --wait, a member that is down, and remove (refused confirmations, then removal).
  */
+import { spawn } from 'node:child_process';
+import { resolve as resolve_ } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { run, waitFor } from '../support/processes.ts';
@@ -39,6 +41,33 @@ async function settle(not?: string): Promise<string> {
     'a settled cluster',
     250,
   );
+}
+
+/** Runs `list --watch 0.3` until it printed the table twice (at most `maxMs`), then Ctrl-C (SIGINT). */
+function watchTwice(maxMs: number): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/hactl.ts', ...cfg, 'list', '--watch', '0.3'], {
+      cwd: resolve_(import.meta.dirname, '../..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let sent = false;
+    const interrupt = () => {
+      if (sent) return;
+      sent = true;
+      child.kill('SIGINT');
+    };
+    const timer = setTimeout(interrupt, maxMs);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if ((out.match(/^\+ Cluster: e2e /gm) ?? []).length >= 2) interrupt();
+    });
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
 }
 
 const replicas = () => c.nodes.map((n) => n.name).filter((n) => n !== leader);
@@ -82,6 +111,10 @@ describe('hactl on a real cluster', () => {
     const body = topo.stdout.split('\n').filter((l) => l.startsWith('| '));
     expect(body[1]).toMatch(new RegExp(`^\\| ${leader} `));
     expect(body.slice(2).map((l) => /^\| \+ (node\d)/.exec(l)?.[1])).toEqual(replicas());
+
+    const watched = await watchTwice(20_000);
+    expect(watched.code).toBe(0);
+    expect(watched.out.match(/^\+ Cluster: e2e /gm)!.length).toBeGreaterThanOrEqual(2);
 
     const bad = await hactl('list', '-f', 'xml');
     expect(bad.code).toBe(2);
