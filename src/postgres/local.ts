@@ -12,7 +12,7 @@ import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
 import { chownToPg } from './os-user.ts';
-import { pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, type PgCtlTarget } from './pg-ctl.ts';
+import { pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
 import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
@@ -166,7 +166,10 @@ export class LocalPostgres implements PgControl {
     // Already running (e.g. agent restarted): only wait for the socket.
     const started = Date.now();
     const launched = readPostmasterPid(this.dataDir) === undefined;
-    if (launched) await pgCtlStartNoWait(this.target, timeoutMs);
+    if (launched) {
+      await waitForOldSharedMemory(this.dataDir, Math.min(10_000, timeoutMs));
+      await pgCtlStartNoWait(this.target, timeoutMs);
+    }
     let last: unknown;
     while (Date.now() < deadline) {
       try {

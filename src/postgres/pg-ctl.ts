@@ -140,3 +140,35 @@ export async function pgCtlPromote(t: PgCtlTarget, timeoutMs: number): Promise<v
 export async function pgCtlReload(t: PgCtlTarget): Promise<void> {
   await runAsPg(join(t.binDir, 'pg_ctl'), ['reload', '-D', t.dataDir, '-s'], { timeoutMs: 30_000 });
 }
+
+/**
+ * Waits until no process is attached to the System V shared memory segment recorded in a stale
+ * postmaster.pid (line 7: `<key> <shmid>`), i.e. until every child of a crashed postmaster has
+ * exited; a new postmaster refuses to start while one is attached ("pre-existing shared memory
+ * block is still in use"). Resolves at once when there is no pid file or no such segment; gives up
+ * silently after `timeoutMs` (the start then fails and is retried).
+ */
+export async function waitForOldSharedMemory(dataDir: string, timeoutMs: number): Promise<void> {
+  let shmid: string | undefined;
+  try {
+    shmid = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[6]?.trim().split(/\s+/)[1];
+  } catch {
+    return;
+  }
+  if (!shmid) return;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let attached = 0;
+    try {
+      const row = readFileSync('/proc/sysvipc/shm', 'utf8')
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .find((f) => f[1] === shmid);
+      attached = row ? Number(row[6]) : 0;
+    } catch {
+      return;
+    }
+    if (!attached || Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
