@@ -90,6 +90,21 @@ function errorText(e: unknown): string {
   return String(e);
 }
 
+/** What a failed bootstrap (initdb or custom) accepts: try again, or clone instead. */
+const AFTER_FAILED_BOOTSTRAP = {
+  'cmd.bootstrap': { target: 'initdb', actions: 'note' },
+  'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
+  'cmd.clone': { target: 'creating_replica', actions: 'note' },
+} as const;
+
+/** What a failed start or restart accepts: start again, stop, clone, or reinitialize. */
+const AFTER_FAILED_START = {
+  'cmd.start': { target: 'starting', actions: ['note', 'setStartRole'] },
+  'cmd.stop': { target: 'stopping', actions: ['note', 'stopOnly'] },
+  'cmd.clone': { target: 'creating_replica', actions: 'note' },
+  'cmd.reinitialize': { target: 'stopping', actions: ['note', 'stopThenClone'] },
+} as const;
+
 /**
  * The machine. Provide the effects with `databaseMachine.provide({ actors: { … } })`:
  * - `initdb`: initialise a new cluster, configure it, start it as primary and run post-bootstrap;
@@ -125,6 +140,12 @@ export const databaseMachine = setup({
     note: assign(({ event }) => ('reason' in event ? { reason: event.reason, sinceMs: event.at } : {})),
     failed: assign(({ event }) => ({ lastError: errorText((event as { error?: unknown }).error) })),
     clearError: assign({ lastError: undefined }),
+    /** cmd.start: remember the role to start with. */
+    setStartRole: assign(({ event }) => (event.type === 'cmd.start' ? { startRole: event.role } : {})),
+    /** cmd.stop: stop with the event's mode, nothing after. */
+    stopOnly: assign(({ event }) => (event.type === 'cmd.stop' ? { stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop } : {})),
+    /** cmd.reinitialize from a failed state: stop whatever runs (immediate), then clone. */
+    stopThenClone: assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } }),
   },
 }).createMachine({
   id: 'database',
@@ -148,11 +169,7 @@ export const databaseMachine = setup({
       },
     },
     initdb_failed: {
-      on: {
-        'cmd.bootstrap': { target: 'initdb', actions: 'note' },
-        'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
-        'cmd.clone': { target: 'creating_replica', actions: 'note' },
-      },
+      on: AFTER_FAILED_BOOTSTRAP,
     },
     custom_bootstrap: {
       invoke: {
@@ -163,11 +180,7 @@ export const databaseMachine = setup({
       },
     },
     custom_bootstrap_failed: {
-      on: {
-        'cmd.bootstrap': { target: 'initdb', actions: 'note' },
-        'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
-        'cmd.clone': { target: 'creating_replica', actions: 'note' },
-      },
+      on: AFTER_FAILED_BOOTSTRAP,
     },
     bootstrap_starting: {
       invoke: {
@@ -198,12 +211,7 @@ export const databaseMachine = setup({
       },
     },
     start_failed: {
-      on: {
-        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
-        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
-        'cmd.clone': { target: 'creating_replica', actions: 'note' },
-        'cmd.reinitialize': { target: 'stopping', actions: ['note', assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } })] },
-      },
+      on: AFTER_FAILED_START,
     },
     running: {
       on: {
@@ -239,12 +247,7 @@ export const databaseMachine = setup({
       },
     },
     restart_failed: {
-      on: {
-        'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
-        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
-        'cmd.clone': { target: 'creating_replica', actions: 'note' },
-        'cmd.reinitialize': { target: 'stopping', actions: ['note', assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } })] },
-      },
+      on: AFTER_FAILED_START,
     },
     stopping: {
       invoke: {
