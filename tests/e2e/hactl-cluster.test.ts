@@ -119,7 +119,7 @@ describe('hactl on a real cluster', () => {
     const bad = await hactl('list', '-f', 'xml');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/xml/);
-    const nowhere = await runHactl(['list']);
+    const nowhere = await runHactl(['list'], { env: { HACTL_CONFIG: '' } });
     expect(nowhere.code).toBe(2);
     expect(nowhere.stderr).toMatch(/no DCS/);
   });
