@@ -87,7 +87,13 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
   const app = createNodeApp({ snapshot: () => node.snapshot(), commands: nodeCommands(node, dcs, reload) });
   app.route(
     '/',
-    createObserveRoutes({ journal, machines: () => node.observedMachines(), cluster: () => buildClusterDocument(node.snapshot()) }),
+    createObserveRoutes({
+      journal,
+      machines: () => node.observedMachines(),
+      cluster: () => buildClusterDocument(node.snapshot()),
+      // Charts are laid out on the first /ui request, not at start: Graphviz (WASM) costs ~20 MB.
+      prewarmCharts: false,
+    }),
   );
   const listen = parseHostPort(config.restapi.listen);
   const server: ServerType = await new Promise((resolve) => {
