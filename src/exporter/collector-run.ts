@@ -3,8 +3,8 @@
  * TTL, one time budget for predicates plus the main query, and run statistics
  * (pg_exporter.md §1.8, §1.9). Failures and skips are cached for the TTL like upstream.
  */
-import { familySize, type Family } from './exposition.ts';
-import { renderFamilies, type LabelLayout, type QueryResult } from './result-families.ts';
+import { familySize, type Family, type LabelLayout } from './exposition.ts';
+import { renderFamilies, type QueryResult } from './result-families.ts';
 import type { CollectorDef } from './types.ts';
 
 /** Runs one SQL text before an absolute deadline (ms since epoch, or undefined for none). */

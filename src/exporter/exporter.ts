@@ -11,6 +11,7 @@ import { statText, type StatRow } from './stat.ts';
 import { Target, urlDatabase, urlWithDatabase } from './target.ts';
 import { buildInfo, type BuildInfo } from './build-info.ts';
 import type { LoadedConfig } from './types.ts';
+import { setFlagsFromString } from 'node:v8';
 
 /** Minimal logger (pino-compatible). */
 export interface ExporterLogger {
@@ -41,11 +42,36 @@ export interface ExporterOptions {
   excludeDatabases?: string[];
   /** [] = no restriction */
   includeDatabases?: string[];
+  /**
+   * Apply HEAP_FLAGS to this process's V8 when the first exporter is created [true]. They are
+   * process-wide: an embedding process may prefer its own settings (docs/exporter.md, "Memory").
+   */
+  heapTuning?: boolean;
   /** Pre-check and probe bound, milliseconds [1000]. */
   connectTimeoutMs?: number;
   /** Role probe period, milliseconds [1000]. */
   probeIntervalMs?: number;
   logger?: ExporterLogger;
+}
+
+/**
+ * V8 flags applied at exporter creation. `--heap-growing-percent` makes V8 size the old generation
+ * at live size + that percentage after each full GC instead of up to several times the live size,
+ * so the garbage of past scrapes (each builds a ~1 MB body) is collected before the heap, and the
+ * RSS, grows. Only flags that V8 reads at run time can be set here; the environment variable
+ * DB_EXPORTER_HEAP_FLAGS (space-separated, empty for none) replaces the list.
+ */
+export const HEAP_FLAGS: readonly string[] = ['--heap-growing-percent=30'];
+let heapTuned = false;
+
+/** Applies the heap flags once per process (see HEAP_FLAGS). Returns the flags applied. */
+export function tuneHeap(): string[] {
+  if (heapTuned) return [];
+  heapTuned = true;
+  const env = process.env['DB_EXPORTER_HEAP_FLAGS'];
+  const flags = env === undefined ? [...HEAP_FLAGS] : env.split(/\s+/).filter(Boolean);
+  for (const f of flags) setFlagsFromString(f);
+  return flags;
 }
 
 const silent: ExporterLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -90,6 +116,7 @@ export class Exporter {
   /** Loads the configuration (throws ConfigError) and prepares targets; nothing connects yet. */
   constructor(readonly opts: ExporterOptions) {
     this.log = opts.logger ?? silent;
+    if (opts.heapTuning ?? true) tuneHeap();
     this.constPairs = Object.entries(opts.constLabels ?? {});
     this.pooler = urlDatabase(opts.url) === 'pgbouncer';
     this.namespace = opts.namespace || (this.pooler ? 'pgbouncer' : 'db');

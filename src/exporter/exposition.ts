@@ -47,19 +47,72 @@ interface LabelForm {
  * sorted by series key (constant labels merged), later duplicates of a key removed.
  */
 export interface RowForm {
-  /** Own label names (config order, without constant labels). */
-  labelNames: string[];
-  /** Own label values of every row, row-major (`labelNames.length` per row), result order. */
+  layout: LabelLayout;
+  /** Own label values of every row, row-major (`layout.names.length` per row), result order. */
   labelValues: string[];
-  /** Indexes of the kept rows in series order. */
+  /** Indexes of the kept rows in series order (ascending keys). */
   order: number[];
-  /** Series key of each kept row, ascending. */
-  keys: string[];
-  /** Rendered label block of each kept row (`{a="x",...}` or empty), same order. */
-  texts: string[];
   /** Rows dropped because an earlier row had the same key. */
   dupes: number;
 }
+
+/**
+ * Static text around the label values of one collector's series: constant labels merged
+ * (collector labels win), names sorted, so a row's key is `keySegs[0] + v + keySegs[1] + ...`
+ * and its label block `textSegs[0] + escaped v + textSegs[1] + ...`, values taken in `slots`
+ * order (indexes into the collector's LABEL columns).
+ */
+export interface LabelLayout {
+  /** Own label names (config order, without constant labels). */
+  names: string[];
+  slots: number[];
+  keySegs: string[];
+  textSegs: string[];
+}
+
+/** Builds the layout for LABEL names `names` (config order) and constant labels `constLabels`. */
+export function labelLayout(names: string[], constLabels: readonly [string, string][]): LabelLayout {
+  const merged: { name: string; own: number; value: string }[] = names.map((name, i) => ({ name, own: i, value: '' }));
+  for (const [k, v] of constLabels) if (!names.includes(k)) merged.push({ name: k, own: -1, value: v });
+  merged.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const slots: number[] = [];
+  const keySegs: string[] = [''];
+  const textSegs: string[] = [''];
+  merged.forEach((m, i) => {
+    const last = keySegs.length - 1;
+    keySegs[last] += `${m.name}\u0000`;
+    textSegs[last] += `${i ? ',' : '{'}${m.name}="`;
+    if (m.own < 0) {
+      keySegs[last] += `${m.value}\u0001`;
+      textSegs[last] += `${escapeLabel(m.value)}"`;
+    } else {
+      slots.push(m.own);
+      keySegs.push('\u0001');
+      textSegs.push('"');
+    }
+  });
+  if (merged.length > 0) textSegs[textSegs.length - 1] += '}';
+  return { names, slots, keySegs, textSegs };
+}
+
+/** Series key of row `r` of `form`. */
+export function rowKey(form: RowForm, r: number): string {
+  const { slots, keySegs, names } = form.layout;
+  const base = r * names.length;
+  let key = keySegs[0]!;
+  for (let s = 0; s < slots.length; s++) key += form.labelValues[base + slots[s]!]! + keySegs[s + 1]!;
+  return key;
+}
+
+/** Label block (`{a="x",...}` or empty) of row `r` of `form`. */
+export function rowText(form: RowForm, r: number): string {
+  const { slots, textSegs, names } = form.layout;
+  const base = r * names.length;
+  let text = textSegs[0]!;
+  for (let s = 0; s < slots.length; s++) text += escapeLabel(form.labelValues[base + slots[s]!]!) + textSegs[s + 1]!;
+  return text;
+}
+
 
 /**
  * A family whose text lines were written when the collector's result arrived (the fast path):
@@ -72,7 +125,7 @@ export class RenderedFamily implements Family {
     readonly help: string,
     readonly type: MetricType,
     readonly form: RowForm,
-    /** Value of every row, result order (`values[form.order[i]]` goes with `form.keys[i]`). */
+    /** Value of every row, result order. */
     readonly values: Float64Array,
     readonly lines: string,
     /** Constant labels merged into `form` (the builder checks they are its own). */
@@ -91,7 +144,8 @@ export class RenderedFamily implements Family {
 
   /** The generic producer's samples: every row in result order, own labels only. */
   get samples(): Sample[] {
-    const { labelNames, labelValues } = this.form;
+    const { labelValues } = this.form;
+    const labelNames = this.form.layout.names;
     const n = labelNames.length;
     const out: Sample[] = [];
     for (let i = 0; i < this.values.length; i++) {
@@ -159,14 +213,15 @@ export class ExpositionBuilder {
     const series = this.seriesOf(fam);
     if (rendered) {
       this.countDupes(rendered, source);
-      const { keys, texts, order } = rendered.form;
-      for (let i = 0; i < keys.length; i++) {
-        if (series.has(keys[i]!)) {
+      const { form } = rendered;
+      for (const r of form.order) {
+        const key = rowKey(form, r);
+        if (series.has(key)) {
           this.dropped++;
           this.droppedFrom.add(source);
           continue;
         }
-        series.set(keys[i]!, { key: keys[i]!, text: texts[i]!, value: rendered.values[order[i]!]! });
+        series.set(key, { key, text: rowText(form, r), value: rendered.values[r]! });
       }
       return;
     }
@@ -196,8 +251,10 @@ export class ExpositionBuilder {
     if (fam.series) return fam.series;
     const series = new Map<string, Series>();
     const r = fam.rendered!;
-    const { keys, texts, order } = r.form;
-    for (let i = 0; i < keys.length; i++) series.set(keys[i]!, { key: keys[i]!, text: texts[i]!, value: r.values[order[i]!]! });
+    for (const row of r.form.order) {
+      const key = rowKey(r.form, row);
+      series.set(key, { key, text: rowText(r.form, row), value: r.values[row]! });
+    }
     fam.series = series;
     fam.rendered = undefined;
     return series;

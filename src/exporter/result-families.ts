@@ -5,7 +5,7 @@
  */
 import { labelValue, sampleValue } from './convert.ts';
 import { formatGoFloat } from './go-float.ts';
-import { escapeLabel, RenderedFamily, type Family, type RowForm } from './exposition.ts';
+import { escapeLabel, labelLayout, RenderedFamily, type Family, type LabelLayout, type RowForm } from './exposition.ts';
 import type { CollectorDef, ColumnDef } from './types.ts';
 
 /** A query result as the executor sees it. */
@@ -98,44 +98,6 @@ function histogramFamilies(col: ColumnDef, base: string, rows: Record<string, un
 }
 
 /**
- * Static text around the label values of one collector's series: constant labels merged
- * (collector labels win), names sorted, so a row's key is `keySegs[0] + v + keySegs[1] + ...`
- * and its label block `textSegs[0] + escaped v + textSegs[1] + ...`, values taken in `slots`
- * order (indexes into the collector's LABEL columns).
- */
-export interface LabelLayout {
-  names: string[];
-  slots: number[];
-  keySegs: string[];
-  textSegs: string[];
-}
-
-/** Builds the layout for LABEL names `names` (config order) and constant labels `constLabels`. */
-export function labelLayout(names: string[], constLabels: readonly [string, string][]): LabelLayout {
-  const merged: { name: string; own: number; value: string }[] = names.map((name, i) => ({ name, own: i, value: '' }));
-  for (const [k, v] of constLabels) if (!names.includes(k)) merged.push({ name: k, own: -1, value: v });
-  merged.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const slots: number[] = [];
-  const keySegs: string[] = [''];
-  const textSegs: string[] = [''];
-  merged.forEach((m, i) => {
-    const last = keySegs.length - 1;
-    keySegs[last] += `${m.name}\u0000`;
-    textSegs[last] += `${i ? ',' : '{'}${m.name}="`;
-    if (m.own < 0) {
-      keySegs[last] += `${m.value}\u0001`;
-      textSegs[last] += `${escapeLabel(m.value)}"`;
-    } else {
-      slots.push(m.own);
-      keySegs.push('\u0001');
-      textSegs.push('"');
-    }
-  });
-  if (merged.length > 0) textSegs[textSegs.length - 1] += '}';
-  return { names, slots, keySegs, textSegs };
-}
-
-/**
  * The fast path of buildFamilies (same families, same warnings and errors, same output once
  * rendered): label keys and label blocks are computed once per row with `constLabels` merged,
  * rows are sorted by key once for the whole collector and later duplicates removed, then each
@@ -189,13 +151,14 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
     if (dupes > 0) order = kept;
   }
   const m = order.length;
-  const form: RowForm = { labelNames: layout.names, labelValues: vals, order, keys: new Array<string>(m), texts: new Array<string>(m), dupes };
+  // Keys and label blocks are not kept: the builder recomputes them in the rare merge case.
+  const form: RowForm = { layout, labelValues: vals, order, dupes };
+  const texts = new Array<string>(m);
   for (let i = 0; i < m; i++) {
     const r = order[i]!;
-    form.keys[i] = keys[r]!;
     let text = textSegs[0]!;
     for (let s = 0; s < S; s++) text += escapeLabel(vals[r * L + slots[s]!]!) + textSegs[s + 1]!;
-    form.texts[i] = text;
+    texts[i] = text;
   }
   const families: Family[] = [];
   let sampleCount = 0;
@@ -217,9 +180,9 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
     const values = new Float64Array(n);
     const name = col.name;
     for (let r = 0; r < n; r++) values[r] = sampleValue(rows[r]![name], col);
-    const lines = new Array<string>(m);
-    for (let i = 0; i < m; i++) lines[i] = `${base}${form.texts[i]} ${formatGoFloat(values[order[i]!]!)}\n`;
-    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines.join(''), constLabels));
+    let lines = '';
+    for (let i = 0; i < m; i++) lines += `${base}${texts[i]} ${formatGoFloat(values[order[i]!]!)}\n`;
+    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines, constLabels));
     sampleCount += n;
   }
   return { families, warnings, sampleCount };
