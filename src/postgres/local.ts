@@ -4,7 +4,7 @@
  * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, open, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
 import { writeAgentConfig, type NodeConf } from './conf-files.ts';
@@ -12,7 +12,7 @@ import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
 import { chownToPg } from './os-user.ts';
-import { pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
+import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
 import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
@@ -168,6 +168,11 @@ export class LocalPostgres implements PgControl {
     const launched = readPostmasterPid(this.dataDir) === undefined;
     if (launched) {
       await waitForOldSharedMemory(this.dataDir, Math.min(10_000, timeoutMs));
+      // A crashed postmaster can linger as a zombie until PID 1 reaps it; PostgreSQL's own lock
+      // file check would take it for a live server and refuse to start. Its shared memory has no
+      // attached process (checked above), so the stale pid file can go.
+      await rm(join(this.dataDir, 'postmaster.pid'), { force: true });
+      await this.removeStaleSocketLock();
       await pgCtlStartNoWait(this.target, timeoutMs);
     }
     let last: unknown;
@@ -188,6 +193,20 @@ export class LocalPostgres implements PgControl {
       }
     }
     throw new PgUnreachableError(`PostgreSQL started but does not answer on ${this.node.socketDir} within ${timeoutMs} ms: ${String(last)}`, 'timeout');
+  }
+
+  /** Removes `.s.PGSQL.<port>.lock` when the postmaster it names is gone (or a zombie). */
+  private async removeStaleSocketLock(): Promise<void> {
+    const lock = join(this.node.socketDir, `.s.PGSQL.${this.opts.listen.port}.lock`);
+    let pid: number;
+    try {
+      pid = Number((await readFile(lock, 'utf8')).split('\n', 1)[0]);
+    } catch {
+      return;
+    }
+    if (Number.isInteger(pid) && pid > 0 && isPostmasterAlive(pid)) return;
+    await rm(lock, { force: true });
+    await rm(join(this.node.socketDir, `.s.PGSQL.${this.opts.listen.port}`), { force: true });
   }
 
   /** No-op when no postmaster runs. @throws PgToolError when pg_ctl fails or the postmaster outlives `timeoutMs`. */
