@@ -261,3 +261,37 @@ describe('pause mode on a real cluster', () => {
     expect(leader).toBe(cand);
   });
 });
+
+describe('dynamic timing on a real cluster', () => {
+  async function ticksIn(name: string, ms: number): Promise<number> {
+    const start = Date.now();
+    await new Promise((r) => setTimeout(r, ms));
+    const events = (await c.get(name, '/events?limit=1000')).json().events as { machine: string; event?: { type: string; now?: number } }[];
+    return events.filter((e) => e.machine === 'switchover' && e.event?.type === 'clock.tick' && (e.event.now ?? 0) >= start).length;
+  }
+
+  it('a PATCH of loop_wait changes the loop period', async () => {
+    const before = await ticksIn(replica, 4100);
+    expect((await req(leader, 'PATCH', '/config', { loop_wait: 1 })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2500));
+    const after = await ticksIn(replica, 4100);
+    expect(after).toBeGreaterThan(before);
+    expect(after).toBeGreaterThanOrEqual(4);
+    expect((await req(leader, 'PATCH', '/config', { loop_wait: 2 })).status).toBe(200);
+  });
+
+  it('a PATCH of ttl re-grants the lease with the new TTL', async () => {
+    expect((await req(leader, 'PATCH', '/config', { ttl: 12 })).status).toBe(200);
+    const { run } = await import('../support/processes.ts');
+    const env = { ...process.env, ETCDCTL_API: '3' };
+    await waitFor(async () => {
+      // Lease ids are int64: read them as text (JSON numbers would lose precision).
+      const raw = await run('etcdctl', ['--endpoints', c.etcd.url, 'get', '-w', 'json', `/service/${c.scope}/members/${replica}`], { env });
+      const lease = /"lease":(\d+)/.exec(raw)?.[1];
+      if (!lease) return false;
+      const ttl = JSON.parse(await run('etcdctl', ['--endpoints', c.etcd.url, 'lease', 'timetolive', '-w', 'json', BigInt(lease).toString(16)], { env }));
+      return ttl['granted-ttl'] === 12;
+    }, 20_000, 'member key on a lease of TTL 12');
+    expect((await c.get(replica, '/ha')).json().state).toBe('running');
+  });
+});
