@@ -18,7 +18,7 @@ import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts
 import { evaluateHealth, HEALTH_PATHS, type HealthPath } from './health.ts';
 import { createNodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
-import { document, message, methodNotAllowed, notFound, sized } from './responses.ts';
+import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';
 import { buildStatusDocument } from './status-document.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
@@ -26,6 +26,9 @@ export { buildClusterDocument } from './cluster-document.ts';
 export type { NodeCommands } from './commands.ts';
 export type { NodeAppDeps } from './deps.ts';
 export { buildStatusDocument } from './status-document.ts';
+
+/** How long a rendered status document is reused for the same snapshot object, ms. */
+const STATUS_REUSE_MS = 5;
 
 /** Methods each known path answers (besides HEAD/OPTIONS, added for paths with GET). */
 const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
@@ -71,17 +74,28 @@ export function createNodeApp(deps: {
   } satisfies NodeAppDeps;
   const app = new Hono();
   const metrics = createNodeMetrics(resolved.snapshot, resolved.now);
+  // A probe storm asks for the same document many times a millisecond: render it once per
+  // snapshot object and reuse the text for STATUS_REUSE_MS (the node hands out a new snapshot
+  // object whenever anything in it changes).
+  const statusCache = new WeakMap<NodeSnapshot, { atMs: number; json: string }>();
+  const statusJson = (s: NodeSnapshot, nowMs: number): string => {
+    const hit = statusCache.get(s);
+    if (hit && nowMs >= hit.atMs && nowMs - hit.atMs < STATUS_REUSE_MS) return hit.json;
+    const json = JSON.stringify(buildStatusDocument(s, nowMs));
+    statusCache.set(s, { atMs: nowMs, json });
+    return json;
+  };
 
   const health = (path: HealthPath) => (c: Context) => {
     const s = resolved.snapshot();
     const nowMs = resolved.now();
     const verdict = evaluateHealth(path, s, nowMs, new URL(c.req.url).searchParams);
     if (verdict.status === 400) return message(400, verdict.message);
-    return document(verdict.status, buildStatusDocument(s, nowMs));
+    return sized(statusJson(s, nowMs), verdict.status, JSON_CONTENT_TYPE);
   };
   const getHandlers = new Map<string, (c: Context) => Response | Promise<Response>>();
   for (const path of HEALTH_PATHS) getHandlers.set(path, health(path));
-  getHandlers.set('/ha', () => document(200, buildStatusDocument(resolved.snapshot(), resolved.now())));
+  getHandlers.set('/ha', () => sized(statusJson(resolved.snapshot(), resolved.now()), 200, JSON_CONTENT_TYPE));
   getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
   getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
   getHandlers.set('/config', getConfigHandler(resolved));

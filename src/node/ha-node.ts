@@ -11,7 +11,6 @@
  * the lease can expire (dcs-layout.md "Leases and the leader lock").
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { waitFor, type Actor, type AnyStateMachine } from 'xstate';
@@ -25,7 +24,7 @@ import { memberHostPort, type MemberData, type ScheduledRestartData, type Tags }
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import type { DatabaseState, Role } from '../domain/states.ts';
-import { historyEntries, parseHistoryFile, type LocalPosition } from '../domain/timeline-history.ts';
+import type { LocalPosition } from '../domain/timeline-history.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
 import { BUSY_STATES, databaseMachine } from '../machines/database.ts';
 import { restartConditionsHold } from '../domain/restart-conditions.ts';
@@ -35,6 +34,8 @@ import { databaseMachineWithEffects } from './effects.ts';
 import { Journal } from './journal.ts';
 import { startJournaledActor } from './journaled-actor.ts';
 import { fetchPeers, fetchStatusDocument } from './peers.ts';
+import { LeaderDuties } from './leader-duties.ts';
+import { buildMemberData, effectiveTags, walOf } from './member-data.ts';
 import { ScheduledWork } from './schedules.ts';
 
 /** Everything a node needs; the composition root (src/cli) builds it from ha.yml. */
@@ -100,18 +101,19 @@ export class HaNode {
   private sysid: string | undefined;
   private config: DynamicConfig;
   private lastMemberJson = '';
-  private lastStatusJson = '';
-  private historyTimeline = 0;
+  private readonly duties: LeaderDuties;
   private probing = false;
   private crashCheck = false;
   private lastMessage = '';
   private schedules!: ScheduledWork;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
+  private snapshotMemo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
 
   constructor(private opts: HaNodeOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
     this.config = withDefaults(opts.bootstrapDcs);
+    this.duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now: this.now });
   }
 
   get name(): string {
@@ -386,7 +388,7 @@ export class HaNode {
         if (r.acquired) {
           this.leaderUntilMs = at + this.config.ttl * 1000;
           await dcs.setHistory([]);
-          this.historyTimeline = 1;
+          this.duties.historyWritten(1);
           this.initializedByMe = false;
         }
         this.emitChange();
@@ -467,37 +469,11 @@ export class HaNode {
     this.log.info({ leader }, `following leader ${leader}`);
   }
 
-  /** The leader's per-cycle work: `status` (optime, slots), replication slots, `history`. */
+  /** The leader's per-cycle work (leader-duties.ts). */
   private async leaderDuties(view: ClusterView): Promise<void> {
-    const { dcs, pg, name } = this.opts;
     const probe = this.lastProbe;
     if (!probe || probe.inRecovery) return;
-    const others = view.members.filter((m) => m.name !== name).map((m) => slotNameForMember(m.name));
-    if (this.config.database.use_slots) await pg.syncSlots(others).catch((e) => this.log.warn({ err: String(e) }, 'syncing slots failed'));
-    const slots: Record<string, number> = {};
-    for (const [k, v] of Object.entries(probe.slots)) slots[k] = Number(v);
-    const status = { optime: Number(probe.flushLsn ?? 0n), ...(Object.keys(slots).length ? { slots } : {}) };
-    const json = JSON.stringify(status);
-    if (json !== this.lastStatusJson) {
-      await dcs.setStatus(status);
-      this.lastStatusJson = json;
-    }
-    if (probe.timeline > 1 && (this.historyTimeline !== probe.timeline || !view.history?.some((e) => e[0] === probe.timeline - 1))) {
-      await this.writeHistory(view, probe.timeline);
-    }
-  }
-
-  /** Writes `history` from the timeline history file of the current timeline. */
-  private async writeHistory(view: ClusterView, timeline: number): Promise<void> {
-    const file = join(this.opts.pg.dataDir, 'pg_wal', `${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`);
-    try {
-      const lines = parseHistoryFile(await readFile(file, 'utf8'));
-      const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(this.now()).toISOString(), newLeader: this.opts.name });
-      await this.opts.dcs.setHistory(entries);
-      this.historyTimeline = timeline;
-    } catch (e) {
-      this.log.warn({ err: String(e), file }, 'could not write the history key');
-    }
+    await this.duties.run(view, probe, this.config.database.use_slots);
   }
 
   /** After a stop: a graceful demotion or shutdown publishes the checkpoint and releases the lock. */
@@ -606,28 +582,18 @@ export class HaNode {
 
   private memberData(): MemberData {
     const snap = this.db.getSnapshot();
-    const p = snap.value === 'running' ? this.lastProbe : undefined;
-    const tags = effectiveTags(this.opts.tags);
-    const data: MemberData = {
-      conn_url: this.opts.connUrl,
-      api_url: this.opts.apiUrl,
+    const scheduled = this.scheduledRestartData();
+    return buildMemberData({
+      connUrl: this.opts.connUrl,
+      apiUrl: this.opts.apiUrl,
+      version: this.opts.version,
       state: snap.value as DatabaseState,
       role: snap.context.role,
-      version: this.opts.version,
-      ...(p ? { xlog_location: Number(walOf(p)), timeline: p.timeline } : {}),
-      ...(p?.inRecovery
-        ? {
-            ...(p.receiveLsn !== undefined ? { receive_lsn: Number(p.receiveLsn) } : {}),
-            ...(p.replayLsn !== undefined ? { replay_lsn: Number(p.replayLsn) } : {}),
-            ...(p.streaming ? { replication_state: 'streaming' as const } : p.archiveRecovery ? { replication_state: 'in archive recovery' as const } : {}),
-          }
-        : {}),
-      ...(Object.keys(tags).length ? { tags } : {}),
-      ...(p && Object.keys(p.pendingRestart).length ? { pending_restart: true, pending_restart_reason: p.pendingRestart } : {}),
-      ...(this.scheduledRestartData() ? { scheduled_restart: this.scheduledRestartData()! } : {}),
-      ...(this.config.pause ? { pause: true } : {}),
-    };
-    return data;
+      ...(snap.value === 'running' && this.lastProbe ? { probe: this.lastProbe } : {}),
+      tags: this.opts.tags,
+      ...(scheduled ? { scheduledRestart: scheduled } : {}),
+      paused: this.config.pause === true,
+    });
   }
 
   /**
@@ -710,8 +676,16 @@ export class HaNode {
   /** The snapshot HTTP handlers and metrics read. */
   snapshot(): NodeSnapshot {
     const snap = this.db?.getSnapshot();
+    const view = this.opts.dcs.view();
+    // The same object is handed out until one of its inputs changes (XState snapshots, probes,
+    // DCS views and configs are new objects on every change), so the API can reuse what it
+    // rendered for it (src/http/app.ts).
+    const inputs = [snap, this.lastProbe, view, this.config, this.opts.tags, this.sysid, this.leaderUntilMs, this.opts.dcs.lastSeenMs(), this.lastLoopMs, this.schedules?.restart.getSnapshot()];
+    const memo = this.snapshotMemo;
+    if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
-    return {
+    const scheduled = this.scheduledRestartData();
+    const snapshot: NodeSnapshot = {
       name: this.opts.name,
       scope: this.opts.scope,
       version: this.opts.version,
@@ -722,13 +696,15 @@ export class HaNode {
       role: snap?.context.role ?? 'uninitialized',
       ...(running && this.lastProbe ? { pg: this.lastProbe } : {}),
       ...(this.sysid ? { sysid: this.sysid } : {}),
-      leaderUntilMs: this.opts.dcs.view().leader?.name === this.opts.name ? this.leaderUntilMs : 0,
-      cluster: this.opts.dcs.view(),
+      leaderUntilMs: view.leader?.name === this.opts.name ? this.leaderUntilMs : 0,
+      cluster: view,
       dcsLastSeenMs: this.opts.dcs.lastSeenMs(),
       config: this.config,
       lastLoopMs: this.lastLoopMs,
-      ...(this.scheduledRestartData() ? { scheduledRestart: this.scheduledRestartData()! } : {}),
+      ...(scheduled ? { scheduledRestart: scheduled } : {}),
     };
+    this.snapshotMemo = { inputs, snapshot };
+    return snapshot;
   }
 
   /** The scheduled restart with the postmaster start time it was planned against. */
@@ -754,23 +730,4 @@ export class HaNode {
     };
     for (const l of this.changeListeners) l(c);
   }
-}
-
-/** WAL position of a probe: primary flush LSN, replica max(received, replayed); 0 when unknown. */
-function walOf(p: PgStatus | undefined): bigint {
-  if (!p) return 0n;
-  if (!p.inRecovery) return p.flushLsn ?? 0n;
-  const r = p.receiveLsn ?? 0n;
-  const y = p.replayLsn ?? 0n;
-  return r > y ? r : y;
-}
-
-/** Tags as published: predefined boolean tags set to false are dropped (patroni.md §1.4). */
-export function effectiveTags(tags: Tags): Tags {
-  const out: Tags = {};
-  for (const [k, v] of Object.entries(tags)) {
-    if (['nofailover', 'noloadbalance', 'clonefrom', 'nosync', 'nostream'].includes(k) && v === false) continue;
-    out[k] = v;
-  }
-  return out;
 }
