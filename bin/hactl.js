@@ -1,5 +1,13 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI in this process through tsx's loader (one process, no npx tree).
-import { register } from 'tsx/esm/api';
-register();
-await import('../src/cli/hactl.ts');
+// Runs the built CLI (dist/, from `npm run build`) when present; otherwise the TypeScript
+// sources through tsx's loader, in this process (one process, no npx tree).
+import { existsSync } from 'node:fs';
+
+const built = new URL('../dist/src/cli/hactl.js', import.meta.url);
+if (existsSync(built)) {
+  await import(built.href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli/hactl.ts');
+}

@@ -1,5 +1,5 @@
 /** Version and build data of the exporter (`/version`, `<ns>_exporter_build_info`). */
-import { readFileSync } from 'node:fs';
+import { VERSION } from '../version.ts';
 import { arch, platform } from 'node:os';
 
 /** The seven build labels of the seed; `goversion` holds the Node.js runtime version. */
@@ -14,12 +14,7 @@ export interface BuildInfo {
 }
 
 function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return `v${pkg.version ?? '0.0.0'}`;
-  } catch {
-    return 'v0.0.0';
-  }
+  return `v${VERSION}`;
 }
 
 /** Build data from the environment (`DB_EXPORTER_REVISION`, `_BRANCH`, `_BUILD_DATE`) and package.json. */
