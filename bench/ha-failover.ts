@@ -9,10 +9,12 @@
  *   5. idle agents: RSS and CPU of one agent over IDLE_SECONDS (default 60).
  * Prints the figures next to the reference manager's, measured on a machine like ours.
  *
- *   node --import tsx bench/ha-failover.ts [--profiles fast,default] [--idle 60]
+ *   node --import tsx bench/ha-failover.ts [--profiles fast,default] [--idle 60] [--built]
+ * `--built` runs `npm run build` first and measures the compiled agent (dist/) instead of tsx.
  */
 import { Etcd3 } from 'etcd3';
 import postgres from 'postgres';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { TestCluster } from '../tests/e2e/support/cluster.ts';
 import { sleep, stopPid, waitFor } from '../tests/support/processes.ts';
@@ -35,6 +37,10 @@ const arg = (k: string, d: string) => {
 };
 const profiles = arg('--profiles', 'fast,default').split(',').map((p) => PROFILES[p]!).filter(Boolean);
 const idleSeconds = Number(arg('--idle', '60'));
+if (args.includes('--built')) {
+  execFileSync('npm', ['run', 'build'], { stdio: 'ignore' });
+  process.env['HA_AGENT_ENTRY'] = 'dist/src/cli/ha.js';
+}
 
 /** A pool of postgres.js clients, one per node, trying a write every 5 ms until one succeeds. */
 async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<{ at: number; node: string }> {

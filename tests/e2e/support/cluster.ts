@@ -98,7 +98,10 @@ export class TestCluster {
   /** Starts the agent process of a node. */
   start(name: string): void {
     const n = this.node(name);
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/ha.ts'), 'run', n.configPath], {
+    // HA_AGENT_ENTRY (benchmarks): run a built agent, e.g. dist/src/cli/ha.js, instead of the sources.
+    const entry = process.env['HA_AGENT_ENTRY'];
+    const args = entry ? [join(ROOT, entry)] : ['--import', 'tsx', join(ROOT, 'src/cli/ha.ts')];
+    const child = spawn(process.execPath, [...args, 'run', n.configPath], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
