@@ -220,7 +220,8 @@ export class LocalPostgres implements PgControl {
     } catch (e) {
       if (readPostmasterPid(this.dataDir) !== undefined) throw e;
     }
-    while (readPostmasterPid(this.dataDir) === pid) {
+    // PostgreSQL removes postmaster.pid just before the postmaster exits: wait for both.
+    while (readPostmasterPid(this.dataDir) === pid || isPostmasterAlive(pid)) {
       if (Date.now() > deadline) throw new Error(`postmaster ${pid} still alive ${timeoutMs} ms after pg_ctl stop -m ${mode}`);
       await sleep(5);
     }
