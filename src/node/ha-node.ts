@@ -36,6 +36,7 @@ import { startJournaledActor } from './journaled-actor.ts';
 import { fetchPeers, fetchStatusDocument } from './peers.ts';
 import { LeaderDuties } from './leader-duties.ts';
 import { buildMemberData, effectiveTags, walOf } from './member-data.ts';
+import { LocalWatch } from './local-watch.ts';
 import { ScheduledWork } from './schedules.ts';
 
 /** Everything a node needs; the composition root (src/cli) builds it from ha.yml. */
@@ -85,11 +86,10 @@ export class HaNode {
   private loopDone: Promise<void> | undefined;
   private wakeResolve: (() => void) | undefined;
   private wakePending = false;
-  private timers: NodeJS.Timeout[] = [];
   private unsubscribeDcs: (() => void) | undefined;
 
   /** Facts kept between cycles. */
-  private lastProbe: PgStatus | undefined;
+  private readonly watch: LocalWatch;
   private leaderUntilMs = 0;
   private lastLoopMs = 0;
   private initializedByMe = false;
@@ -102,8 +102,6 @@ export class HaNode {
   private config: DynamicConfig;
   private lastMemberJson = '';
   private readonly duties: LeaderDuties;
-  private probing = false;
-  private crashCheck = false;
   private lastMessage = '';
   private schedules!: ScheduledWork;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
@@ -114,6 +112,20 @@ export class HaNode {
     this.log = opts.log;
     this.config = withDefaults(opts.bootstrapDcs);
     this.duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now: this.now });
+    this.watch = new LocalWatch({
+      pg: opts.pg,
+      database: () => {
+        const s = this.db?.getSnapshot();
+        return s ? { value: String(s.value), promoting: s.context.promoting } : undefined;
+      },
+      probeTimeoutMs: () => Math.min(2000, this.config.retry_timeout * 1000),
+      onDied: () => this.db.send({ type: 'pg.died', reason: 'postmaster is not running', at: this.now() }),
+    });
+  }
+
+  /** The latest probe while the database runs. */
+  private get lastProbe(): PgStatus | undefined {
+    return this.watch.probe;
   }
 
   get name(): string {
@@ -190,11 +202,10 @@ export class HaNode {
     if (await pg.postmasterPid()) {
       const role = existsSync(join(pg.dataDir, 'standby.signal')) ? 'replica' : 'primary';
       this.db.send({ type: 'pg.found', role, reason: 'postmaster already running at agent start', at: this.now() });
-      await this.probeOnce();
+      await this.watch.probeOnce();
     }
     this.unsubscribeDcs = dcs.subscribe((e) => this.onDcsEvent(e));
-    this.timers.push(setInterval(() => void this.probeOnce(), 1000));
-    this.timers.push(setInterval(() => void this.checkPostmaster(), 100));
+    this.watch.start();
     this.loopDone = this.loop();
   }
 
@@ -206,7 +217,7 @@ export class HaNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    for (const t of this.timers) clearInterval(t);
+    this.watch.stop();
     this.unsubscribeDcs?.();
     this.wake();
     await this.loopDone?.catch(() => undefined);
@@ -315,7 +326,7 @@ export class HaNode {
     const state = snap.value as DatabaseState;
     const busy = (BUSY_STATES as readonly string[]).includes(state) || snap.context.promoting;
     const hasData = await pg.hasData();
-    if (state === 'running') await this.probeOnce();
+    if (state === 'running') await this.watch.probeOnce();
     const probe = state === 'running' ? this.lastProbe : undefined;
     let local: LocalPosition | undefined;
     if (hasData && !busy && state !== 'running') {
@@ -533,40 +544,6 @@ export class HaNode {
         .configure(this.configureOptions(role))
         .then(() => this.opts.pg.reload())
         .catch((e) => this.log.warn({ err: String(e) }, 'applying parameters failed'));
-    }
-  }
-
-  /** One status probe (at most one in flight). */
-  private async probeOnce(): Promise<void> {
-    if (this.probing || this.stopped) return;
-    const state = this.db?.getSnapshot().value;
-    if (state !== 'running' && state !== undefined) {
-      this.lastProbe = undefined;
-      return;
-    }
-    this.probing = true;
-    try {
-      this.lastProbe = await this.opts.pg.probe(Math.min(2000, this.config.retry_timeout * 1000));
-    } catch {
-      this.lastProbe = undefined;
-    } finally {
-      this.probing = false;
-    }
-  }
-
-  /** Crash watcher: a running database whose postmaster is gone is `crashed` at once. */
-  private async checkPostmaster(): Promise<void> {
-    if (this.crashCheck || this.stopped) return;
-    const snap = this.db.getSnapshot();
-    if (snap.value !== 'running' || snap.context.promoting) return;
-    this.crashCheck = true;
-    try {
-      if ((await this.opts.pg.postmasterPid()) === undefined && this.db.getSnapshot().value === 'running') {
-        this.lastProbe = undefined;
-        this.db.send({ type: 'pg.died', reason: 'postmaster is not running', at: this.now() });
-      }
-    } finally {
-      this.crashCheck = false;
     }
   }
 
