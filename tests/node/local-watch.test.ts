@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { PgStatus } from '../../src/domain/pg-status.ts';
+import { LocalWatch } from '../../src/node/local-watch.ts';
+import type { PgControl } from '../../src/postgres/types.ts';
+
+function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus> }): PgControl {
+  return {
+    postmasterPid: async () => (o.pid ? o.pid() : 42),
+    probe: o.probe ?? (async () => ({ inRecovery: false, timeline: 1 }) as PgStatus),
+  } as unknown as PgControl;
+}
+
+afterEach(() => vi.useRealTimers());
+
+describe('LocalWatch', () => {
+  it('reports a dead postmaster of a running database within one check period, once', async () => {
+    vi.useFakeTimers();
+    let alive = true;
+    const died = vi.fn();
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({ pg: fakePg({ pid: () => (alive ? 42 : undefined) }), database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+    w.start();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(died).not.toHaveBeenCalled();
+    alive = false;
+    await vi.advanceTimersByTimeAsync(100);
+    expect(died).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(died).toHaveBeenCalledTimes(1);
+    w.stop();
+  });
+
+  it('does not watch a database that is not running or is being promoted', async () => {
+    vi.useFakeTimers();
+    const died = vi.fn();
+    let state = { value: 'stopped', promoting: false };
+    const w = new LocalWatch({ pg: fakePg({ pid: () => undefined }), database: () => state, probeTimeoutMs: () => 100, onDied: died });
+    w.start();
+    await vi.advanceTimersByTimeAsync(500);
+    state = { value: 'running', promoting: true };
+    await vi.advanceTimersByTimeAsync(500);
+    expect(died).not.toHaveBeenCalled();
+    w.stop();
+  });
+
+  it('keeps the latest probe while running and clears it when the probe fails or the database stops', async () => {
+    let fail = false;
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({
+      pg: fakePg({ probe: async () => { if (fail) throw new Error('down'); return { inRecovery: true, timeline: 3 } as PgStatus; } }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => {},
+    });
+    await w.probeOnce();
+    expect(w.probe?.timeline).toBe(3);
+    fail = true;
+    await w.probeOnce();
+    expect(w.probe).toBeUndefined();
+    fail = false;
+    await w.probeOnce();
+    state.value = 'stopping';
+    await w.probeOnce();
+    expect(w.probe).toBeUndefined();
+  });
+});
