@@ -61,13 +61,14 @@ try {
   const idle0 = await xactCount(sqlL);
   await sleep(seconds * 1000);
   const idleTx = (await xactCount(sqlL)) - idle0 - 1;
+  const replica = await wrk(`http://127.0.0.1:${c.node(replicas[0]!).apiPort}/replica`);
   const load0 = await xactCount(sqlL);
   const primary = await wrk(`http://127.0.0.1:${c.node(leader).apiPort}/primary`);
   const loadTx = (await xactCount(sqlL)) - load0 - 1;
-  const replica = await wrk(`http://127.0.0.1:${c.node(replicas[0]!).apiPort}/replica`);
+  const base2 = await wrk(`http://127.0.0.1:${barePort}/const`);
   await sqlL.end();
   console.log(`\n## Health checks (wrk -t2 -c16 -d${seconds}s)`);
-  console.log(`bare Hono constant route     ${base.rps.toFixed(0)} req/s  p50 ${base.p50}  p99 ${base.p99}`);
+  console.log(`bare Hono constant route     ${base.rps.toFixed(0)} req/s  p50 ${base.p50}  p99 ${base.p99} (first), ${base2.rps.toFixed(0)} req/s (last)`);
   console.log(`GET /primary on the leader   ${primary.rps.toFixed(0)} req/s  p50 ${primary.p50}  p99 ${primary.p99}  non-2xx ${primary.non2xx}  ratio ${(primary.rps / base.rps).toFixed(2)} (target ≥ 0.80)`);
   console.log(`GET /replica on a replica    ${replica.rps.toFixed(0)} req/s  p50 ${replica.p50}  p99 ${replica.p99}  non-2xx ${replica.non2xx}  ratio ${(replica.rps / base.rps).toFixed(2)}`);
   console.log(`PostgreSQL transactions on the leader: ${loadTx} during ${seconds} s of probes vs ${idleTx} in ${seconds} s idle (the agent's own probe)`);
