@@ -29,8 +29,11 @@ export class ResultError extends Error {
 }
 
 /**
- * Builds the families of `c` from `result`. Throws ResultError when a configured LABEL column is
- * missing (v1.4 rule) or a histogram observation is not finite.
+ * Builds the families of `c` from `result`: the plain reference implementation. The exporter
+ * serves `renderFamilies` (below); tests/exporter/render-equivalence.test.ts checks on random
+ * results that both give the same output, which is why this simpler form is kept. Throws
+ * ResultError when a configured LABEL column is missing (v1.4 rule) or a histogram observation is
+ * not finite.
  */
 export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult {
   const warnings: string[] = [];

@@ -15,18 +15,12 @@
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { ReplicationRow } from '../domain/pg-status.ts';
 import type { DatabaseState, Role } from '../domain/states.ts';
 import { nodeFacts } from './node-facts.ts';
 
-/** One attached standby (pg_stat_replication row, seed field `replication`). */
-export interface ReplicationEntry {
-  usename: string;
-  application_name: string;
-  client_addr: string | null;
-  state: string;
-  sync_state: string;
-  sync_priority: number;
-}
+/** One attached standby (pg_stat_replication row, seed field `replication`): the probe's row without LSNs. */
+export type ReplicationEntry = Omit<ReplicationRow, 'flush_lsn' | 'replay_lsn'>;
 
 /** `xlog` of a primary: its flush LSN in bytes. */
 export interface PrimaryXlog {

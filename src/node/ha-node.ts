@@ -18,7 +18,7 @@ import { restartMachine } from '../machines/restart.ts';
 import { switchoverMachine } from '../machines/switchover.ts';
 import { clusterTimeline, type ClusterView } from '../domain/cluster.ts';
 import { withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
-import { decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
+import { cloneSource, decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
 import type { PeerStatus } from '../domain/leader-race.ts';
 import { memberHostPort, type MemberData, type ScheduledRestartData, type Tags } from '../domain/member.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -641,7 +641,6 @@ export class HaNode {
     if (!view.leader) return { ok: false, reason: 'Cluster has no leader, can not reinitialize' };
     const s = this.db.getSnapshot();
     if ((BUSY_STATES as readonly string[]).includes(s.value as string) && !opts.force) return { ok: false, reason: `${String(s.value)} already in progress` };
-    const { cloneSource } = await import('../domain/ha-cycle.ts');
     const from = opts.fromLeader ? view.leader.name : (cloneSource(view, this.opts.name) ?? view.leader.name);
     this.cloneFrom = this.upstreamOf(view, from);
     this.upstream = this.upstreamOf(view, view.leader.name);
@@ -689,11 +688,6 @@ export class HaNode {
     const plan = this.schedules?.scheduledRestart();
     if (!plan) return undefined;
     return { ...plan, ...(this.lastProbe ? { postmaster_start_time: this.lastProbe.postmasterStartTime } : {}) };
-  }
-
-  /** Current cluster timeline as the leader sees it (for logs). */
-  clusterTimeline(): number {
-    return clusterTimeline(this.opts.dcs.view());
   }
 
   private emitChange(): void {

@@ -30,6 +30,6 @@ export function detectBinDir(configured?: string): string {
     if (existsSync(join(dir, 'initdb'))) return dir;
   }
   throw new Error(
-    'PostgreSQL server binaries not found (no initdb via pg_config --bindir or in /usr/lib/postgresql/<version>/bin): apt-get install postgresql-15, or set postgresql.bin_dir',
+    'PostgreSQL server binaries not found (no initdb via pg_config --bindir or in /usr/lib/postgresql/<version>/bin): apt-get install postgresql-15, or set database.bin_dir',
   );
 }

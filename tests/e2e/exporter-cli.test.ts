@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPrometheus } from '../support/prometheus.ts';
 import { freePort } from '../support/ports.ts';
 import { startPostgres, type TestPostgres } from '../support/pg.ts';
 import { stopPid, waitFor } from '../support/processes.ts';
@@ -115,31 +116,25 @@ describe('db-exporter CLI', () => {
 
   it('is scraped by a real Prometheus server with up == 1', async () => {
     const port = await freePort();
-    const promPort = await freePort();
     const c = startCli(['-c', DEFAULT_COLLECTORS, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`]);
     await waitFor(() => httpText(`http://127.0.0.1:${port}/up`).then((r) => r.status === 200).catch(() => false), 30_000, 'exporter up');
-    const promDir = join(tmp, 'prom');
-    writeFileSync(join(tmp, 'prometheus.yml'), `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: db\n    static_configs:\n      - targets: ['127.0.0.1:${port}']\n`);
-    const prom = spawn('prometheus', [`--config.file=${join(tmp, 'prometheus.yml')}`, `--storage.tsdb.path=${promDir}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: 'ignore' });
-    children.push(prom);
+    const prom = await startPrometheus('db', [`127.0.0.1:${port}`]);
     try {
       const up = await waitFor(
         async () => {
-          const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent('up{job="db"}')}`);
-          const j = (await r.json()) as { data: { result: { value: [number, string] }[] } };
-          return j.data.result[0]?.value[1] === '1' ? j : undefined;
+          const r = await prom.query('up{job="db"}');
+          return r[0]?.value[1] === '1' ? r : undefined;
         },
         60_000,
         'prometheus to scrape the exporter',
         500,
       );
-      expect(up.data.result).toHaveLength(1);
-      const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=db_up`);
-      const j = (await r.json()) as { data: { result: { value: [number, string] }[] } };
-      expect(j.data.result[0]?.value[1]).toBe('1');
+      expect(up).toHaveLength(1);
+      expect((await prom.query('db_up'))[0]?.value[1]).toBe('1');
     } finally {
-      await stopPid(prom.pid!);
+      await prom.stop();
       await stopPid(c.pid!);
     }
   });
+
 });

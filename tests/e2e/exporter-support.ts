@@ -65,16 +65,8 @@ export async function startReplica(primary: TestPostgres): Promise<TestReplica> 
   };
 }
 
-/** Runs `promtool check metrics` on a body; resolves with exit code and output. */
-export function promtoolCheck(body: string): { code: number; output: string } {
-  try {
-    const out = execFileSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
-    return { code: 0, output: out };
-  } catch (e) {
-    const err = e as { status: number; stdout?: string; stderr?: string };
-    return { code: err.status, output: `${err.stdout ?? ''}${err.stderr ?? ''}` };
-  }
-}
+/** `promtool check metrics` on a body (shared with the node's metrics tests). */
+export { promtoolCheckMetrics as promtoolCheck } from '../support/prometheus.ts';
 
 /** Value of the first sample line `name{...} value` whose label text contains every `has` part. */
 export function sampleOf(body: string, name: string, ...has: string[]): number | undefined {

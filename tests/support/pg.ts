@@ -4,25 +4,16 @@
  * user when running as root. Stopped (immediate) and removed by `stop()`.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdir, writeFile, appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
 import { makeTempDir, removeTempDir } from './tmp.ts';
+import { detectBinDir } from '../../src/postgres/bin-dir.ts';
 import { run } from './processes.ts';
 
-/** Directory of PostgreSQL's server binaries: `pg_config --bindir`, else the newest /usr/lib/postgresql/<v>/bin. */
+/** Directory of PostgreSQL's server binaries (the agent's own detection). */
 export function pgBinDir(): string {
-  try {
-    const dir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
-    if (existsSync(join(dir, 'initdb'))) return dir;
-  } catch {
-    /* fall through */
-  }
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
-  for (const v of versions) if (existsSync(join(root, v, 'bin', 'initdb'))) return join(root, v, 'bin');
-  throw new Error('PostgreSQL server binaries not found: apt-get install postgresql-15');
+  return detectBinDir();
 }
 
 const asRoot = process.getuid?.() === 0;
