@@ -94,5 +94,5 @@ export function buildClusterView(raw: RawKeys): ClusterView {
 }
 
 function leaderLock(name: string, kv: StoredKv): LeaderLock {
-  return { name, leaseId: kv.lease === '0' ? '' : kv.lease, revision: kv.modRevision };
+  return { name, leaseId: kv.lease === '0' ? '' : kv.lease, revision: kv.modRevision, createRevision: kv.createRevision };
 }

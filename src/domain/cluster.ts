@@ -13,6 +13,12 @@ export interface LeaderLock {
   leaseId: string;
   /** mod_revision of the key (decimal string). */
   revision: string;
+  /**
+   * create_revision of the key (decimal string): which incarnation of the key this is. A key
+   * deleted and created again has a new one, so a holder renews only the key it created
+   * (compare-and-set on it) and can never re-create a released or lost lock.
+   */
+  createRevision: string;
 }
 
 /** Value of the `status` key. LSNs in bytes. */
@@ -58,6 +64,11 @@ export interface ClusterView {
   members: Member[];
   status?: LeaderStatus;
   failover?: Versioned<FailoverRequest>;
+  /**
+   * A `failover` key whose value does not parse as a request (wrong types, a `scheduled_at` that
+   * is not a date): left out of `failover`, so nothing acts on it; the leader clears it.
+   */
+  failoverInvalid?: { reason: string; revision: string };
   sync?: Versioned<SyncState>;
   history?: HistoryEntry[];
   failsafe?: Record<string, string>;

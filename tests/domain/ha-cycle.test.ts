@@ -28,7 +28,7 @@ function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}):
   };
 }
 
-const leaderIs = (name: string) => ({ leader: { name, leaseId: '1', revision: '1' } });
+const leaderIs = (name: string) => ({ leader: { name, leaseId: '1', revision: '1', createRevision: '1' } });
 const kinds = (i: CycleInput) => decideCycle(i).actions.map((a) => a.kind);
 
 describe('decideCycle', () => {

@@ -24,7 +24,7 @@ export function threeNodeView(extra: Partial<ClusterView> = {}): ClusterView {
   return {
     initialize: '7300000000000000001',
     config: { value: { ttl: 30, loop_wait: 10 }, revision: '5' },
-    leader: { name: 'node1', leaseId: '1', revision: '7' },
+    leader: { name: 'node1', leaseId: '1', revision: '7', createRevision: '7' },
     status: { optime },
     history: [],
     members: [

@@ -35,7 +35,7 @@ export function clusterView(extra: Partial<ClusterView> = {}): ClusterView {
   return {
     initialize: '7300000000000000001',
     config: { value: { ttl: 30, loop_wait: 10, retry_timeout: 10 }, revision: '11' },
-    leader: { name: 'pg-1', leaseId: '7587', revision: '12' },
+    leader: { name: 'pg-1', leaseId: '7587', revision: '12', createRevision: '12' },
     members: [
       member('pg-1', { role: 'primary', xlog_location: Number(OPTIME), timeline: 2 }),
       member('pg-2', {

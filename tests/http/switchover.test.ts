@@ -149,7 +149,7 @@ describe('immediate switchover / failover: polling the snapshot', () => {
     };
     return { app: appFor(snapshot, commands, FAST).app, commands };
   }
-  const lock = (name: string) => ({ leader: { name, leaseId: '9', revision: '99' } });
+  const lock = (name: string) => ({ leader: { name, leaseId: '9', revision: '99', createRevision: '99' } });
   const ours = (value: object) => ({ failover: { value, revision: '50' } });
 
   it('answers 200 when the candidate takes the lock', async () => {
