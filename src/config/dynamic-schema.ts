@@ -2,11 +2,18 @@
  * Schema of the dynamic configuration document (the DCS key `config`, seeded from
  * `bootstrap.dcs`, later changed with PATCH/PUT /config). Types follow
  * src/domain/dynamic-config.ts; unknown keys are kept (patroni.md §4.2: every other key is read
- * from the DCS copy when needed). The timing rule `loop_wait + 2*retry_timeout <= ttl` is
- * checked on the document with defaults filled in, with domain `timingError`'s message.
+ * from the DCS copy when needed).
+ *
+ * Two schemas share the same field rules (`dynamicConfigEntries`):
+ * - `DynamicConfigTypeSchema`: types only (what `sanitizeDynamicConfig` checks on the DCS copy
+ *   before adjusting the timing settings, src/config/dynamic-sanitize.ts);
+ * - `DynamicConfigSchema` (the API, hactl and `bootstrap.dcs`): the same types, plus the maxima
+ *   of TIMING_BOUNDS (ttl <= 86400, loop_wait <= 3600, retry_timeout <= 3600 seconds) and the
+ *   timing rule `loop_wait + 2*retry_timeout <= ttl`, checked on the document with defaults
+ *   filled in, with domain `timingError`'s message. The API refuses; it never adjusts.
  */
 import * as v from 'valibot';
-import { timingError, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
+import { TIMING_BOUNDS, timingError, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
 import { Bool, isMapping, mapping, NonNegativeInteger, Parameters, PositiveInteger } from './fields.ts';
 import { formatIssues } from './issues.ts';
 
@@ -23,36 +30,62 @@ export const DynamicDatabaseSchema = mapping(v.looseObject(
   {
     use_slots: v.optional(Bool),
     use_db_rewind: v.optional(Bool),
+    remove_data_directory_on_diverged_timelines: v.optional(Bool),
     parameters: v.optional(DynamicParameters),
   },
   (i) => `must be a mapping, got ${i.received}`,
 ));
 
+/** A timing setting: integer >= 1 (seconds), and at most `max` when given. */
+function timingSeconds(max?: number) {
+  return max === undefined
+    ? PositiveInteger
+    : v.pipe(PositiveInteger, v.maxValue(max, (i) => `must be at most ${max}, got ${i.received}`));
+}
+
 /**
- * The dynamic configuration document, every key optional (defaults: DYNAMIC_DEFAULTS).
- * ttl, loop_wait, retry_timeout: integers >= 1 (seconds); maximum_lag_on_failover: integer >= 0
- * (bytes); check_timeline, pause, failsafe_mode: booleans; synchronous_mode: boolean or
- * `quorum`; database.use_slots/use_db_rewind: booleans; database.parameters: record of
- * string|number|boolean. Errors at the document itself carry the timing rule's message.
+ * The field rules of the dynamic configuration, every key optional (defaults: DYNAMIC_DEFAULTS).
+ * ttl, loop_wait, retry_timeout: integers >= 1 (seconds), at most TIMING_BOUNDS' maxima when
+ * `withMaxima`; maximum_lag_on_failover: integer >= 0 (bytes); check_timeline, pause,
+ * failsafe_mode: booleans; synchronous_mode: boolean or `quorum`; database.use_slots,
+ * use_db_rewind, remove_data_directory_on_diverged_timelines: booleans; database.parameters:
+ * record of string|number|boolean.
+ */
+function dynamicConfigEntries(withMaxima: boolean) {
+  return {
+    ttl: v.optional(timingSeconds(withMaxima ? TIMING_BOUNDS.ttl.max : undefined)),
+    loop_wait: v.optional(timingSeconds(withMaxima ? TIMING_BOUNDS.loop_wait.max : undefined)),
+    retry_timeout: v.optional(timingSeconds(withMaxima ? TIMING_BOUNDS.retry_timeout.max : undefined)),
+    maximum_lag_on_failover: v.optional(NonNegativeInteger),
+    check_timeline: v.optional(Bool),
+    pause: v.optional(Bool),
+    failsafe_mode: v.optional(Bool),
+    synchronous_mode: v.optional(
+      v.union([v.boolean(), v.literal('quorum')], (i) => `must be true, false or "quorum", got ${i.received}`),
+    ),
+    database: v.optional(DynamicDatabaseSchema),
+  };
+}
+
+const notMapping = (i: { received: string }) => `must be a mapping, got ${i.received}`;
+
+/**
+ * Types only: the field rules of `dynamicConfigEntries` without maxima and without the timing
+ * rule. Used on the DCS copy by `sanitizeDynamicConfig`, which adjusts out-of-range timings.
+ */
+export const DynamicConfigTypeSchema = v.pipe(
+  v.custom<Record<string, unknown>>(isMapping, notMapping),
+  v.looseObject(dynamicConfigEntries(false), notMapping),
+);
+
+/**
+ * The dynamic configuration document as the API accepts it: the field rules, the maxima of
+ * TIMING_BOUNDS, and the timing rule. Errors at the document itself carry the timing rule's
+ * message.
  */
 export const DynamicConfigSchema = v.pipe(
-  v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
-  v.looseObject(
-    {
-      ttl: v.optional(PositiveInteger),
-      loop_wait: v.optional(PositiveInteger),
-      retry_timeout: v.optional(PositiveInteger),
-      maximum_lag_on_failover: v.optional(NonNegativeInteger),
-      check_timeline: v.optional(Bool),
-      pause: v.optional(Bool),
-      failsafe_mode: v.optional(Bool),
-      synchronous_mode: v.optional(
-        v.union([v.boolean(), v.literal('quorum')], (i) => `must be true, false or "quorum", got ${i.received}`),
-      ),
-      database: v.optional(DynamicDatabaseSchema),
-    },
-    (i) => `must be a mapping, got ${i.received}`,
-  ),
+  v.custom<Record<string, unknown>>(isMapping, notMapping),
+  v.looseObject(dynamicConfigEntries(true), notMapping),
   v.check(
     (doc) => timingError(withDefaults(doc)) === undefined,
     (i) => timingError(withDefaults(i.input)) ?? 'timing rule violated',
@@ -73,6 +106,18 @@ export function validateDynamicConfig(
   doc: unknown,
 ): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
   const r = v.safeParse(DynamicConfigSchema, doc);
+  return r.success ? { ok: true, value: r.output } : { ok: false, problems: formatIssues(r.issues) };
+}
+
+/**
+ * Checks the types of a dynamic configuration document (no maxima, no timing rule). Never throws.
+ * Returns the document as given (boolean parameters turned into `on`/`off`) or every problem as
+ * `<dot.path>: <problem>`.
+ */
+export function checkDynamicConfigTypes(
+  doc: unknown,
+): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
+  const r = v.safeParse(DynamicConfigTypeSchema, doc);
   return r.success ? { ok: true, value: r.output } : { ok: false, problems: formatIssues(r.issues) };
 }
 

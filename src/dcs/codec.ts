@@ -8,6 +8,7 @@
 import * as v from 'valibot';
 import type { FailoverRequest, HistoryEntry, LeaderStatus, SyncState } from '../domain/cluster.ts';
 import type { MemberData } from '../domain/member.ts';
+import { parseScheduledAt } from '../domain/schedule.ts';
 import { DATABASE_STATES } from '../domain/states.ts';
 
 const int = () => v.pipe(v.number(), v.integer());
@@ -57,12 +58,49 @@ export const LeaderStatusSchema = v.looseObject({
   retain_slots: v.optional(v.array(v.string())),
 });
 
-/** Schema of a non-empty `failover` value. */
-export const FailoverSchema = v.looseObject({
-  leader: v.optional(v.string()),
-  member: v.optional(v.string()),
-  scheduled_at: v.optional(v.string()),
-});
+/** How a stored value is shown in a reason: JSON, cut to 80 characters. */
+function shown(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** `scheduled_at` problem: undefined for ISO 8601 with an offset (in the past too: staleness is decided later). */
+function scheduledAtProblem(text: string): string | undefined {
+  const parsed = parseScheduledAt(text, Number.NEGATIVE_INFINITY);
+  if (parsed.ok) return undefined;
+  return parsed.status === 400 ? 'has no timezone offset' : 'is not an ISO 8601 date-time';
+}
+
+const failoverString = (field: string) =>
+  v.string((i) => `${field}: must be a string, got ${shown(i.input)}`);
+
+/**
+ * Schema of a `failover` value: a JSON object whose `leader` and `member`, when present, are
+ * strings and whose `scheduled_at`, when present, is an ISO 8601 date-time with an offset
+ * (domain/schedule.ts `parseScheduledAt`). Unknown keys are kept. `{}` is the valid "no request".
+ * Messages name the field and the value (`scheduled_at: "tomorrow" is not an ISO 8601 date-time`).
+ */
+export const FailoverSchema = v.looseObject(
+  {
+    leader: v.optional(failoverString('leader')),
+    member: v.optional(failoverString('member')),
+    scheduled_at: v.optional(
+      v.pipe(
+        failoverString('scheduled_at'),
+        v.check(
+          (s) => scheduledAtProblem(s) === undefined,
+          (i) => `scheduled_at: ${shown(i.input)} ${scheduledAtProblem(String(i.input)) ?? 'does not parse'}`,
+        ),
+      ),
+    ),
+  },
+  (i) => `must be a JSON object, got ${shown(i.input)}`,
+);
 
 /** Schema of `sync`. */
 export const SyncSchema = v.looseObject({
@@ -121,13 +159,36 @@ export function decodeStatus(raw: string): LeaderStatus | undefined {
   return parseJson(LeaderStatusSchema, raw);
 }
 
+/** Outcome of `parseFailover`: the request, or why the stored value is not one. */
+export type ParsedFailover = { ok: true; value: FailoverRequest } | { ok: false; reason: string };
+
 /**
  * Parses `failover`. `{}` and the empty string both mean "no request" and decode to `{}`
  * (kept in the view with its revision, so a compare-and-set can still address the key).
+ * Anything else that is not a valid request (not JSON, not an object, `leader`/`member` not
+ * strings, `scheduled_at` not an ISO 8601 date-time with an offset) gives a reason naming the
+ * field and the value, e.g. `scheduled_at: "soon" is not an ISO 8601 date-time`. Never throws.
  */
+export function parseFailover(raw: string): ParsedFailover {
+  if (raw.trim() === '') return { ok: true, value: {} };
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return { ok: false, reason: `not JSON: ${shown(raw)}` };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return { ok: false, reason: `must be a JSON object, got ${shown(data)}` };
+  }
+  const r = v.safeParse(FailoverSchema, data);
+  if (r.success) return { ok: true, value: r.output };
+  return { ok: false, reason: [...new Set(r.issues.map((i) => i.message))].join('; ') };
+}
+
+/** Parses `failover`; undefined when it is not a valid request (see `parseFailover` for why). */
 export function decodeFailover(raw: string): FailoverRequest | undefined {
-  if (raw.trim() === '') return {};
-  return parseJson(FailoverSchema, raw);
+  const r = parseFailover(raw);
+  return r.ok ? r.value : undefined;
 }
 
 /** True when a failover value carries no request (`{}`: neither leader, member nor scheduled_at). */

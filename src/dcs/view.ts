@@ -1,12 +1,13 @@
 /**
  * Builds a ClusterView from the raw cache of the prefix, shared by both implementations.
- * Values that do not parse are left out (codec.ts); keys outside the layout are ignored.
+ * Values that do not parse are left out (codec.ts); keys outside the layout are ignored. A
+ * `failover` value that is not a valid request is not `failover` but `failoverInvalid` (with the
+ * reason and the revision, so the leader can clear it by compare-and-set): nothing executes it.
  */
 import type { ClusterView, LeaderLock } from '../domain/cluster.ts';
 import type { Member } from '../domain/member.ts';
 import {
   decodeConfig,
-  decodeFailover,
   decodeFailsafe,
   decodeHistory,
   decodeInitialize,
@@ -14,6 +15,7 @@ import {
   decodeMember,
   decodeStatus,
   decodeSync,
+  parseFailover,
 } from './codec.ts';
 import { KEY, memberNameOf } from './keys.ts';
 
@@ -65,8 +67,9 @@ export function buildClusterView(raw: RawKeys): ClusterView {
         break;
       }
       case KEY.failover: {
-        const value = decodeFailover(kv.value);
-        if (value) view.failover = { value, revision: kv.modRevision };
+        const parsed = parseFailover(kv.value);
+        if (parsed.ok) view.failover = { value: parsed.value, revision: kv.modRevision };
+        else view.failoverInvalid = { reason: parsed.reason, revision: kv.modRevision };
         break;
       }
       case KEY.sync: {

@@ -8,6 +8,12 @@
 export interface DynamicDatabaseConfig {
   use_slots: boolean;
   use_db_rewind: boolean;
+  /**
+   * Patroni's `remove_data_directory_on_diverged_timelines`: a member whose WAL diverged from
+   * the leader's timeline (and cannot be rewound) has its data directory wiped and is re-cloned
+   * from a running member, instead of staying stopped. Default false.
+   */
+  remove_data_directory_on_diverged_timelines: boolean;
   /** PostgreSQL parameter name -> value (string or integer). */
   parameters: Record<string, string | number>;
   [other: string]: unknown;
@@ -38,7 +44,35 @@ export const DYNAMIC_DEFAULTS: DynamicConfig = {
   retry_timeout: 10,
   maximum_lag_on_failover: 1048576,
   check_timeline: false,
-  database: { use_slots: true, use_db_rewind: false, parameters: {} },
+  database: { use_slots: true, use_db_rewind: false, remove_data_directory_on_diverged_timelines: false, parameters: {} },
+};
+
+/** Bounds of one timing setting, seconds (inclusive). */
+export interface TimingBounds {
+  min: number;
+  max: number;
+}
+
+/**
+ * Bounds of the three timing settings, seconds, applied to the DCS copy by
+ * `sanitizeDynamicConfig` (src/config/dynamic-sanitize.ts); the maxima are also refused by the
+ * API schema (src/config/dynamic-schema.ts).
+ *
+ * Minima (patroni.md §3.1): `loop_wait >= 1`, `retry_timeout >= 3`; `ttl >= 7`, the smallest ttl
+ * for which the timing rule can hold with the other two at their minima (1 + 2*3). The reference
+ * asks ttl >= 20; 7 is kept lower so that fast test clusters (ttl 10, loop_wait 2,
+ * retry_timeout 3) stay as written.
+ *
+ * Maxima: every value times 1000 must stay a valid Node timer delay (setTimeout caps at
+ * 2^31-1 ms, about 24.8 days; larger delays fire at once and the loop spins) and ttl must be a
+ * valid etcd lease TTL (etcd caps leases at 9e9 s). ttl <= 86400 (one day: a dead leader keeps
+ * its lock that long at worst), loop_wait <= 3600 and retry_timeout <= 3600 (one hour) are far
+ * below both caps and far above any sensible setting.
+ */
+export const TIMING_BOUNDS: Readonly<Record<'ttl' | 'loop_wait' | 'retry_timeout', TimingBounds>> = {
+  ttl: { min: 7, max: 86_400 },
+  loop_wait: { min: 1, max: 3_600 },
+  retry_timeout: { min: 3, max: 3_600 },
 };
 
 /**
@@ -62,7 +96,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /**
  * Fills defaults into a stored (possibly partial) dynamic configuration. Unknown keys are kept.
- * Values of the wrong type fall back to the default (the stored document was validated on write).
+ * Values of the wrong type fall back to the default; numbers are taken as they are (no range
+ * check): for the DCS copy, which anyone can write, use `sanitizeDynamicConfig`
+ * (src/config/dynamic-sanitize.ts).
  */
 export function withDefaults(stored: unknown): DynamicConfig {
   const s = isObject(stored) ? stored : {};
@@ -79,6 +115,10 @@ export function withDefaults(stored: unknown): DynamicConfig {
       ...db,
       use_slots: typeof db['use_slots'] === 'boolean' ? (db['use_slots'] as boolean) : true,
       use_db_rewind: typeof db['use_db_rewind'] === 'boolean' ? (db['use_db_rewind'] as boolean) : false,
+      remove_data_directory_on_diverged_timelines:
+        typeof db['remove_data_directory_on_diverged_timelines'] === 'boolean'
+          ? (db['remove_data_directory_on_diverged_timelines'] as boolean)
+          : false,
       parameters: isObject(db['parameters']) ? (db['parameters'] as Record<string, string | number>) : {},
     },
   };

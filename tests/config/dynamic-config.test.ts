@@ -64,6 +64,39 @@ describe('validateDynamicConfig', () => {
     expect(validateDynamicConfig({ ttl: 20, loop_wait: 5, retry_timeout: 5 }).ok).toBe(true);
   });
 
+  it('refuses timings above the maxima, naming the field (no adjustment, unlike the DCS copy)', () => {
+    expect(validateDynamicConfig({ ttl: 86401, loop_wait: 3601, retry_timeout: 3601 })).toEqual({
+      ok: false,
+      problems: ['ttl: must be at most 86400, got 86401', 'loop_wait: must be at most 3600, got 3601', 'retry_timeout: must be at most 3600, got 3601'],
+    });
+    expect(validateDynamicConfig({ loop_wait: 2147484 })).toEqual({
+      ok: false,
+      problems: [
+        'loop_wait: must be at most 3600, got 2147484',
+        '(root): loop_wait + 2*retry_timeout must not exceed ttl: loop_wait 2147484 + 2*retry_timeout 10 = 2147504 > ttl 30',
+      ],
+    });
+    expect(validateDynamicConfig({ ttl: 86400, loop_wait: 3600, retry_timeout: 3600 }).ok).toBe(true);
+  });
+
+  it('still refuses a timing-rule violation (ttl 2 with loop_wait 2) rather than adjusting it', () => {
+    const r = validateDynamicConfig({ ttl: 2, loop_wait: 2 });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.problems).toEqual([expect.stringMatching(/^\(root\): loop_wait \+ 2\*retry_timeout must not exceed ttl/)]);
+  });
+
+  it('accepts database.remove_data_directory_on_diverged_timelines (boolean, default false)', () => {
+    const r = validateDynamicConfig({ database: { remove_data_directory_on_diverged_timelines: true } });
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(effectiveDynamicConfig(r.value).database.remove_data_directory_on_diverged_timelines).toBe(true);
+    const d = validateDynamicConfig({});
+    if (d.ok) expect(effectiveDynamicConfig(d.value).database.remove_data_directory_on_diverged_timelines).toBe(false);
+    expect(validateDynamicConfig({ database: { remove_data_directory_on_diverged_timelines: 'yes' } })).toEqual({
+      ok: false,
+      problems: ['database.remove_data_directory_on_diverged_timelines: must be true or false, got "yes"'],
+    });
+  });
+
   it('refuses a document that is not a mapping', () => {
     expect(validateDynamicConfig([1])).toEqual({ ok: false, problems: ['(root): must be a mapping, got Array'] });
   });

@@ -12,6 +12,7 @@ import {
   encodeMember,
   encodeStatus,
   isEmptyFailover,
+  parseFailover,
 } from '../../src/dcs/codec.ts';
 import { clusterPrefix } from '../../src/dcs/dcs.ts';
 import { absoluteKey, memberKey, memberNameOf, relativeKey } from '../../src/dcs/keys.ts';
@@ -73,6 +74,43 @@ describe('codec', () => {
     expect(decodeFailover('{"member":3}')).toBeUndefined();
   });
 
+  it.each([
+    ['not JSON', '{"member":', 'not JSON: "{\\"member\\":"'],
+    ['null', 'null', 'must be a JSON object, got null'],
+    ['a number', '42', 'must be a JSON object, got 42'],
+    ['a string', '"pg-2"', 'must be a JSON object, got "pg-2"'],
+    ['a list', '["pg-2"]', 'must be a JSON object, got ["pg-2"]'],
+    ['leader not a string', '{"leader":1,"member":"pg-2"}', 'leader: must be a string, got 1'],
+    ['member not a string', '{"member":["pg-2"]}', 'member: must be a string, got ["pg-2"]'],
+    ['both not strings', '{"leader":true,"member":null}', 'leader: must be a string, got true; member: must be a string, got null'],
+    ['scheduled_at not a string', '{"member":"pg-2","scheduled_at":1893456000}', 'scheduled_at: must be a string, got 1893456000'],
+    ['scheduled_at null', '{"member":"pg-2","scheduled_at":null}', 'scheduled_at: must be a string, got null'],
+    ['scheduled_at garbage', '{"leader":"pg-1","scheduled_at":"garbage"}', 'scheduled_at: "garbage" is not an ISO 8601 date-time'],
+    ['scheduled_at empty', '{"leader":"pg-1","scheduled_at":""}', 'scheduled_at: "" is not an ISO 8601 date-time'],
+    ['scheduled_at impossible date', '{"member":"pg-2","scheduled_at":"2030-02-30T10:00:00Z"}', 'scheduled_at: "2030-02-30T10:00:00Z" is not an ISO 8601 date-time'],
+    ['scheduled_at without offset', '{"member":"pg-2","scheduled_at":"2030-01-01T10:00:00"}', 'scheduled_at: "2030-01-01T10:00:00" has no timezone offset'],
+  ])('refuses a failover value that is not a request (%s), naming the field and value', (_name, raw, reason) => {
+    expect(parseFailover(raw)).toEqual({ ok: false, reason });
+    expect(decodeFailover(raw)).toBeUndefined();
+  });
+
+  it('accepts failover requests, with scheduled_at in any ISO 8601 form with an offset (even past)', () => {
+    expect(parseFailover('{}')).toEqual({ ok: true, value: {} });
+    expect(parseFailover('  ')).toEqual({ ok: true, value: {} });
+    expect(parseFailover('{"leader":"pg-1","member":"pg-2"}')).toEqual({ ok: true, value: { leader: 'pg-1', member: 'pg-2' } });
+    for (const at of ['2030-01-01T00:00:00Z', '2030-01-01 12:00+02:00', '2030-01-01T10:00:00.250-0130', '2001-01-01T00:00:00+00:00']) {
+      expect(parseFailover(JSON.stringify({ member: 'pg-2', scheduled_at: at }))).toEqual({ ok: true, value: { member: 'pg-2', scheduled_at: at } });
+    }
+    // unknown keys are kept (looseObject), as for every key of the layout
+    expect(parseFailover('{"member":"pg-2","by":"hactl"}')).toEqual({ ok: true, value: { member: 'pg-2', by: 'hactl' } });
+  });
+
+  it('cuts a long value in the reason', () => {
+    const r = parseFailover(JSON.stringify({ scheduled_at: 'x'.repeat(500) }));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason.length).toBeLessThan(140);
+  });
+
   it('omits empty status parts when encoding and validates on decoding', () => {
     expect(encodeStatus({ optime: 10, slots: {}, retain_slots: [] })).toBe('{"optime":10}');
     expect(encodeStatus({ optime: 10, slots: { s: 9 }, retain_slots: ['s'] })).toBe('{"optime":10,"slots":{"s":9},"retain_slots":["s"]}');
@@ -112,10 +150,28 @@ describe('buildClusterView', () => {
     ]);
     const view = buildClusterView(raw);
     expect(view.members.map((m) => m.name)).toEqual(['pg-1', 'pg-2']);
-    expect(view.leader).toEqual({ name: 'pg-1', leaseId: '7587869000000000001', revision: '9' });
+    expect(view.leader).toEqual({ name: 'pg-1', leaseId: '7587869000000000001', revision: '9', createRevision: '2' });
     expect(view.initialize).toBe('7412');
     expect(view.config).toEqual({ value: { ttl: 30 }, revision: '3' });
     expect(view.failover).toEqual({ value: {}, revision: '4' });
+    expect(view.failoverInvalid).toBeUndefined();
     expect(view.history).toBeUndefined();
+  });
+
+  it('keeps a valid failover request as failover', () => {
+    const view = buildClusterView(new Map([['failover', kv('{"leader":"pg-1","member":"pg-2","scheduled_at":"2030-01-01T00:00:00+00:00"}', '8')]]));
+    expect(view.failover).toEqual({ value: { leader: 'pg-1', member: 'pg-2', scheduled_at: '2030-01-01T00:00:00+00:00' }, revision: '8' });
+    expect(view.failoverInvalid).toBeUndefined();
+  });
+
+  it.each([
+    ['garbage scheduled_at', '{"leader":"pg-1","scheduled_at":"now please"}', 'scheduled_at: "now please" is not an ISO 8601 date-time'],
+    ['member not a string', '{"member":7}', 'member: must be a string, got 7'],
+    ['not an object', '"pg-2"', 'must be a JSON object, got "pg-2"'],
+    ['not JSON', 'pg-2', 'not JSON: "pg-2"'],
+  ])('puts a failover value that is not a request (%s) in failoverInvalid, never in failover', (_name, value, reason) => {
+    const view = buildClusterView(new Map([['failover', kv(value, '12')]]));
+    expect(view.failover).toBeUndefined();
+    expect(view.failoverInvalid).toEqual({ reason, revision: '12' });
   });
 });
