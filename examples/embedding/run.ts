@@ -66,6 +66,8 @@ const results: Record<string, string> = {};
 results.bootstrap = await command({ type: 'cmd.bootstrap', reason: 'no leader, bootstrapping', at: advance(1000) });
 results.restart = await command({ type: 'cmd.restart', reason: 'restart requested', at: advance(1000) });
 results.demote = await command({ type: 'cmd.demote', mode: 'fast', reason: 'lost the leader lock', at: advance(1000) });
+// A demoted database stays stopped: the caller checks its WAL against the new leader, then starts it.
+results.startAfterDemote = await command({ type: 'cmd.start', role: 'replica', reason: 'starting as a secondary', at: advance(1000) });
 results.retryStart = await command({ type: 'cmd.start', role: 'replica', reason: 'retrying start as replica', at: advance(1000) });
 db.send({ type: 'pg.died', reason: 'postmaster is gone', at: advance(1000) });
 results.afterCrash = await command({ type: 'cmd.start', role: 'replica', reason: 'starting after crash', at: advance(1000) });
@@ -103,7 +105,8 @@ restart.stop();
 const expected: Record<string, string> = {
   bootstrap: 'running',
   restart: 'running',
-  demote: 'start_failed',
+  demote: 'stopped',
+  startAfterDemote: 'start_failed',
   retryStart: 'running',
   afterCrash: 'running',
   switchoverAt: 'executing',

@@ -47,8 +47,11 @@ export interface DcsOptions {
   now?: () => number;
 }
 
-/** Result of a leader race. */
-export type AcquireResult = { acquired: true } | { acquired: false; holder: string | undefined };
+/**
+ * Result of a leader race. A win carries the create_revision of the key this member created:
+ * the identity of this incarnation of the lock, which every renewal and release compares.
+ */
+export type AcquireResult = { acquired: true; createRevision: string } | { acquired: false; holder: string | undefined };
 
 /** Error codes of real DCS failures. */
 export type DcsErrorCode = 'dcs_unavailable' | 'dcs_invalid_value';
@@ -105,18 +108,38 @@ export interface Dcs {
   /** Drops the lease and grants one with the new TTL (seconds); member/leader keys are re-put by the caller. */
   setTtl(ttlSeconds: number): Promise<void>;
 
-  /** Leader race: create-only transaction on `leader` with this member's name and lease. */
+  /**
+   * Leader race: create-only transaction on `leader` with this member's name and lease
+   * (compare `create_revision(leader) == 0`). The only way any member creates the key.
+   */
   attemptToAcquireLeader(): Promise<AcquireResult>;
 
   /**
-   * Renews the lock: keepalive the lease; if the leader key carries another lease but this name,
-   * re-put it with the current lease; if the key is absent, re-create it. False when another
-   * member holds it.
+   * Renews the lock this member holds: keepalive the lease, then one transaction comparing the
+   * key's value (this name), create_revision (`createRevision`: the incarnation this member
+   * created, or adopted at start) and lease; when only the lease differs (after a TTL change or
+   * an agent restart) a second compare-and-set on value and create_revision moves the key to
+   * the current lease. Never creates the key: a released, expired or re-created key answers
+   * false, and the member gets the lock again only through the leader race.
    */
-  updateLeader(): Promise<boolean>;
+  updateLeader(createRevision: string): Promise<boolean>;
 
-  /** Releases the lock: transaction `value(leader) == name` → delete. False when not held. */
-  deleteLeader(): Promise<boolean>;
+  /**
+   * Deletes a leader key that names `expected.name` at mod_revision `expected.revision`
+   * (compare-and-set on both): used only for a key naming a member that has had no member key
+   * for longer than ttl (docs/ha.md "A leader key naming an unknown member"). False when the key
+   * changed meanwhile.
+   */
+  clearLeader(expected: { name: string; revision: string }): Promise<boolean>;
+
+  /** This agent's current lease id (decimal string), undefined before the grant. */
+  currentLeaseId(): string | undefined;
+
+  /**
+   * Releases the lock: transaction `value(leader) == name` (and `create_revision(leader) ==
+   * createRevision` when given) → delete. False when not held.
+   */
+  deleteLeader(createRevision?: string): Promise<boolean>;
 
   /** Writes `members/<name>` with the lease. */
   touchMember(data: MemberData): Promise<void>;

@@ -165,50 +165,65 @@ export class EtcdDcs implements Dcs {
     const res = await this.withLease('leader acquire', (leaseId, deadline) =>
       this.client
         .if(key, 'Create', '==', 0)
-        .then(this.client.put(key).value(this.name).lease(leaseId))
+        .then(this.client.put(key).value(this.name).lease(leaseId), this.client.get(key))
         .else(this.client.get(key))
         .options({ deadline })
         .commit(),
     );
-    if (res.succeeded) return { acquired: true };
-    const kv = res.responses[0]?.response_range?.kvs[0];
+    const kv = res.responses[res.succeeded ? 1 : 0]?.response_range?.kvs[0];
+    if (res.succeeded && kv) return { acquired: true, createRevision: String(kv.create_revision) };
     const holder = kv ? kv.value.toString('utf8') : undefined;
     // A repeated attempt after an ambiguous failure may find our own key: that is a win.
-    if (kv && holder === this.name && String(kv.lease) === this.leaseId) return { acquired: true };
+    if (kv && holder === this.name && String(kv.lease) === this.leaseId) return { acquired: true, createRevision: String(kv.create_revision) };
     return { acquired: false, holder: holder || undefined };
   }
 
-  async updateLeader(): Promise<boolean> {
+  async updateLeader(createRevision: string): Promise<boolean> {
     await this.keepalive();
     const key = this.abs(KEY.leader);
-    const current = await this.call('leader read', (deadline) => this.client.get(key).options({ deadline }).exec());
-    const kv = current.kvs[0];
-    if (!kv) {
-      const res = await this.withLease('leader re-create', (leaseId, deadline) =>
-        this.client
-          .if(key, 'Create', '==', 0)
-          .then(this.client.put(key).value(this.name).lease(leaseId))
-          .options({ deadline })
-          .commit(),
-      );
-      return res.succeeded;
-    }
-    if (kv.value.toString('utf8') !== this.name) return false;
-    if (String(kv.lease) === this.leaseId) return true;
-    const res = await this.withLease('leader re-put', (leaseId, deadline) =>
+    const held = await this.call('leader renew', (deadline) =>
       this.client
         .if(key, 'Value', '==', this.name)
+        .and(key, 'Create', '==', createRevision)
+        .and(key, 'Lease', '==', this.leaseId ?? '0')
+        .else(this.client.get(key))
+        .options({ deadline })
+        .commit(),
+    );
+    if (held.succeeded) return true;
+    const kv = held.responses[0]?.response_range?.kvs[0];
+    if (!kv || kv.value.toString('utf8') !== this.name || String(kv.create_revision) !== createRevision) return false;
+    // Our key on another lease (TTL changed, agent restarted): move it to ours, same incarnation.
+    const moved = await this.withLease('leader re-put', (leaseId, deadline) =>
+      this.client
+        .if(key, 'Value', '==', this.name)
+        .and(key, 'Create', '==', createRevision)
         .then(this.client.put(key).value(this.name).lease(leaseId))
         .options({ deadline })
         .commit(),
     );
+    return moved.succeeded;
+  }
+
+  async deleteLeader(createRevision?: string): Promise<boolean> {
+    const key = this.abs(KEY.leader);
+    const res = await this.call('leader delete', (deadline) => {
+      const txn = this.client.if(key, 'Value', '==', this.name);
+      if (createRevision !== undefined) txn.and(key, 'Create', '==', createRevision);
+      return txn.then(this.client.delete().key(key)).options({ deadline }).commit();
+    });
     return res.succeeded;
   }
 
-  async deleteLeader(): Promise<boolean> {
+  async clearLeader(expected: { name: string; revision: string }): Promise<boolean> {
     const key = this.abs(KEY.leader);
-    const res = await this.call('leader delete', (deadline) =>
-      this.client.if(key, 'Value', '==', this.name).then(this.client.delete().key(key)).options({ deadline }).commit(),
+    const res = await this.call('leader clear', (deadline) =>
+      this.client
+        .if(key, 'Value', '==', expected.name)
+        .and(key, 'Mod', '==', expected.revision)
+        .then(this.client.delete().key(key))
+        .options({ deadline })
+        .commit(),
     );
     return res.succeeded;
   }

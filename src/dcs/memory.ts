@@ -126,29 +126,37 @@ export class InMemoryDcs implements Dcs {
       const current = this.store.get(key);
       if (current) return { acquired: false, holder: current.value || undefined };
       this.putWithLease(key, this.name);
-      return { acquired: true };
+      return { acquired: true, createRevision: this.store.get(key)?.createRevision ?? '0' };
     });
   }
 
-  async updateLeader(): Promise<boolean> {
+  async updateLeader(createRevision: string): Promise<boolean> {
     return this.call(() => {
       this.keepaliveNow();
       const key = this.abs(KEY.leader);
       const current = this.store.get(key);
-      if (!current) {
-        this.putWithLease(key, this.name);
-        return true;
-      }
-      if (current.value !== this.name) return false;
+      // Never creates the key: only the incarnation this member holds is renewed.
+      if (!current || current.value !== this.name || current.createRevision !== createRevision) return false;
       if (current.lease !== this.leaseId) this.putWithLease(key, this.name);
       return true;
     });
   }
 
-  async deleteLeader(): Promise<boolean> {
+  async deleteLeader(createRevision?: string): Promise<boolean> {
     return this.call(() => {
       const key = this.abs(KEY.leader);
-      if (this.store.get(key)?.value !== this.name) return false;
+      const current = this.store.get(key);
+      if (current?.value !== this.name) return false;
+      if (createRevision !== undefined && current.createRevision !== createRevision) return false;
+      return this.store.delete(key);
+    });
+  }
+
+  async clearLeader(expected: { name: string; revision: string }): Promise<boolean> {
+    return this.call(() => {
+      const key = this.abs(KEY.leader);
+      const current = this.store.get(key);
+      if (!current || current.value !== expected.name || current.modRevision !== expected.revision) return false;
       return this.store.delete(key);
     });
   }

@@ -21,7 +21,13 @@ export interface CycleInput {
   view: ClusterView;
   /** The lease keepalive (and lock renewal, when held) reached the DCS this cycle. */
   dcsOk: boolean;
-  /** Result of renewing the lock this cycle, when the view says this member holds it. */
+  /**
+   * This agent held the leader lock when the cycle began (src/node/leader-lock.ts): acquired or
+   * renewed by this process, not released, not lost. The only source of "I lead": a view that
+   * names this member without it is stale (a released lock) and is never acted upon.
+   */
+  holdsLock: boolean;
+  /** Result of renewing the lock this cycle, when held ('failed': lost, or the DCS did not answer). */
   lockRenewal?: 'ok' | 'failed';
   db: {
     state: DatabaseState;
@@ -38,6 +44,15 @@ export interface CycleInput {
   local?: LocalPosition;
   /** The last stop of this node was a graceful demotion (its shutdown checkpoint reached a replica). */
   gracefulDemotion: boolean;
+  /**
+   * A running replica's WAL receiver: the member its primary_conninfo points at (undefined: none
+   * configured yet), whether it streams, and since when (epoch ms) it has not.
+   */
+  replication?: { upstream: string | undefined; streaming: boolean; notStreamingSinceMs?: number };
+  /** Epoch ms before which a failed start is not tried again (start back-off); undefined: no wait. */
+  nextStartAtMs?: number;
+  /** Epoch ms since when the leader key has named a member without a member key (a ghost lock). */
+  ghostLeaderSinceMs?: number;
   /** This agent won the `initialize` race in this process lifetime. */
   initializedByMe: boolean;
   /** System identifier of the local data, when known. */
@@ -65,12 +80,18 @@ export type CycleAction =
   | { kind: 'releaseLock' }
   | { kind: 'follow'; leader: string }
   | { kind: 'leaderDuties' }
-  | { kind: 'clearFailover' };
+  | { kind: 'clearFailover' }
+  /** Stop the local database (a replica whose WAL diverged from the leader's timeline). */
+  | { kind: 'stop'; reason: string }
+  /** Delete a leader key naming a member that has had no member key for longer than ttl. */
+  | { kind: 'clearGhostLeader' };
 
 /** The decision: actions plus the cycle's one sentence. */
 export interface CycleDecision {
   actions: CycleAction[];
   message: string;
+  /** Set when the local data diverged from the leader's timeline: why (shown in /ha, journal, metric). */
+  diverged?: string;
 }
 
 const RUNNING_STATES: DatabaseState[] = ['running'];
@@ -85,12 +106,30 @@ export function cloneSource(view: ClusterView, me: string): string | undefined {
   return tagged?.name ?? view.leader?.name;
 }
 
+/**
+ * The leader's timeline as far as the view tells: the larger of the history key's (last entry +
+ * 1) and the timeline the leader publishes in its member key; 0 when unknown. A leader that
+ * promoted but has not written `history` yet shows a timeline its history does not describe,
+ * and the divergence check then answers "unknown" (wait), never "ok".
+ */
+export function leaderTimeline(view: ClusterView): number {
+  const fromHistory = clusterTimeline(view);
+  const leader = view.leader?.name;
+  const published = view.members.find((m) => m.name === leader)?.data.timeline ?? 0;
+  return Math.max(fromHistory, published);
+}
+
+/** Below this long without streaming, a replica following its leader is given time (ms). */
+export function notStreamingGraceMs(config: DynamicConfig): number {
+  return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
+}
+
 /** The decision of one HA cycle. */
 export function decideCycle(i: CycleInput): CycleDecision {
   const { name, view, config, db } = i;
   const paused = config.pause === true;
-  const leader = view.leader?.name;
-  const iLead = leader === name;
+  const iLead = i.holdsLock;
+  const leader = iLead ? name : view.leader?.name;
 
   if (!i.dcsOk) {
     if (!paused && db.role === 'primary' && db.state === 'running') {
@@ -104,6 +143,16 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
     }
     return d(`${db.state} in progress`);
+  }
+
+  // The view names this member, but this agent released or lost that lock: the view is stale
+  // (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
+  // follow it: a released lock is won back only through the leader race.
+  if (!iLead && leader === name) {
+    if (db.role === 'primary' && db.state === 'running') {
+      return d('demoting self because I do not hold the leader lock the view shows for me', { kind: 'demote', mode: 'immediate', releaseLock: false });
+    }
+    return d('the leader key still names me but I released or lost it: waiting for it to clear');
   }
 
   if (!i.hasData) {
@@ -127,6 +176,19 @@ export function decideCycle(i: CycleInput): CycleDecision {
     return d('initialized a new cluster', { kind: 'finishBootstrap' });
   }
 
+  // A leader key naming a member that has no member key: nobody renews it as a live agent would
+  // (the member key shares the holder's lease and is re-published every cycle). After ttl it is
+  // deleted with a compare-and-set on its revision, and the race follows (docs/ha.md).
+  if (!iLead && leader && !view.members.some((m) => m.name === leader)) {
+    const since = i.ghostLeaderSinceMs ?? i.nowMs;
+    const waitedMs = i.nowMs - since;
+    if (!paused && waitedMs >= config.ttl * 1000) {
+      return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
+    }
+    const demote: CycleAction[] = db.role === 'primary' && db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
+    return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
+  }
+
   if (!RUNNING_STATES.includes(db.state)) {
     if (paused) {
       if (iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
@@ -138,13 +200,18 @@ export function decideCycle(i: CycleInput): CycleDecision {
       }
       return d('starting primary after failure', { kind: 'start', role: 'primary' });
     }
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
     if (leader) {
-      if (i.gracefulDemotion) return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
       if (i.local) {
-        const verdict = checkDivergence(i.local, clusterTimeline(view), view.history);
-        if (verdict.kind === 'diverged') return d(`reinitializing: ${verdict.reason}`, { kind: 'reinitialize' });
-        if (verdict.kind === 'unknown' && i.local.timeline !== 0 && i.local.clusterState === 'in production') {
-          return d(`reinitializing: ${verdict.reason}`, { kind: 'reinitialize' });
+        const verdict = checkDivergence(i.local, leaderTimeline(view), view.history);
+        if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
+        if (verdict.kind === 'unknown') {
+          if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
+            return diverged(i, leader, verdict.reason, false);
+          }
+          return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
         }
       }
       return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
@@ -181,6 +248,9 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
     }
     if (db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
+    if (view.failoverInvalid) {
+      return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
+    }
     const sw = decideSwitchover(i);
     if (sw) return sw;
     return d(`no action. I am (${name}), the leader with the lock`, { kind: 'leaderDuties' });
@@ -189,7 +259,68 @@ export function decideCycle(i: CycleInput): CycleDecision {
   if (db.role === 'primary') {
     return d('demoting self because I do not have the lock and I was a leader', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
-  return d(`no action. I am (${name}), a secondary, and following a leader (${leader})`, { kind: 'follow', leader });
+  return decideFollow(i, leader);
+}
+
+/** The history key lags the leader's published timeline (the new leader has not written it yet). */
+function historyPending(view: ClusterView): boolean {
+  return leaderTimeline(view) > clusterTimeline(view);
+}
+
+/**
+ * A running replica and its leader: follow it, after checking that the local WAL has not gone
+ * past the leader's switch point (a member about to point at a new leader, or one that has not
+ * streamed for longer than notStreamingGraceMs).
+ */
+function decideFollow(i: CycleInput, leader: string): CycleDecision {
+  const rep = i.replication;
+  const following = rep?.upstream === leader;
+  const stalledMs = rep && !rep.streaming && rep.notStreamingSinceMs !== undefined ? i.nowMs - rep.notStreamingSinceMs : 0;
+  const stalled = following && stalledMs >= notStreamingGraceMs(i.config);
+  if (!following || stalled) {
+    const position: LocalPosition = { clusterState: 'in archive recovery', timeline: i.timeline, checkpointLsn: i.walBytes, minRecoveryLsn: 0n };
+    const verdict = checkRunningDivergence(position, leaderTimeline(i.view), i.view.history);
+    if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, true);
+    if (verdict.kind === 'unknown' && !following) {
+      return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
+    }
+  }
+  if (stalled) {
+    return d(`following a leader (${leader}) but not streaming for ${Math.round(stalledMs / 1000)} s`, { kind: 'follow', leader });
+  }
+  return d(`no action. I am (${i.name}), a secondary, and following a leader (${leader})`, { kind: 'follow', leader });
+}
+
+/**
+ * Divergence of a running replica: like checkDivergence, where `checkpointLsn` holds the end of
+ * the WAL it received or replayed (an end exactly at the switch point is fine: the switch point
+ * is where the old timeline's last record ends).
+ */
+function checkRunningDivergence(local: LocalPosition, leaderTl: number, history: ClusterView['history']) {
+  if (local.timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
+  if (local.timeline < leaderTl) {
+    const entry = history?.find((e) => e[0] === local.timeline);
+    if (entry && local.checkpointLsn === BigInt(entry[1])) return { kind: 'ok' as const };
+  }
+  return checkDivergence(local, leaderTl, history);
+}
+
+/**
+ * What a member whose WAL diverged from the leader's timeline does (docs/ha.md "Divergence"):
+ * re-clone when `database.remove_data_directory_on_diverged_timelines` allows it; otherwise a
+ * running replica stops, and a stopped one stays stopped, saying why. Never runs as a replica
+ * serving data the leader does not have.
+ */
+function diverged(i: CycleInput, leader: string, reason: string, running: boolean): CycleDecision {
+  const why = `diverged from leader ${leader}: ${reason}`;
+  if (i.config.database.remove_data_directory_on_diverged_timelines === true) {
+    return { ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why };
+  }
+  if (running) return { ...d(`stopping: ${why}`, { kind: 'stop', reason: why }), diverged: why };
+  return {
+    ...d(`not starting: ${why}; reinitialize this member (or set database.remove_data_directory_on_diverged_timelines)`),
+    diverged: why,
+  };
 }
 
 /** The leader's handling of the `failover` key (patroni.md §3.5); undefined when there is nothing to do. */

@@ -45,6 +45,13 @@ export interface NodeSnapshot {
   lastLoopMs: number;
   /** Scheduled restart of this node, if any. */
   scheduledRestart?: ScheduledRestartData;
+  /**
+   * Why the local data diverged from the leader's timeline, while it does (the member then does
+   * not run as a replica: docs/ha.md "Divergence"); absent otherwise.
+   */
+  diverged?: string;
+  /** Epoch ms since when this running replica's WAL receiver has not streamed; absent while it streams. */
+  notStreamingSinceMs?: number;
   /** True while DCS failsafe mode keeps this primary running. */
   failsafeActive?: boolean;
 }

@@ -16,8 +16,12 @@ import type { Role } from '../domain/states.ts';
 /** Role the database is started with. */
 export type StartRole = 'primary' | 'replica';
 
-/** What to do once a stop completes. */
-export type AfterStop = { kind: 'none' } | { kind: 'start'; role: StartRole } | { kind: 'clone' };
+/**
+ * What to do once a stop completes: nothing, start (with a role), clone, or — after a demotion —
+ * stay stopped as a replica-to-be, so the HA loop checks the local WAL against the new leader's
+ * timeline before it starts following (docs/ha.md "Divergence").
+ */
+export type AfterStop = { kind: 'none' } | { kind: 'start'; role: StartRole } | { kind: 'clone' } | { kind: 'demoted' };
 
 /** Input of the actors that start PostgreSQL. */
 export interface StartInput {
@@ -133,6 +137,7 @@ export const databaseMachine = setup({
   guards: {
     afterStopStart: ({ context }) => context.afterStop.kind === 'start',
     afterStopClone: ({ context }) => context.afterStop.kind === 'clone',
+    afterStopDemoted: ({ context }) => context.afterStop.kind === 'demoted',
     isReplica: ({ context }) => context.role === 'replica' && !context.promoting,
     isPrimary: ({ context }) => context.role === 'primary',
   },
@@ -222,7 +227,7 @@ export const databaseMachine = setup({
         'cmd.restart': { target: 'restarting', actions: 'note' },
         'cmd.demote': {
           target: 'stopping',
-          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'start', role: 'replica' } as AfterStop }))],
+          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'demoted' } as AfterStop }))],
         },
         'cmd.reinitialize': {
           target: 'stopping',
@@ -264,6 +269,7 @@ export const databaseMachine = setup({
             })),
           },
           { guard: 'afterStopClone', target: 'creating_replica', actions: assign({ afterStop: { kind: 'none' } }) },
+          { guard: 'afterStopDemoted', target: 'stopped', actions: assign({ role: 'replica', afterStop: { kind: 'none' } }) },
           { target: 'stopped' },
         ],
         onError: { target: 'stop_failed', actions: 'failed' },

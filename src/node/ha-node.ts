@@ -18,6 +18,7 @@ import { restartMachine } from '../machines/restart.ts';
 import { switchoverMachine } from '../machines/switchover.ts';
 import { clusterTimeline, type ClusterView } from '../domain/cluster.ts';
 import { withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
+import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import { cloneSource, decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
 import type { PeerStatus } from '../domain/leader-race.ts';
 import { memberHostPort, type MemberData, type ScheduledRestartData, type Tags } from '../domain/member.ts';
@@ -35,6 +36,7 @@ import { Journal } from './journal.ts';
 import { startJournaledActor } from './journaled-actor.ts';
 import { fetchPeers, fetchStatusDocument } from './peers.ts';
 import { LeaderDuties } from './leader-duties.ts';
+import { LeaderLock } from './leader-lock.ts';
 import { buildMemberData, effectiveTags, walOf } from './member-data.ts';
 import { LocalWatch } from './local-watch.ts';
 import { ScheduledWork } from './schedules.ts';
@@ -90,8 +92,18 @@ export class HaNode {
 
   /** Facts kept between cycles. */
   private readonly watch: LocalWatch;
-  private leaderUntilMs = 0;
+  private readonly lock: LeaderLock;
   private lastLoopMs = 0;
+  /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
+  private startFailures = 0;
+  private nextStartAtMs: number | undefined;
+  /** Epoch ms since when a running replica has not streamed (undefined: streaming, or not a replica). */
+  private notStreamingSinceMs: number | undefined;
+  /** Epoch ms since when the leader key has named a member without a member key. */
+  private ghostLeader: { name: string; sinceMs: number } | undefined;
+  /** Why the local data diverged from the leader's timeline (undefined: it did not, or unknown). */
+  private divergedReason: string | undefined;
+  private lastConfigProblem = '';
   private initializedByMe = false;
   private gracefulDemotion = false;
   private releaseLockAfterStop = false;
@@ -110,8 +122,15 @@ export class HaNode {
   constructor(private opts: HaNodeOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
-    this.config = withDefaults(opts.bootstrapDcs);
+    this.config = sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config;
     this.duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now: this.now });
+    this.lock = new LeaderLock({
+      dcs: opts.dcs,
+      name: opts.name,
+      now: this.now,
+      ttlMs: () => this.config.ttl * 1000,
+      leaseId: () => opts.dcs.currentLeaseId(),
+    });
     this.watch = new LocalWatch({
       pg: opts.pg,
       database: () => {
@@ -120,6 +139,13 @@ export class HaNode {
       },
       probeTimeoutMs: () => Math.min(2000, this.config.retry_timeout * 1000),
       onDied: () => this.db.send({ type: 'pg.died', reason: 'postmaster is not running', at: this.now() }),
+      // A wiped data directory under a running postmaster: stop it (by its remembered PID, as its
+      // postmaster.pid is gone); once stopped with an empty directory the HA loop clones again.
+      onDataDirGone: (reason) => {
+        this.log.warn({ reason }, 'data directory gone while PostgreSQL runs: stopping it (immediate)');
+        this.db.send({ type: 'cmd.stop', mode: 'immediate', reason: `data directory gone: ${reason}`, at: this.now() });
+        this.wake();
+      },
     });
   }
 
@@ -161,7 +187,8 @@ export class HaNode {
   async start(): Promise<void> {
     const { dcs, pg } = this.opts;
     await dcs.start();
-    this.config = withDefaults(dcs.view().config?.value ?? this.opts.bootstrapDcs);
+    const stored = dcs.view().config?.value;
+    if (stored) this.config = sanitizeDynamicConfig(stored, this.config).config;
     const machine = databaseMachineWithEffects({
       pg,
       initdbOptions: () => this.opts.initdbOptions,
@@ -183,6 +210,7 @@ export class HaNode {
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
+        this.noteStartOutcome(String(s.value));
         this.emitChange();
         this.wake();
       }
@@ -222,7 +250,7 @@ export class HaNode {
     this.wake();
     await this.loopDone?.catch(() => undefined);
     const { dcs, pg } = this.opts;
-    const iLead = dcs.view().leader?.name === this.opts.name;
+    const iLead = this.lock.held;
     try {
       await waitFor(this.db, (s) => !(BUSY_STATES as readonly string[]).includes(s.value as string), { timeout: 60_000 });
       if (this.config.pause === true) {
@@ -282,7 +310,7 @@ export class HaNode {
       if (this.stopped) break;
       if (!this.wakePending) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.config.loop_wait * 1000);
+          const t = setTimeout(resolve, Math.min(this.config.loop_wait * 1000, 2 ** 31 - 1));
           this.wakeResolve = () => {
             clearTimeout(t);
             resolve();
@@ -306,21 +334,40 @@ export class HaNode {
     }
     let view = dcs.view();
     this.applyDynamicConfig(view);
+    // The leader lock (leader-lock.ts): renew the incarnation we hold with a compare-and-set, adopt
+    // our own key at start, retry a release that did not reach the DCS, and never act on a view
+    // that still shows a lock we released or lost.
     let lockRenewal: 'ok' | 'failed' | undefined;
-    if (dcsOk && view.leader?.name === name) {
-      try {
-        lockRenewal = (await dcs.updateLeader()) ? 'ok' : 'failed';
-      } catch {
-        lockRenewal = 'failed';
+    let holdsLock = false;
+    if (dcsOk) {
+      if (this.lock.releasePending) await this.lock.retryRelease();
+      const reading = this.lock.read(view);
+      if (reading === 'mine') {
+        holdsLock = true;
+        const r = await this.lock.renew();
+        lockRenewal = r === 'ok' ? 'ok' : 'failed';
+        if (r === 'lost') this.notice('lock.lost', 'lost the leader lock: the key is gone or is not the one this member created');
+        view = dcs.view();
+      } else if (reading === 'adoptable') {
+        try {
+          if (await this.lock.adopt(view)) {
+            holdsLock = true;
+            lockRenewal = 'ok';
+            this.notice('lock.adopted', `adopted the leader key (create revision ${view.leader?.createRevision}) that names this member`);
+          }
+        } catch (e) {
+          this.log.warn({ err: String(e) }, 'adopting the leader key failed');
+        }
+        view = dcs.view();
+      } else if (reading === 'stale') {
+        try {
+          view = await dcs.refresh();
+        } catch {
+          dcsOk = false;
+        }
       }
-      if (lockRenewal === 'ok') this.leaderUntilMs = nowMs + this.config.ttl * 1000;
-      else this.leaderUntilMs = 0;
-      view = dcs.view();
-    } else if (view.leader?.name !== name) {
-      this.leaderUntilMs = 0;
     }
-    // A leader cut off from the DCS: its own clock says when the lock may have expired.
-    if (!dcsOk && this.leaderUntilMs > 0 && nowMs > this.leaderUntilMs) this.leaderUntilMs = 0;
+    this.trackGhostLeader(view, nowMs);
 
     const snap = this.db.getSnapshot();
     const state = snap.value as DatabaseState;
@@ -338,6 +385,7 @@ export class HaNode {
         local = undefined;
       }
     }
+    this.trackStreaming(probe, nowMs);
     const failover = view.failover?.value;
     const needPeers =
       dcsOk && state === 'running' && !busy && (!view.leader || (view.leader.name === name && !!(failover?.leader || failover?.member)));
@@ -352,6 +400,7 @@ export class HaNode {
       config: this.config,
       view,
       dcsOk,
+      holdsLock,
       ...(lockRenewal ? { lockRenewal } : {}),
       db: { state, role: snap.context.role, busy },
       hasData,
@@ -364,7 +413,22 @@ export class HaNode {
       tags: this.opts.tags,
       peers,
       ...(switchoverPhase ? { switchoverPhase } : {}),
+      ...(probe?.inRecovery
+        ? {
+            replication: {
+              upstream: this.configuredUpstream,
+              streaming: probe.streaming,
+              ...(this.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: this.notStreamingSinceMs } : {}),
+            },
+          }
+        : {}),
+      ...(this.nextStartAtMs !== undefined ? { nextStartAtMs: this.nextStartAtMs } : {}),
+      ...(this.ghostLeader ? { ghostLeaderSinceMs: this.ghostLeader.sinceMs } : {}),
     });
+    if (decision.diverged !== this.divergedReason) {
+      this.divergedReason = decision.diverged;
+      if (decision.diverged) this.notice('diverged', decision.diverged);
+    }
     for (const action of decision.actions) {
       if (this.stopped) break;
       await this.execute(action, view);
@@ -395,9 +459,8 @@ export class HaNode {
         this.sysid = cd.systemIdentifier;
         await dcs.initialize(cd.systemIdentifier, { create: false });
         await dcs.setConfig(this.opts.bootstrapDcs, '0');
-        const r = await dcs.attemptToAcquireLeader();
+        const r = await this.lock.acquire();
         if (r.acquired) {
-          this.leaderUntilMs = at + this.config.ttl * 1000;
           await dcs.setHistory([]);
           this.duties.historyWritten(1);
           this.initializedByMe = false;
@@ -425,12 +488,11 @@ export class HaNode {
         return;
       }
       case 'acquireLock': {
-        const r = await dcs.attemptToAcquireLeader();
+        const r = await this.lock.acquire();
         if (!r.acquired) {
           this.log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
           return;
         }
-        this.leaderUntilMs = at + this.config.ttl * 1000;
         if (this.db.getSnapshot().context.role !== 'primary') {
           this.db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
         }
@@ -446,15 +508,28 @@ export class HaNode {
         this.gracefulDemotion = a.mode === 'graceful';
         this.upstream = undefined;
         this.configuredUpstream = undefined;
-        if (!a.releaseLock) this.leaderUntilMs = 0;
-        this.db.send({ type: 'cmd.demote', mode: a.mode === 'immediate' ? 'immediate' : 'fast', reason: `demoting (${a.mode})`, at });
+        // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
+        // are terminated at once either way, and a clean stop records where the local WAL ends,
+        // so the divergence check before following the new leader is exact (docs/ha.md).
+        this.db.send({ type: 'cmd.demote', mode: 'fast', reason: `demoting (${a.mode})`, at });
         return;
       }
       case 'releaseLock':
-        await dcs.deleteLeader();
-        this.leaderUntilMs = 0;
+        await this.lock.release();
         this.emitChange();
         return;
+      case 'stop':
+        this.upstream = undefined;
+        this.configuredUpstream = undefined;
+        this.db.send({ type: 'cmd.stop', mode: 'fast', reason: a.reason, at });
+        return;
+      case 'clearGhostLeader': {
+        const key = view.leader;
+        if (!key) return;
+        const cleared = await dcs.clearLeader({ name: key.name, revision: key.revision });
+        this.notice('lock.ghostCleared', cleared ? `deleted the leader key naming '${key.name}', which had no member key` : `the leader key naming '${key.name}' changed before it could be deleted`);
+        return;
+      }
       case 'follow':
         await this.follow(view, a.leader);
         return;
@@ -462,7 +537,7 @@ export class HaNode {
         await this.leaderDuties(view);
         return;
       case 'clearFailover':
-        await dcs.setFailover({}, view.failover?.revision);
+        await dcs.setFailover({}, view.failover?.revision ?? view.failoverInvalid?.revision);
         return;
     }
   }
@@ -502,8 +577,8 @@ export class HaNode {
     } catch (e) {
       this.log.warn({ err: String(e) }, 'could not publish the final checkpoint');
     }
-    await dcs.deleteLeader().catch((e) => this.log.warn({ err: String(e) }, 'releasing the leader key failed'));
-    this.leaderUntilMs = 0;
+    const released = await this.lock.release();
+    if (!released) this.log.warn('releasing the leader key failed: retried every cycle');
     this.emitChange();
   }
 
@@ -526,10 +601,22 @@ export class HaNode {
     };
   }
 
+  /**
+   * Applies the dynamic configuration the DCS holds, through the same validation as the API
+   * (sanitizeDynamicConfig): garbage keeps the last good config, impossible timing is adjusted
+   * as the reference adjusts it; both are logged and journaled once per distinct problem.
+   */
   private applyDynamicConfig(view: ClusterView): void {
     if (!view.config) return;
-    const next = withDefaults(view.config.value);
     const prev = this.config;
+    const { config: next, problems, adjustments } = sanitizeDynamicConfig(view.config.value, prev);
+    const problem = [...problems, ...adjustments].join('; ');
+    if (problem !== this.lastConfigProblem) {
+      this.lastConfigProblem = problem;
+      if (problems.length) this.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
+      else if (adjustments.length) this.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
+    }
+    if (next === prev) return;
     this.config = next;
     if (next.loop_wait !== prev.loop_wait) this.schedules?.setLoopWait(next.loop_wait * 1000);
     if (next.ttl !== prev.ttl) {
@@ -656,7 +743,7 @@ export class HaNode {
     // The same object is handed out until one of its inputs changes (XState snapshots, probes,
     // DCS views and configs are new objects on every change), so the API can reuse what it
     // rendered for it (src/http/app.ts).
-    const inputs = [snap, this.lastProbe, view, this.config, this.opts.tags, this.sysid, this.leaderUntilMs, this.opts.dcs.lastSeenMs(), this.lastLoopMs, this.schedules?.restart.getSnapshot()];
+    const inputs = [snap, this.lastProbe, view, this.config, this.opts.tags, this.sysid, this.lock.untilMs, this.opts.dcs.lastSeenMs(), this.lastLoopMs, this.schedules?.restart.getSnapshot(), this.divergedReason, this.notStreamingSinceMs];
     const memo = this.snapshotMemo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
@@ -672,7 +759,9 @@ export class HaNode {
       role: snap?.context.role ?? 'uninitialized',
       ...(running && this.lastProbe ? { pg: this.lastProbe } : {}),
       ...(this.sysid ? { sysid: this.sysid } : {}),
-      leaderUntilMs: view.leader?.name === this.opts.name ? this.leaderUntilMs : 0,
+      leaderUntilMs: this.lock.untilMs,
+      ...(this.divergedReason ? { diverged: this.divergedReason } : {}),
+      ...(this.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: this.notStreamingSinceMs } : {}),
       cluster: view,
       dcsLastSeenMs: this.opts.dcs.lastSeenMs(),
       config: this.config,
@@ -690,6 +779,47 @@ export class HaNode {
     return { ...plan, ...(this.lastProbe ? { postmaster_start_time: this.lastProbe.postmasterStartTime } : {}) };
   }
 
+  /** Logs and journals one node-level notice (machine `ha` in the journal; replay ignores it). */
+  private notice(type: string, text: string): void {
+    this.log.warn({ member: this.opts.name, notice: type }, text);
+    this.opts.journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: this.now() } });
+  }
+
+  /**
+   * Start back-off: after each failed start the next one waits loop_wait × 2^(failures−1),
+   * at most 5 minutes, so a start that keeps failing is not retried hundreds of times a second.
+   */
+  private noteStartOutcome(state: string): void {
+    if (state === 'running') {
+      this.startFailures = 0;
+      this.nextStartAtMs = undefined;
+    } else if (state === 'start_failed') {
+      this.startFailures += 1;
+      const waitMs = Math.min(this.config.loop_wait * 1000 * 2 ** Math.min(this.startFailures - 1, 16), 300_000);
+      this.nextStartAtMs = this.now() + waitMs;
+      if (this.startFailures > 1) this.notice('start.backoff', `start failed ${this.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
+    }
+  }
+
+  /** Since when a running replica has not streamed. */
+  private trackStreaming(probe: PgStatus | undefined, nowMs: number): void {
+    if (!probe || !probe.inRecovery || probe.streaming) this.notStreamingSinceMs = undefined;
+    else this.notStreamingSinceMs ??= nowMs;
+  }
+
+  /** Since when the leader key has named a member without a member key. */
+  private trackGhostLeader(view: ClusterView, nowMs: number): void {
+    const name = view.leader?.name;
+    if (!name || view.members.some((m) => m.name === name)) {
+      this.ghostLeader = undefined;
+      return;
+    }
+    if (this.ghostLeader?.name !== name) {
+      this.ghostLeader = { name, sinceMs: nowMs };
+      this.notice('lock.ghost', `the leader key names '${name}', which has no member key`);
+    }
+  }
+
   private emitChange(): void {
     if (!this.db) return;
     const s = this.db.getSnapshot();
@@ -697,7 +827,7 @@ export class HaNode {
       name: this.opts.name,
       state: s.value as DatabaseState,
       role: s.context.role,
-      leader: this.opts.dcs.view().leader?.name === this.opts.name,
+      leader: this.lock.held,
     };
     for (const l of this.changeListeners) l(c);
   }

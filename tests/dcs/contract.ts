@@ -128,7 +128,7 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       const a = await client('pg-1');
       const data = member({ role: 'primary' });
       await a.touchMember(data);
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      expect(await a.attemptToAcquireLeader()).toMatchObject({ acquired: true });
       await a.setStatus({ optime: 67108864, slots: {}, retain_slots: [] });
       await a.setConfig({ ttl: 30, loop_wait: 10, database: { use_slots: true } });
       await a.setFailover({ leader: 'pg-1', member: 'pg-2' });
@@ -181,22 +181,47 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       setup();
       const a = await client('a');
       const b = await client('b');
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      const won = await a.attemptToAcquireLeader();
+      if (!won.acquired) throw new Error('a did not win');
+      expect(won.createRevision).toBe((await a.refresh()).leader?.createRevision);
       const rev = (await h.raw(key('leader')))!;
-      expect(await a.updateLeader()).toBe(true);
+      expect(await a.updateLeader(won.createRevision)).toBe(true);
       expect(await h.raw(key('leader'))).toEqual(rev); // renewed by keepalive, not by rewriting
-      expect(await b.updateLeader()).toBe(false);
+      expect(await b.updateLeader(won.createRevision)).toBe(false);
       expect(await b.attemptToAcquireLeader()).toEqual({ acquired: false, holder: 'a' });
       expect((await h.raw(key('leader')))?.value).toBe('a');
     });
 
-    it('re-creates the leader key in updateLeader when it is absent', async () => {
+    it('never re-creates the leader key in updateLeader: a released lock is won back only through the race', async () => {
       setup();
       const a = await client('a');
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      const b = await client('b');
+      const won = await a.attemptToAcquireLeader();
+      if (!won.acquired) throw new Error('a did not win');
+      expect(await a.deleteLeader(won.createRevision)).toBe(true);
+      expect(await a.updateLeader(won.createRevision)).toBe(false);
+      expect(await h.raw(key('leader'))).toBeUndefined();
+      // Another member's key is not renewed, even when a stale holder names the old incarnation.
+      const other = await b.attemptToAcquireLeader();
+      if (!other.acquired) throw new Error('b did not win');
+      expect(await a.updateLeader(won.createRevision)).toBe(false);
+      expect(await b.updateLeader(other.createRevision)).toBe(true);
+      expect(await h.raw(key('leader'))).toEqual({ value: 'b', lease: b.currentLeaseId() });
+    });
+
+    it('renews only the incarnation it created: a key deleted and created again under the same name is not renewed', async () => {
+      setup();
+      const a = await client('a');
+      const first = await a.attemptToAcquireLeader();
+      if (!first.acquired) throw new Error('a did not win');
       expect(await a.deleteLeader()).toBe(true);
-      expect(await a.updateLeader()).toBe(true);
-      expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease: a.currentLeaseId() });
+      const second = await a.attemptToAcquireLeader();
+      if (!second.acquired) throw new Error('a did not win again');
+      expect(second.createRevision).not.toBe(first.createRevision);
+      expect(await a.updateLeader(first.createRevision)).toBe(false);
+      expect(await a.deleteLeader(first.createRevision)).toBe(false);
+      expect(await a.updateLeader(second.createRevision)).toBe(true);
+      expect(await a.deleteLeader(second.createRevision)).toBe(true);
     });
 
     it('releases the lock with deleteLeader only for the holder', async () => {
@@ -209,7 +234,7 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect((await h.raw(key('leader')))?.value).toBe('a');
       expect(await a.deleteLeader()).toBe(true);
       expect(await h.raw(key('leader'))).toBeUndefined();
-      expect(await b.attemptToAcquireLeader()).toEqual({ acquired: true });
+      expect(await b.attemptToAcquireLeader()).toMatchObject({ acquired: true });
     });
 
     it('revokes the lease on close: member and leader keys are gone at once', async () => {
@@ -292,7 +317,7 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       const rec = recorder(b);
       await a.touchMember(member());
       await c.touchMember(member());
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      expect(await a.attemptToAcquireLeader()).toMatchObject({ acquired: true });
       await rec.waitFor((e) => e.type === 'dcs.leaderChanged' && e.leader === 'a', 5000, 'leader a');
       const keptAt = a.lastKeepaliveMs();
       // c keeps its lease alive (as each HA loop does); a is frozen.
@@ -306,14 +331,15 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       // The frozen member comes back: keepalive regrants, and it can race again.
       await a.keepalive();
       expect(a.lastKeepaliveMs()).toBeGreaterThan(keptAt);
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      expect(await a.attemptToAcquireLeader()).toMatchObject({ acquired: true });
     });
 
     it('regrants the lease on setTtl and keeps the lock', async () => {
       setup();
       const a = await client('a', 30);
       await a.touchMember(member());
-      expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+      const won = await a.attemptToAcquireLeader();
+      if (!won.acquired) throw new Error('a did not win');
       const oldLease = a.currentLeaseId()!;
       expect(await h.leaseTtlSeconds(oldLease)).toBe(30);
       await a.setTtl(20);
@@ -321,8 +347,9 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(newLease).not.toBe(oldLease);
       expect(await h.leaseTtlSeconds(newLease)).toBe(20);
       expect((await h.raw(key('leader')))?.lease).toBe(oldLease);
-      expect(await a.updateLeader()).toBe(true);
+      expect(await a.updateLeader(won.createRevision)).toBe(true);
       expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease: newLease });
+      expect((await a.refresh()).leader?.createRevision).toBe(won.createRevision);
       await a.touchMember(member());
       expect((await h.raw(key('members/a')))?.lease).toBe(newLease);
     });

@@ -74,7 +74,7 @@ describe('InMemoryDcs only', () => {
     await expect(b.refresh()).rejects.toBeInstanceOf(DcsError);
 
     // a is not partitioned: its writes land, but b's cache does not see them.
-    expect(await a.attemptToAcquireLeader()).toEqual({ acquired: true });
+    expect(await a.attemptToAcquireLeader()).toMatchObject({ acquired: true });
     await new Promise((r) => setTimeout(r, 10));
     expect(b.view().leader).toBeUndefined();
 

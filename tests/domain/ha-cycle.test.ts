@@ -9,12 +9,14 @@ const member = (name: string, extra: Partial<MemberData> = {}) => ({
   data: { conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`, api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`, state: 'running', role: 'replica', version: '0.1.0', ...extra } as MemberData,
 });
 
+/** A cycle's facts; unless told, this agent holds the lock exactly when the view names it (n1). */
 function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}): CycleInput {
   return {
+    holdsLock: view.leader?.name === 'n1',
     name: 'n1',
     nowMs: 1_000_000,
     config: withDefaults({}),
-    view: { members: [member('n1'), member('n2')], initialize: '7000000000000000001', ...view },
+    view: { members: [member('n1'), member('n2')], initialize: '7000000000000000001', history: [], ...view },
     dcsOk: true,
     db: { state: 'running', role: 'replica', busy: false },
     hasData: true,
@@ -42,7 +44,8 @@ describe('decideCycle', () => {
     ['lock holder with dead database → start as primary', input({ db: { state: 'crashed', role: 'primary', busy: false } }, leaderIs('n1')), ['start']],
     ['lock holder whose start failed → release the lock', input({ db: { state: 'start_failed', role: 'primary', busy: false } }, leaderIs('n1')), ['releaseLock']],
     ['stopped replica with a leader → start as replica', input({ db: { state: 'stopped', role: 'replica', busy: false }, local: { clusterState: 'shut down in recovery', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 10n } }, leaderIs('n2')), ['start']],
-    ['crashed former primary behind a newer timeline → reinitialize', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['reinitialize']],
+    ['crashed former primary behind a newer timeline → stays stopped (diverged)', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), []],
+    ['crashed former primary, remove_data_directory_on_diverged_timelines → reinitialize', input({ config: withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } }), db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['reinitialize']],
     ['clean former primary before the switch point → start as replica', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'shut down', timeline: 1, checkpointLsn: 400n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'x']] }), ['start']],
     ['leader renews and does its duties', input({ db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'ok' }, leaderIs('n1')), ['leaderDuties']],
     ['leader whose renewal failed demotes', input({ db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'failed' }, leaderIs('n1')), ['demote']],

@@ -96,12 +96,16 @@ describe('database lifecycle machine', () => {
     await waitFor(a, (s) => s.context.role === 'primary');
   });
 
-  it('demotes: stop, then start as a replica', async () => {
+  it('demotes: stop, then stay stopped as a replica until the HA loop starts it (after its divergence check)', async () => {
     const { machine, calls } = fakes();
     const a = createActor(machine, { input: { at } }).start();
     a.send({ type: 'pg.found', role: 'primary', reason: 'x', at });
     a.send({ type: 'cmd.demote', mode: 'fast', reason: 'switchover', at });
     expect(a.getSnapshot().value).toBe('stopping');
+    await waitFor(a, (s) => s.value === 'stopped');
+    expect(a.getSnapshot().context.role).toBe('replica');
+    expect(calls).toEqual(['stop:fast']);
+    a.send({ type: 'cmd.start', role: 'replica', reason: 'starting as a secondary', at });
     await waitFor(a, (s) => s.value === 'running' && s.context.role === 'replica');
     expect(calls).toEqual(['stop:fast', 'start:replica']);
   });
