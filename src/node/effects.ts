@@ -58,6 +58,9 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       clone: fromPromise(async () => {
         const from = ctx.cloneSource();
         if (!from) throw new Error('no member to clone from');
+        // Never under a live postmaster: stop the one this node knows of (immediate, by PID if its
+        // postmaster.pid is gone); fail when an unknown server holds the port or socket.
+        await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
         if (await pg.hasData()) await pg.removeData();
         await pg.basebackup(from);
       }),

@@ -1,7 +1,8 @@
 /**
  * The local PostgreSQL between HA cycles: a status probe every second (the snapshot the API
  * answers from is never older than that) and a crash watcher every 100 ms, so a dead postmaster
- * is noticed at once instead of at the next loop. Probe cost: ~0.2 ms of CPU; crash check: ~0.03 ms.
+ * is noticed at once instead of at the next loop, and so is a data directory wiped under a running
+ * postmaster. Probe cost: ~0.2 ms of CPU; crash check: ~0.03 ms.
  */
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { PgControl } from '../postgres/types.ts';
@@ -20,6 +21,8 @@ export class LocalWatch {
   private probing = false;
   private checking = false;
   private stopped = false;
+  /** The wiped data directory was reported; reset once it is back or the database stops running. */
+  private goneReported = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -31,6 +34,12 @@ export class LocalWatch {
       probeTimeoutMs: () => number;
       /** Called once when a running database's postmaster is gone. */
       onDied: () => void;
+      /**
+       * Called once when the data directory of a running database disappears (the directory, its
+       * PG_VERSION or global/pg_control), with what is missing; the postmaster may still run.
+       * Reported before (and instead of) `onDied`. Needs `pg.dataDirProblem`.
+       */
+      onDataDirGone?: (reason: string) => void;
       probeEveryMs?: number;
       checkEveryMs?: number;
     },
@@ -64,13 +73,32 @@ export class LocalWatch {
     }
   }
 
-  /** Crash watcher: a running database whose postmaster is gone is reported at once. */
+  /**
+   * Crash watcher: a running database whose data directory is gone is reported once (the
+   * postmaster may outlive it and must be stopped by PID); one whose postmaster is gone is
+   * reported at once.
+   */
   private async checkPostmaster(): Promise<void> {
     if (this.checking || this.stopped) return;
     const db = this.deps.database();
-    if (!db || db.value !== 'running' || db.promoting) return;
+    if (!db || db.value !== 'running') {
+      this.goneReported = false;
+      return;
+    }
+    if (db.promoting) return;
     this.checking = true;
     try {
+      const onGone = this.deps.onDataDirGone;
+      const gone = onGone ? this.deps.pg.dataDirProblem?.() : undefined;
+      if (gone !== undefined) {
+        if (!this.goneReported) {
+          this.goneReported = true;
+          this.probe = undefined;
+          onGone!(gone);
+        }
+        return;
+      }
+      this.goneReported = false;
       if ((await this.deps.pg.postmasterPid()) === undefined && this.deps.database()?.value === 'running') {
         this.probe = undefined;
         this.deps.onDied();

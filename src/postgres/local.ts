@@ -11,8 +11,19 @@ import { writeAgentConfig, type NodeConf } from './conf-files.ts';
 import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
-import { chownToPg } from './os-user.ts';
+import { chownToPg, pgOsUser } from './os-user.ts';
 import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
+import {
+  dataDirProblem,
+  escalationWindows,
+  identifyPostgres,
+  isSameProcess,
+  listenerOf,
+  socketLockPostmaster,
+  terminatePostmaster,
+  PostmasterRunningError,
+  type ProcIdentity,
+} from './postmaster.ts';
 import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
@@ -38,6 +49,8 @@ export interface LocalPostgresOptions {
   pgHba: string[];
   /** Server log; default `<dataDir>/../<name>.log`. */
   logFile?: string;
+  /** Told when a stop has to escalate by PID (pino-compatible `warn(obj, msg)`); optional. */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -52,6 +65,11 @@ export class LocalPostgres implements PgControl {
   private readonly node: NodeConf;
   private readonly binDir: string;
   private sql: Sql | undefined;
+  /**
+   * The postmaster this agent last saw run for this node (PID + start time), kept in memory so it
+   * can be stopped by PID even when postmaster.pid is gone (data directory wiped under it).
+   */
+  private known: ProcIdentity | undefined;
 
   constructor(private readonly opts: LocalPostgresOptions) {
     this.dataDir = resolve(opts.dataDir);
@@ -155,7 +173,8 @@ export class LocalPostgres implements PgControl {
 
   /**
    * pg_ctl start -w (skipped when a postmaster of this data directory already runs), then waits
-   * until a query over the unix socket succeeds.
+   * until a query over the unix socket succeeds. A postmaster of this node that lost its
+   * postmaster.pid (data directory wiped or replaced under it) is stopped by PID first.
    * @throws PgToolError (pg_ctl failed, with the log tail); PgUnreachableError when the socket does
    *         not answer before `timeoutMs`.
    */
@@ -165,8 +184,12 @@ export class LocalPostgres implements PgControl {
     await this.ensureLogFile();
     // Already running (e.g. agent restarted): only wait for the socket.
     const started = Date.now();
-    const launched = readPostmasterPid(this.dataDir) === undefined;
+    const running = readPostmasterPid(this.dataDir);
+    const launched = running === undefined;
     if (launched) {
+      if (this.knownPostmaster()) {
+        await this.stop(dataDirProblem(this.dataDir) ? 'immediate' : 'fast', Math.min(30_000, Math.max(1000, deadline - Date.now())));
+      }
       await waitForOldSharedMemory(this.dataDir, Math.min(10_000, timeoutMs));
       // A crashed postmaster can linger as a zombie until PID 1 reaps it; PostgreSQL's own lock
       // file check would take it for a live server and refuse to start. Its shared memory has no
@@ -174,11 +197,15 @@ export class LocalPostgres implements PgControl {
       await rm(join(this.dataDir, 'postmaster.pid'), { force: true });
       await this.removeStaleSocketLock();
       await pgCtlStartNoWait(this.target, timeoutMs);
+    } else {
+      this.remember(running);
     }
     let last: unknown;
     while (Date.now() < deadline) {
       try {
         await this.query('SELECT 1', Math.max(200, Math.min(2000, deadline - Date.now())));
+        const pid = readPostmasterPid(this.dataDir);
+        if (pid !== undefined) this.remember(pid);
         return;
       } catch (e) {
         last = e;
@@ -209,22 +236,110 @@ export class LocalPostgres implements PgControl {
     await rm(join(this.node.socketDir, `.s.PGSQL.${this.opts.listen.port}`), { force: true });
   }
 
-  /** No-op when no postmaster runs. @throws PgToolError when pg_ctl fails or the postmaster outlives `timeoutMs`. */
-  async stop(mode: 'fast' | 'immediate', timeoutMs: number): Promise<void> {
-    const pid = readPostmasterPid(this.dataDir);
-    if (pid === undefined) return;
-    this.resetPool();
+  /**
+   * Stops the postmaster of this node and resolves once it has exited; no-op when none runs.
+   * `pg_ctl stop -m <mode>` while postmaster.pid names it; when that fails, or the pid file is gone
+   * (data directory wiped under a running server), the remembered PID is signalled directly.
+   * A postmaster outliving its window is escalated: fast → SIGQUIT → SIGKILL, immediate →
+   * SIGKILL (see escalationWindows), so no postmaster of ours is left behind. `fast` becomes
+   * `immediate` when the data directory is gone (no checkpoint can be written).
+   * @throws Error only when the postmaster survives SIGKILL, or when postmaster.pid names a
+   *         process not owned by the PostgreSQL user that pg_ctl could not stop.
+   */
+  async stop(requested: 'fast' | 'immediate', timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    const filePid = readPostmasterPid(this.dataDir);
+    const id = this.knownPostmaster();
+    if (filePid === undefined && !id) return;
+    this.resetPool();
+    // A fast shutdown writes a checkpoint: pointless (and slow to fail) without a data directory.
+    const mode = requested === 'fast' && dataDirProblem(this.dataDir) ? 'immediate' : requested;
+    let signalled = false;
+    if (filePid !== undefined) {
+      try {
+        await pgCtlStop(this.target, mode, Math.min(timeoutMs, 15_000));
+        signalled = id?.pid === filePid;
+      } catch (e) {
+        // Ours (identified): signalled by PID below. Otherwise pg_ctl was the only way.
+        if (id?.pid !== filePid && readPostmasterPid(this.dataDir) !== undefined) throw e;
+      }
+      if (id?.pid !== filePid) {
+        // postmaster.pid names a process we could not identify as ours: only pg_ctl's signal.
+        while (readPostmasterPid(this.dataDir) === filePid) {
+          if (Date.now() > deadline) throw new Error(`postmaster ${filePid} still alive ${timeoutMs} ms after pg_ctl stop -m ${mode}`);
+          await sleep(5);
+        }
+      }
+    }
+    if (!id) return;
+    await terminatePostmaster(id, {
+      mode,
+      signalled,
+      ...escalationWindows(mode, deadline - Date.now()),
+      onEscalate: (signal, pid) => this.opts.log?.warn({ pid, signal, mode }, `postmaster ${pid} outlived the ${mode} shutdown: sending ${signal}`),
+    });
+    if (this.known?.pid === id.pid) this.known = undefined;
+  }
+
+  /**
+   * Before the data directory is written (clone): stops any postmaster this node knows of
+   * (postmaster.pid, the remembered PID, the socket lock file naming this data directory) with
+   * `immediate`, then makes sure nothing else answers on the node's port or unix socket.
+   * @throws PostmasterRunningError when something still listens there (not ours: never killed).
+   */
+  async ensureNoPostmaster(timeoutMs = 30_000): Promise<void> {
+    if (readPostmasterPid(this.dataDir) !== undefined || this.knownPostmaster()) await this.stop('immediate', timeoutMs);
+    const problem = await this.liveServerProblem();
+    if (problem) throw new PostmasterRunningError(`refusing to write into data directory ${this.dataDir}: ${problem}`);
+  }
+
+  /** Why the data directory cannot be written now (a server of this node runs or holds its port/socket); undefined when it can. */
+  private async liveServerProblem(): Promise<string | undefined> {
+    const pid = readPostmasterPid(this.dataDir);
+    if (pid !== undefined) return `postmaster ${pid} of this data directory is running`;
+    const known = this.knownPostmaster();
+    if (known) return `postmaster ${known.pid} of this node is still running`;
+    const listener = await listenerOf(this.opts.listen, this.node.socketDir);
+    return listener ? `${listener}: a server the agent does not know as its postmaster; stop it first` : undefined;
+  }
+
+  /** Why the data directory no longer holds the cluster (gone, PG_VERSION or global/pg_control missing); undefined when it does. */
+  dataDirProblem(): string | undefined {
+    return dataDirProblem(this.dataDir);
+  }
+
+  /** The PostgreSQL OS user's uid (undefined when it cannot be determined). */
+  private pgUid(): number | undefined {
     try {
-      await pgCtlStop(this.target, mode, timeoutMs);
-    } catch (e) {
-      if (readPostmasterPid(this.dataDir) !== undefined) throw e;
+      return pgOsUser().uid;
+    } catch {
+      return undefined;
     }
-    // PostgreSQL removes postmaster.pid just before the postmaster exits: wait for both.
-    while (readPostmasterPid(this.dataDir) === pid || isPostmasterAlive(pid)) {
-      if (Date.now() > deadline) throw new Error(`postmaster ${pid} still alive ${timeoutMs} ms after pg_ctl stop -m ${mode}`);
-      await sleep(5);
+  }
+
+  /** Remembers the postmaster `pid` (from postmaster.pid) by identity, when it is a postgres process of the PostgreSQL user. */
+  private remember(pid: number): void {
+    if (this.known?.pid === pid && isSameProcess(this.known)) return;
+    const id = identifyPostgres(pid, this.pgUid());
+    if (id) this.known = id;
+  }
+
+  /**
+   * A live postmaster of this node, identified: the one postmaster.pid names, else the remembered
+   * one while it is still that process, else the one the socket lock file names for this data
+   * directory (an agent restarted after the data directory was wiped).
+   */
+  private knownPostmaster(): ProcIdentity | undefined {
+    const pid = readPostmasterPid(this.dataDir);
+    if (pid !== undefined) {
+      this.remember(pid);
+      if (this.known?.pid === pid) return this.known;
     }
+    if (this.known && !isSameProcess(this.known)) this.known = undefined;
+    if (this.known) return this.known;
+    const lock = socketLockPostmaster(join(this.node.socketDir, `.s.PGSQL.${this.opts.listen.port}.lock`), this.dataDir, this.pgUid());
+    if (lock) this.known = lock;
+    return lock;
   }
 
   /**
@@ -258,12 +373,16 @@ export class LocalPostgres implements PgControl {
 
   /**
    * pg_basebackup -D dataDir -X stream --checkpoint=fast from `from` as the replication user
-   * (PGPASSWORD, --no-password). The data directory must be empty; on failure its content is removed.
-   * @throws Error when the data directory is not empty (nothing is touched);
+   * (PGPASSWORD, --no-password). The data directory must be empty and no server of this node may
+   * run (see ensureNoPostmaster); on failure its content is removed.
+   * @throws PostmasterRunningError when a postmaster of this node runs or its port/socket answers;
+   *         Error when the data directory is not empty (nothing is touched in both cases);
    *         PgToolError with pg_basebackup's stderr.
    */
   async basebackup(from: Upstream): Promise<void> {
     await this.ensureDirs();
+    const running = await this.liveServerProblem();
+    if (running) throw new PostmasterRunningError(`basebackup: refusing to write into data directory ${this.dataDir}: ${running} (ensureNoPostmaster() first)`);
     if ((await readdir(this.dataDir)).length > 0) {
       throw new Error(`basebackup: data directory ${this.dataDir} is not empty (removeData() first)`);
     }
@@ -297,8 +416,18 @@ export class LocalPostgres implements PgControl {
     for (const entry of await readdir(this.dataDir)) await rm(join(this.dataDir, entry), { recursive: true, force: true });
   }
 
+  /**
+   * PID of the live postmaster of this node: the one postmaster.pid names (remembered), else the
+   * remembered one while it is still that process (its pid file was removed under it).
+   */
   async postmasterPid(): Promise<number | undefined> {
-    return readPostmasterPid(this.dataDir);
+    const pid = readPostmasterPid(this.dataDir);
+    if (pid !== undefined) {
+      this.remember(pid);
+      return pid;
+    }
+    if (this.known && !isSameProcess(this.known)) this.known = undefined;
+    return this.known?.pid;
   }
 
   /**

@@ -113,7 +113,9 @@ export async function pgCtlStart(t: PgCtlTarget, timeoutMs: number): Promise<voi
 
 /**
  * `pg_ctl stop -m <mode> -W`: sends the shutdown signal and returns without waiting (pg_ctl's own
- * wait polls only every 100 ms; the caller polls the postmaster every few ms instead).
+ * wait polls only every 100 ms; the caller polls the postmaster every few ms instead). Needs
+ * postmaster.pid: LocalPostgres.stop signals the postmaster by PID when this fails and escalates
+ * when the postmaster outlives its window (postmaster.ts, terminatePostmaster).
  * @throws PgToolError when pg_ctl fails (e.g. no server runs).
  */
 export async function pgCtlStop(t: PgCtlTarget, mode: 'fast' | 'immediate', timeoutMs: number): Promise<void> {

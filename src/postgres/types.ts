@@ -85,7 +85,11 @@ export interface PgControl {
   /** pg_ctl start -w; resolves when it accepts connections; rejects after timeoutMs or on failure. */
   start(timeoutMs: number): Promise<void>;
 
-  /** pg_ctl stop -m <mode> -w; resolves when the postmaster is gone (or was not running). */
+  /**
+   * pg_ctl stop -m <mode> -w; resolves when the postmaster is gone (or was not running).
+   * LocalPostgres escalates by PID (SIGQUIT, SIGKILL) when pg_ctl fails or the postmaster outlives
+   * its window, and stops a remembered postmaster whose postmaster.pid is gone.
+   */
   stop(mode: 'fast' | 'immediate', timeoutMs: number): Promise<void>;
 
   /** Promotes a standby; resolves when it accepts writes. */
@@ -100,8 +104,27 @@ export interface PgControl {
   /** Removes the data directory's content (reinitialize, diverged timeline). */
   removeData(): Promise<void>;
 
-  /** PID of a live postmaster of this data directory, or undefined. Cheap (postmaster.pid + kill 0). */
+  /**
+   * PID of a live postmaster of this data directory, or undefined. Cheap (postmaster.pid + kill 0).
+   * LocalPostgres also answers with the postmaster it remembers while that process lives, when
+   * postmaster.pid was removed under it (data directory wiped).
+   */
   postmasterPid(): Promise<number | undefined>;
+
+  /**
+   * Why the data directory no longer holds the cluster (the directory, PG_VERSION or
+   * global/pg_control missing), or undefined when it does. Synchronous and cheap (a few stat
+   * calls) for the 100 ms watcher. Optional: without it the watcher cannot see a wiped directory.
+   */
+  dataDirProblem?(): string | undefined;
+
+  /**
+   * Called before the data directory is written (clone): stops every postmaster of this node it
+   * knows of (postmaster.pid, the remembered PID, …) with `immediate`, escalating by PID, and
+   * rejects (code `pg_postmaster_running`) when something it does not know still listens on the
+   * node's port or socket. Optional: `basebackup()` of LocalPostgres refuses on its own as well.
+   */
+  ensureNoPostmaster?(timeoutMs: number): Promise<void>;
 
   /** One status probe, every query bounded by timeoutMs. Rejects when PostgreSQL does not answer. */
   probe(timeoutMs: number): Promise<PgStatus>;

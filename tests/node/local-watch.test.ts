@@ -3,10 +3,11 @@ import type { PgStatus } from '../../src/domain/pg-status.ts';
 import { LocalWatch } from '../../src/node/local-watch.ts';
 import type { PgControl } from '../../src/postgres/types.ts';
 
-function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus> }): PgControl {
+function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus>; dataDirProblem?: () => string | undefined }): PgControl {
   return {
     postmasterPid: async () => (o.pid ? o.pid() : 42),
     probe: o.probe ?? (async () => ({ inRecovery: false, timeline: 1 }) as PgStatus),
+    ...(o.dataDirProblem ? { dataDirProblem: o.dataDirProblem } : {}),
   } as unknown as PgControl;
 }
 
@@ -62,5 +63,84 @@ describe('LocalWatch', () => {
     state.value = 'stopping';
     await w.probeOnce();
     expect(w.probe).toBeUndefined();
+  });
+
+  it('reports a data directory wiped under a running postmaster once, instead of a crash', async () => {
+    vi.useFakeTimers();
+    let problem: string | undefined;
+    let alive = true;
+    const gone = vi.fn();
+    const died = vi.fn();
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({
+      pg: fakePg({ pid: () => (alive ? 42 : undefined), dataDirProblem: () => problem }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: died,
+      onDataDirGone: gone,
+    });
+    w.start();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(gone).not.toHaveBeenCalled();
+    problem = 'PG_VERSION is missing from data directory /d';
+    await vi.advanceTimersByTimeAsync(100);
+    expect(gone).toHaveBeenCalledTimes(1);
+    expect(gone).toHaveBeenCalledWith('PG_VERSION is missing from data directory /d');
+    expect(w.probe).toBeUndefined();
+    // Still running (the stop has not been taken yet), postmaster gone too: neither repeated nor a crash.
+    alive = false;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(gone).toHaveBeenCalledTimes(1);
+    expect(died).not.toHaveBeenCalled();
+    w.stop();
+  });
+
+  it('reports a wiped data directory again after the database ran again', async () => {
+    vi.useFakeTimers();
+    let problem: string | undefined = 'data directory /d is gone';
+    const gone = vi.fn();
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({
+      pg: fakePg({ dataDirProblem: () => problem }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => {},
+      onDataDirGone: (r) => {
+        gone(r);
+        state.value = 'stopping';
+      },
+    });
+    w.start();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(gone).toHaveBeenCalledTimes(1);
+    state.value = 'stopped';
+    problem = undefined;
+    await vi.advanceTimersByTimeAsync(300);
+    state.value = 'running';
+    await vi.advanceTimersByTimeAsync(300);
+    expect(gone).toHaveBeenCalledTimes(1);
+    problem = 'global/pg_control is missing from data directory /d';
+    await vi.advanceTimersByTimeAsync(100);
+    expect(gone).toHaveBeenCalledTimes(2);
+    w.stop();
+  });
+
+  it('does not look at the data directory of a database that is not running or is being promoted', async () => {
+    vi.useFakeTimers();
+    const gone = vi.fn();
+    let state = { value: 'creating_replica', promoting: false };
+    const w = new LocalWatch({
+      pg: fakePg({ dataDirProblem: () => 'data directory /d is gone' }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => {},
+      onDataDirGone: gone,
+    });
+    w.start();
+    await vi.advanceTimersByTimeAsync(500);
+    state = { value: 'running', promoting: true };
+    await vi.advanceTimersByTimeAsync(500);
+    expect(gone).not.toHaveBeenCalled();
+    w.stop();
   });
 });
