@@ -140,7 +140,20 @@ async function schedule(req: SwitchoverRequest, atMs: number, deps: ResolvedDeps
   return message(202, 'Switchover scheduled');
 }
 
-/** Immediate switchover/failover: rows 5–6 of patroni.md §1.8, then polling (row 8). */
+/** A request the leader has yet to act on (a `failover` key naming a leader or a candidate). */
+function activeRequest(view: ClusterView): { value: FailoverRequest; revision: string } | undefined {
+  const f = view.failover;
+  return f && (f.value.leader !== undefined || f.value.member !== undefined) ? f : undefined;
+}
+
+/**
+ * Immediate switchover/failover: rows 5–6 of patroni.md §1.8, then polling (row 8).
+ *
+ * One switchover in flight (docs/api.md): the `failover` key is written with a compare-and-set
+ * on the revision this request read, so concurrent requests cannot start a second switchover
+ * after the first; a request that finds one pending (or loses the compare-and-set to one)
+ * joins it and answers with its outcome.
+ */
 async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Response> {
   const { action, leader, candidate } = req;
   let view: ClusterView;
@@ -152,17 +165,36 @@ async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Respo
   const refused = await memberChecks(req, view, deps);
   if (refused) return message(412, refused);
 
+  // The revision the node's cache shows before anything is written: the poll's evidence of change.
   const before = deps.snapshot().cluster.failover?.revision;
+  const pending = activeRequest(view);
+  if (pending && pending.value.scheduled_at === undefined) {
+    return poll(action, view.leader?.name, candidate, pending.value, before, deps);
+  }
   const value: FailoverRequest = {};
   if (leader !== undefined) value.leader = leader;
   if (candidate !== undefined) value.member = candidate;
+  const expected = view.failover?.revision ?? view.failoverInvalid?.revision ?? '0';
   let written: boolean;
   try {
-    written = await deps.commands.writeFailover(value);
+    written = await deps.commands.writeFailover(value, expected);
   } catch {
     return message(503, 'failed to write failover key into DCS');
   }
-  if (!written) return message(503, 'failed to write failover key into DCS');
+  if (!written) {
+    // Another request (or the leader clearing the key) got there first: join what is pending,
+    // or report the change of leader it already made; never write a second request over it.
+    let now: ClusterView;
+    try {
+      now = await deps.commands.readCluster();
+    } catch (e) {
+      return message(503, `DCS is not reachable: ${errorText(e)}`);
+    }
+    const joined = activeRequest(now);
+    if (joined && joined.value.scheduled_at === undefined) return poll(action, view.leader?.name, candidate, joined.value, before, deps);
+    if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name) return poll(action, view.leader?.name, candidate, value, before, deps);
+    return message(409, 'failover key modified concurrently');
+  }
   deps.commands.wake();
   return poll(action, view.leader?.name, candidate, value, before, deps);
 }

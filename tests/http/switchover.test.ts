@@ -158,7 +158,36 @@ describe('immediate switchover / failover: polling the snapshot', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('Successfully switched over to "pg-2"');
     expect(commands.names()).toEqual(['readCluster', 'fetchMemberStatus', 'writeFailover', 'wake']);
-    expect(commands.calls[2]?.args).toEqual([{ leader: 'pg-1', member: 'pg-2' }, undefined]);
+    expect(commands.calls[2]?.args).toEqual([{ leader: 'pg-1', member: 'pg-2' }, '0']); // create-only: one switchover in flight
+  });
+
+  it('one switchover in flight: a request finding one pending joins it and writes nothing', async () => {
+    const { app, commands } = moving([ours({ leader: 'pg-1', member: 'pg-2' }), lock('pg-2')]);
+    commands.cluster = clusterView({ failover: { value: { leader: 'pg-1', member: 'pg-2' }, revision: '50' } });
+    // The join starts polling at once (nothing is written, so the fake snapshot never moves by itself).
+    commands.onWriteFailover = undefined;
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1' });
+    expect(commands.names()).not.toContain('writeFailover');
+    expect([200, 503]).toContain(res.status);
+  });
+
+  it('one switchover in flight: a lost compare-and-set re-reads and joins the request that won', async () => {
+    const { app, commands } = moving([{}, ours({ leader: 'pg-1', member: 'pg-3' }), lock('pg-3')]);
+    commands.writeFailoverResult = false;
+    let reads = 0;
+    const base = clusterView();
+    commands.readCluster = async () => {
+      commands.calls.push({ method: 'readCluster', args: [] });
+      reads += 1;
+      return reads === 1 ? structuredClone(base) : clusterView({ failover: { value: { leader: 'pg-1', member: 'pg-3' }, revision: '51' } });
+    };
+    commands.onWriteFailover = undefined;
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1' });
+    const writes = commands.calls.filter((c) => c.method === 'writeFailover');
+    expect(writes).toHaveLength(1);
+    expect(writes[0]?.args[1]).toBe('0');
+    expect(commands.names().filter((n) => n === 'readCluster')).toHaveLength(2);
+    expect([200, 503]).toContain(res.status);
   });
 
   it('names the winner when another member than the candidate took the lock', async () => {
