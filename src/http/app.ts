@@ -10,6 +10,7 @@
  *   with an unsupported method is 405 with `Allow`.
  */
 import { Hono, type Context } from 'hono';
+import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { buildClusterDocument } from './cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
@@ -57,6 +58,8 @@ function allowOf(methods: readonly string[]): string[] {
  * @param deps.now clock in epoch ms (default Date.now): leader lease, DCS view age, liveness, schedules
  * @param deps.switchoverPoll polling of immediate switchovers (default every 25 ms for
  *   2 × max(10, loop_wait) s)
+ * @param deps.settingsCatalogue the local server's PostgreSQL settings catalogue, against which
+ *   PATCH/PUT /config check `database.parameters` (default: none, parameters not checked)
  * @returns a Hono app; serve it with @hono/node-server or call `app.request()` in tests.
  * Never throws at request time: unexpected errors become 500 `{"error":"internal error",…}`.
  */
@@ -65,12 +68,14 @@ export function createNodeApp(deps: {
   commands: NodeCommands;
   now?: () => number;
   switchoverPoll?: SwitchoverPollOptions;
+  settingsCatalogue?: () => SettingsCatalogue | undefined;
 }): Hono {
   const resolved: ResolvedDeps = {
     snapshot: deps.snapshot,
     commands: deps.commands,
     now: deps.now ?? Date.now,
     switchoverPoll: deps.switchoverPoll ?? {},
+    settingsCatalogue: deps.settingsCatalogue ?? (() => undefined),
   } satisfies NodeAppDeps;
   const app = new Hono();
   const metrics = createNodeMetrics(resolved.snapshot, resolved.now);

@@ -5,15 +5,22 @@
  *   503 `config is not available in the DCS` when the key is missing (reference: 502).
  * - PATCH: non-empty JSON object → fresh `readCluster()` → recursive merge (`null` deletes a key,
  *   objects merge, anything else replaces) → validateDynamicConfig (types and
- *   `loop_wait + 2*retry_timeout <= ttl`, 400 naming the numbers) → compare-and-set on the key's
- *   revision (409 `config modified concurrently`) → wake() → 200 with the merged document.
- *   An unchanged document is answered 200 without a write (as the reference).
- * - PUT: non-empty JSON object → validated → unconditional write → wake() → 200 with the stored
- *   document.
+ *   `loop_wait + 2*retry_timeout <= ttl`, 400 naming the numbers) → `database.parameters` of the
+ *   merged document checked against the PostgreSQL settings catalogue (below) → compare-and-set
+ *   on the key's revision (409 `config modified concurrently`) → wake() → 200 with the merged
+ *   document. An unchanged document is answered 200 without a write (as the reference).
+ * - PUT: non-empty JSON object → validated, parameters checked → unconditional write → wake() →
+ *   200 with the stored document.
+ * Parameters (when `deps.settingsCatalogue()` gives a catalogue; no I/O here): unknown names and
+ * values PostgreSQL would refuse at its next start → 400 `invalid configuration:
+ * database.parameters.<name>: <problem>; …` (src/domain/pg-parameters.ts checkParameters). On
+ * PATCH the whole merged mapping is checked, so a bad value stored earlier must be fixed or
+ * deleted (`null`) along with the change.
  * DCS unreachable → 503 with the reason.
  */
 import type { Hono } from 'hono';
 import { validateDynamicConfig } from '../config/dynamic-schema.ts';
+import { checkParameters, type ParameterValue } from '../domain/pg-parameters.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, readJsonObject } from './json-body.ts';
 import { document, message } from './responses.ts';
@@ -43,6 +50,18 @@ function invalid(problems: string[]): Response {
   return message(400, `invalid configuration: ${problems.join('; ')}`);
 }
 
+/**
+ * Problems of the validated document's `database.parameters` against the settings catalogue
+ * (`database.parameters.<name>: <problem>` lines); none when there is no catalogue.
+ */
+function parameterProblems(deps: ResolvedDeps, doc: Record<string, unknown>): string[] {
+  const catalogue = deps.settingsCatalogue();
+  if (!catalogue) return [];
+  const database = doc['database'];
+  const params = isPlainObject(database) ? database['parameters'] : undefined;
+  return isPlainObject(params) ? checkParameters(params as Record<string, ParameterValue>, catalogue) : [];
+}
+
 /** GET /config: the stored document of the cached view, or 503 when the key is missing. */
 export function getConfigHandler(deps: ResolvedDeps): () => Response {
   return () => {
@@ -68,6 +87,8 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const checked = validateDynamicConfig(merged);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.value as Record<string, unknown>;
+    const paramProblems = parameterProblems(deps, next);
+    if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
     let written: boolean;
     try {
@@ -86,6 +107,8 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const checked = validateDynamicConfig(body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.value as Record<string, unknown>;
+    const paramProblems = parameterProblems(deps, next);
+    if (paramProblems.length) return invalid(paramProblems);
     let written: boolean;
     try {
       written = await deps.commands.writeConfig(next);

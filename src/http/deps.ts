@@ -1,7 +1,8 @@
 /**
- * What the node API is built from: a snapshot getter, the command interface, a clock and the
- * switchover polling settings (injectable for tests).
+ * What the node API is built from: a snapshot getter, the command interface, a clock, the
+ * switchover polling settings (injectable for tests) and the PostgreSQL settings catalogue.
  */
+import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import type { NodeCommands } from './commands.ts';
 
@@ -23,6 +24,12 @@ export interface NodeAppDeps {
   now?: () => number;
   /** Switchover polling settings. */
   switchoverPoll?: SwitchoverPollOptions;
+  /**
+   * The local server's catalogue of PostgreSQL settings (loaded once at agent start, never by a
+   * handler), against which PATCH/PUT /config check `database.parameters`. Absent, or answering
+   * undefined (catalogue not loadable): parameters are not checked.
+   */
+  settingsCatalogue?: () => SettingsCatalogue | undefined;
 }
 
 /** NodeAppDeps with the defaults filled in. */
@@ -31,4 +38,5 @@ export interface ResolvedDeps {
   commands: NodeCommands;
   now: () => number;
   switchoverPoll: SwitchoverPollOptions;
+  settingsCatalogue: () => SettingsCatalogue | undefined;
 }

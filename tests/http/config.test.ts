@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mergeConfig } from '../../src/http/config-routes.ts';
-import { appFor, clusterView, FakeCommands, primaryLeader, send } from './fixtures.ts';
+import { appFor, clusterView, FakeCommands, primaryLeader, send, SETTINGS } from './fixtures.ts';
 
 describe('GET /config', () => {
   it('answers the stored document of the cached view', async () => {
@@ -139,6 +139,88 @@ describe('PUT /config', () => {
     const res = await send(app, 'PUT', '/config', { ttl: 30 });
     expect(res.status).toBe(503);
     expect(await res.text()).toBe('failed to write config into DCS: etcd unavailable');
+  });
+});
+
+describe('PATCH/PUT /config: database.parameters checked against the PostgreSQL settings catalogue', () => {
+  const withParams = (parameters: Record<string, unknown>) =>
+    clusterView({ config: { value: { ttl: 30, loop_wait: 10, retry_timeout: 10, database: { parameters } }, revision: '41' } });
+
+  it('PATCH: refuses an unknown name with 400 naming the field, and writes nothing', async () => {
+    const { app, commands } = appFor(primaryLeader(), new FakeCommands(), undefined, SETTINGS);
+    const res = await send(app, 'PATCH', '/config', { database: { parameters: { no_such_param: '1' } } });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe('invalid configuration: database.parameters.no_such_param: unknown PostgreSQL parameter');
+    expect(commands.names()).toEqual(['readCluster']);
+  });
+
+  it.each([
+    [{ max_connections: 'lots' }, 'database.parameters.max_connections: invalid value "lots" for integer parameter max_connections'],
+    [{ max_connections: 300000000 }, 'database.parameters.max_connections: 300000000 is outside the range 1..262143'],
+    [{ shared_buffers: '64kB' }, 'database.parameters.shared_buffers: 64kB = 8 × 8kB is outside the range 16..1073741823 × 8kB'],
+    [{ work_mem: '4mb' }, 'database.parameters.work_mem: invalid value "4mb" for integer parameter work_mem (valid units: B, kB, MB, GB, TB)'],
+    [{ fsync: 'maybe' }, 'database.parameters.fsync: invalid value "maybe" for boolean parameter fsync'],
+    [{ wal_level: 'full' }, 'database.parameters.wal_level: invalid value "full" for parameter wal_level (available values: minimal, replica, logical)'],
+  ])('PATCH: refuses the bad value %j with 400 saying why', async (parameters, text) => {
+    const { app, commands } = appFor(primaryLeader(), new FakeCommands(), undefined, SETTINGS);
+    const res = await send(app, 'PATCH', '/config', { database: { parameters } });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain(text);
+    expect(commands.names()).not.toContain('writeConfig');
+  });
+
+  it('PATCH: lists every bad parameter', async () => {
+    const { app } = appFor(primaryLeader(), new FakeCommands(), undefined, SETTINGS);
+    const res = await send(app, 'PATCH', '/config', { database: { parameters: { max_connections: 'lots', work_mem: '8MB', nope: 1 } } });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe(
+      'invalid configuration: database.parameters.max_connections: invalid value "lots" for integer parameter max_connections; database.parameters.nope: unknown PostgreSQL parameter',
+    );
+  });
+
+  it('PATCH: accepts good values, custom names and booleans, and writes the merged document', async () => {
+    const commands = new FakeCommands();
+    commands.cluster = withParams({ max_connections: 100 });
+    const { app } = appFor(primaryLeader(), commands, undefined, SETTINGS);
+    const parameters = { work_mem: '8MB', shared_buffers: '1GB', wal_level: 'LOGICAL', fsync: true, search_path: '"$user", public', 'pg_stat_statements.max': 'x', Max_Connections: '0x100' };
+    const res = await send(app, 'PATCH', '/config', { database: { parameters } });
+    expect(res.status).toBe(200);
+    const merged = { ttl: 30, loop_wait: 10, retry_timeout: 10, database: { parameters: { max_connections: 100, ...parameters, fsync: 'on' } } };
+    expect(await res.json()).toEqual(merged);
+    expect(commands.calls).toContainEqual({ method: 'writeConfig', args: [merged, '41'] });
+  });
+
+  it('PATCH: checks the merged document, so a bad value already stored is named until it is fixed or deleted', async () => {
+    const commands = new FakeCommands();
+    commands.cluster = withParams({ max_connections: 'lots', work_mem: '4MB' });
+    const { app } = appFor(primaryLeader(), commands, undefined, SETTINGS);
+    const unrelated = await send(app, 'PATCH', '/config', { loop_wait: 5 });
+    expect(unrelated.status).toBe(400);
+    expect(await unrelated.text()).toContain('database.parameters.max_connections: invalid value "lots"');
+    const fixed = await send(app, 'PATCH', '/config', { database: { parameters: { max_connections: null } } });
+    expect(fixed.status).toBe(200);
+    expect(await fixed.json()).toEqual({ ttl: 30, loop_wait: 10, retry_timeout: 10, database: { parameters: { work_mem: '4MB' } } });
+  });
+
+  it('PUT: refuses an unknown name or a bad value with 400 and writes nothing; accepts good ones', async () => {
+    const { app, commands } = appFor(primaryLeader(), new FakeCommands(), undefined, SETTINGS);
+    const bad = await send(app, 'PUT', '/config', { ttl: 30, database: { parameters: { no_such_param: '1', max_connections: 'lots' } } });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toBe(
+      'invalid configuration: database.parameters.no_such_param: unknown PostgreSQL parameter; database.parameters.max_connections: invalid value "lots" for integer parameter max_connections',
+    );
+    expect(commands.calls).toEqual([]);
+
+    const good = await send(app, 'PUT', '/config', { ttl: 30, database: { parameters: { max_connections: '200', hot_standby: true } } });
+    expect(good.status).toBe(200);
+    expect(await good.json()).toEqual({ ttl: 30, database: { parameters: { max_connections: '200', hot_standby: 'on' } } });
+    expect(commands.names()).toEqual(['writeConfig', 'wake']);
+  });
+
+  it('does not check parameters when no catalogue could be loaded', async () => {
+    const { app } = appFor(primaryLeader());
+    const res = await send(app, 'PATCH', '/config', { database: { parameters: { no_such_param: '1', max_connections: 'lots' } } });
+    expect(res.status).toBe(200);
   });
 });
 

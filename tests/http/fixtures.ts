@@ -5,6 +5,7 @@
 import type { ClusterView, FailoverRequest } from '../../src/domain/cluster.ts';
 import { DYNAMIC_DEFAULTS, type DynamicConfig } from '../../src/domain/dynamic-config.ts';
 import type { Member, MemberData, ScheduledRestartData } from '../../src/domain/member.ts';
+import { catalogueOf, type SettingsCatalogue } from '../../src/domain/pg-parameters.ts';
 import type { PgStatus } from '../../src/domain/pg-status.ts';
 import type { NodeSnapshot } from '../../src/domain/snapshot.ts';
 import { createNodeApp } from '../../src/http/app.ts';
@@ -263,14 +264,38 @@ export class FakeCommands implements NodeCommands {
   }
 }
 
-/** An app over a fixed snapshot (or a getter), fixed NOW, and a FakeCommands. */
+/** A small PostgreSQL 15 settings catalogue (as src/postgres/settings-catalogue.ts builds them). */
+export const SETTINGS: SettingsCatalogue = catalogueOf(
+  [
+    { name: 'max_connections', vartype: 'integer', context: 'postmaster', unit: '', min: 1, max: 262143 },
+    { name: 'shared_buffers', vartype: 'integer', context: 'postmaster', unit: '8kB', min: 16, max: 1073741823 },
+    { name: 'work_mem', vartype: 'integer', context: 'user', unit: 'kB', min: 64, max: 2147483647 },
+    { name: 'hot_standby', vartype: 'bool', context: 'postmaster' },
+    { name: 'fsync', vartype: 'bool', context: 'sighup' },
+    { name: 'wal_level', vartype: 'enum', context: 'postmaster', enumValues: ['minimal', 'replica', 'logical'], enumAliases: ['archive', 'hot_standby'] },
+    { name: 'search_path', vartype: 'string', context: 'user' },
+  ],
+  '15.18',
+);
+
+/**
+ * An app over a fixed snapshot (or a getter), fixed NOW, and a FakeCommands; `settings` is the
+ * PostgreSQL settings catalogue handed to the API (default: none, parameters not checked).
+ */
 export function appFor(
   snapshot: NodeSnapshot | (() => NodeSnapshot),
   commands: FakeCommands = new FakeCommands(),
   poll?: { intervalMs?: number; timeoutMs?: number },
+  settings?: SettingsCatalogue,
 ) {
   const get = typeof snapshot === 'function' ? snapshot : () => snapshot;
-  const app = createNodeApp({ snapshot: get, commands, now: () => NOW, ...(poll ? { switchoverPoll: poll } : {}) });
+  const app = createNodeApp({
+    snapshot: get,
+    commands,
+    now: () => NOW,
+    ...(poll ? { switchoverPoll: poll } : {}),
+    ...(settings ? { settingsCatalogue: () => settings } : {}),
+  });
   return { app, commands };
 }
 
