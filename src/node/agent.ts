@@ -14,6 +14,7 @@ import { buildClusterDocument, createNodeApp } from '../http/app.ts';
 import { createObserveRoutes } from '../observe/app.ts';
 import { detectBinDir } from '../postgres/bin-dir.ts';
 import { LocalPostgres } from '../postgres/local.ts';
+import { loadSettingsCatalogue } from '../postgres/settings-catalogue.ts';
 import { VERSION } from '../version.ts';
 import { nodeCommands } from './commands.ts';
 import { HaNode } from './ha-node.ts';
@@ -53,6 +54,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     superuser: { username: config.database.authentication.superuser.username, password: config.database.authentication.superuser.password ?? '' },
     replication: { username: config.database.authentication.replication.username, password: config.database.authentication.replication.password ?? '' },
     pgHba: [...config.bootstrap.pg_hba, ...config.database.pg_hba],
+    log,
   });
   const ttlSeconds = config.bootstrap.dcs.ttl;
   const retryTimeoutMs = config.bootstrap.dcs.retry_timeout * 1000;
@@ -61,6 +63,13 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     ? createDcs({ kind: 'memory', store: opts.memoryStore, ...dcsBase })
     : createDcs({ kind: 'etcd3', hosts: config.etcd3.hosts, ...dcsBase });
   const journal = new Journal({ path: join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`) });
+  // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
+  // PATCH/PUT /config check database.parameters against it, and the node drops invalid ones
+  // that reach it from the DCS or ha.yml before writing postgresql.conf; unloadable → not checked.
+  const settingsCatalogue = await loadSettingsCatalogue(binDir).catch((e: unknown) => {
+    log.warn({ err: e instanceof Error ? e.message : String(e) }, 'PostgreSQL settings catalogue not loadable: database.parameters will not be checked');
+    return undefined;
+  });
   const connect = parseHostPort(config.database.connect_address);
   const method = config.bootstrap.method;
   const node = new HaNode({
@@ -78,13 +87,18 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     pg,
     journal,
     log,
+    ...(settingsCatalogue ? { settingsCatalogue } : {}),
   });
   const reload = async () => {
     if (!opts.reloadConfig) return;
     const next = await opts.reloadConfig();
     node.applyLocalConfig(next.tags, next.database.parameters);
   };
-  const app = createNodeApp({ snapshot: () => node.snapshot(), commands: nodeCommands(node, dcs, reload) });
+  const app = createNodeApp({
+    snapshot: () => node.snapshot(),
+    commands: nodeCommands(node, dcs, reload),
+    settingsCatalogue: () => settingsCatalogue,
+  });
   app.route(
     '/',
     createObserveRoutes({

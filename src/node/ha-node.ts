@@ -19,6 +19,7 @@ import { switchoverMachine } from '../machines/switchover.ts';
 import { clusterTimeline, type ClusterView } from '../domain/cluster.ts';
 import { withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
+import { filterParameters, type SettingsCatalogue } from '../domain/pg-parameters.ts';
 import { cloneSource, decideCycle, type CycleAction } from '../domain/ha-cycle.ts';
 import type { PeerStatus } from '../domain/leader-race.ts';
 import { memberHostPort, type MemberData, type ScheduledRestartData, type Tags } from '../domain/member.ts';
@@ -70,6 +71,12 @@ export interface HaNodeOptions {
   fetchStatus?: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
   /** How long a start may take before start_failed, ms. Default 60 000. */
   startTimeoutMs?: number;
+  /**
+   * The server's settings catalogue (src/postgres/settings-catalogue.ts): parameters it refuses
+   * are dropped, with a notice, before postgresql.conf is written, so a bad value that reached the
+   * DCS cannot make every later start fail. Undefined: parameters are written as given.
+   */
+  settingsCatalogue?: SettingsCatalogue;
 }
 
 /** A named state change for observers (demo output, tests). */
@@ -104,6 +111,7 @@ export class HaNode {
   /** Why the local data diverged from the leader's timeline (undefined: it did not, or unknown). */
   private divergedReason: string | undefined;
   private lastConfigProblem = '';
+  private lastDroppedParameters = '';
   private initializedByMe = false;
   private gracefulDemotion = false;
   private releaseLockAfterStop = false;
@@ -263,6 +271,13 @@ export class HaNode {
       if (iLead && (await pg.postmasterPid()) === undefined && this.releaseLockAfterStop) await this.releaseLockWithStatus();
     } catch (e) {
       this.log.error({ err: e }, 'error while shutting down');
+    }
+    // Whatever state the machine was left in (a failed bootstrap, a stop that timed out), the
+    // agent's stop leaves no postmaster behind unless paused (the reference leaves it running then).
+    if (this.config.pause !== true && (await pg.postmasterPid().catch(() => undefined)) !== undefined) {
+      this.log.warn('a postmaster is still running after the machine stopped: stopping it');
+      await pg.stop('fast', 60_000).catch((e) => this.log.error({ err: String(e) }, 'stopping the leftover postmaster failed'));
+      if (iLead && this.lock.held) await this.releaseLockWithStatus();
     }
     this.db.stop();
     this.schedules.stop();
@@ -593,6 +608,20 @@ export class HaNode {
     const parameters: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(this.opts.localParameters)) parameters[k] = typeof v === 'boolean' ? (v ? 'on' : 'off') : v;
     Object.assign(parameters, this.config.database.parameters);
+    const catalogue = this.opts.settingsCatalogue;
+    if (catalogue) {
+      const { kept, dropped } = filterParameters(parameters, catalogue);
+      const text = dropped.join('; ');
+      if (text !== this.lastDroppedParameters) {
+        this.lastDroppedParameters = text;
+        if (text) this.notice('parameters.dropped', `PostgreSQL parameters refused by the server's catalogue, not written: ${text}`);
+      }
+      return this.configureFor(role, kept);
+    }
+    return this.configureFor(role, parameters);
+  }
+
+  private configureFor(role: 'primary' | 'replica', parameters: Record<string, string | number>): ConfigureOptions {
     return {
       role,
       ...(role === 'replica' && this.upstream ? { upstream: this.upstream } : {}),
