@@ -109,7 +109,11 @@ export type ListRow = Record<string, string | number>;
  * Receive Lag, Replay LSN, Replay Lag, then Pending restart, Pending restart reason, Scheduled
  * restart, Tags when shown). Lags in MB. Absent values are left out.
  */
-export function listRows(view: ClusterView, scope: string, opts: Pick<ListOptions, 'extended' | 'topology'>): { columns: string[]; rows: ListRow[] } {
+export function listRows(
+  view: ClusterView,
+  scope: string,
+  opts: Pick<ListOptions, 'extended' | 'topology'> & { /** Epoch ms for "not streaming for N s"; default now. */ nowMs?: number },
+): { columns: string[]; rows: ListRow[] } {
   const doc = clusterDocumentOf(view, scope);
   const ordered = opts.topology ? topologyOrder(doc, view) : doc.members.map((m) => ({ m, depth: 0 }));
   const ports = doc.members.map((m) => m.port);
@@ -128,7 +132,7 @@ export function listRows(view: ClusterView, scope: string, opts: Pick<ListOption
       Member: depth > 0 ? `${'  '.repeat(depth - 1)}+ ${m.name}` : m.name,
       Host: m.host === undefined ? '' : withPort ? `${m.host}:${m.port}` : m.host,
       Role: ROLE_TEXT[m.role],
-      State: m.state.replace(/_/g, ' '),
+      State: stateText(m, opts.nowMs ?? Date.now()),
     };
     if (m.timeline !== undefined) row['TL'] = m.timeline;
     const set = (k: string, v: string | number | undefined) => {
@@ -181,4 +185,16 @@ export function renderList(view: ClusterView, scope: string, opts: ListOptions):
       return [...renderPretty(headers, cells, clusterTitle(view, scope)), ...listFooter(view, scope)];
     }
   }
+}
+
+/**
+ * The State column: the member's state, plus `, not streaming for N s` for a running replica whose
+ * WAL receiver is down and `, diverged` for a member whose WAL diverged from the leader's timeline.
+ */
+function stateText(m: { state: string; not_streaming_since?: string; diverged?: string }, nowMs: number): string {
+  let text = m.state.replace(/_/g, ' ');
+  const since = m.not_streaming_since !== undefined ? Date.parse(m.not_streaming_since) : NaN;
+  if (Number.isFinite(since)) text += `, not streaming for ${Math.max(0, Math.round((nowMs - since) / 1000))} s`;
+  if (m.diverged !== undefined) text += ', diverged';
+  return text;
 }

@@ -49,6 +49,8 @@ export const MemberDataSchema = v.looseObject({
   ),
   scheduled_restart: v.optional(ScheduledRestartSchema),
   pause: v.optional(v.boolean()),
+  not_streaming_since: v.optional(v.string()),
+  diverged: v.optional(v.string()),
 });
 
 /** Schema of `status`. */

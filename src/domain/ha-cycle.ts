@@ -278,8 +278,7 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
   const stalledMs = rep && !rep.streaming && rep.notStreamingSinceMs !== undefined ? i.nowMs - rep.notStreamingSinceMs : 0;
   const stalled = following && stalledMs >= notStreamingGraceMs(i.config);
   if (!following || stalled) {
-    const position: LocalPosition = { clusterState: 'in archive recovery', timeline: i.timeline, checkpointLsn: i.walBytes, minRecoveryLsn: 0n };
-    const verdict = checkRunningDivergence(position, leaderTimeline(i.view), i.view.history);
+    const verdict = checkRunningDivergence(i.walBytes, i.timeline, leaderTimeline(i.view), i.view.history);
     if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, true);
     if (verdict.kind === 'unknown' && !following) {
       return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
@@ -292,17 +291,12 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
 }
 
 /**
- * Divergence of a running replica: like checkDivergence, where `checkpointLsn` holds the end of
- * the WAL it received or replayed (an end exactly at the switch point is fine: the switch point
- * is where the old timeline's last record ends).
+ * Divergence of a running replica: checkDivergence with the end of the WAL it received or
+ * replayed as its recovery end (which may reach the switch point, not go past it).
  */
-function checkRunningDivergence(local: LocalPosition, leaderTl: number, history: ClusterView['history']) {
-  if (local.timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
-  if (local.timeline < leaderTl) {
-    const entry = history?.find((e) => e[0] === local.timeline);
-    if (entry && local.checkpointLsn === BigInt(entry[1])) return { kind: 'ok' as const };
-  }
-  return checkDivergence(local, leaderTl, history);
+function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history']) {
+  if (timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
+  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn }, leaderTl, history);
 }
 
 /**

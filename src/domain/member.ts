@@ -47,6 +47,10 @@ export interface MemberData {
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
   scheduled_restart?: ScheduledRestartData;
   pause?: boolean;
+  /** Ours: ISO 8601 time since when this running replica has not streamed (docs/ha.md "Divergence"). */
+  not_streaming_since?: string;
+  /** Ours: why this member's WAL diverged from the leader's timeline; it does not run as a replica. */
+  diverged?: string;
 }
 
 /** A member as seen in the cluster view: its name plus its data. */

@@ -74,7 +74,14 @@ export function checkDivergence(local: LocalPosition, leaderTimeline: number, hi
   if (local.clusterState === 'in production') {
     return { kind: 'diverged', reason: `former primary of timeline ${local.timeline} did not shut down cleanly` };
   }
-  const end = local.checkpointLsn > local.minRecoveryLsn ? local.checkpointLsn : local.minRecoveryLsn;
-  if (end >= switchLsn) return { kind: 'diverged', reason: `local WAL (${end}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+  // The checkpoint LSN is where the last checkpoint record *starts*: that record must lie before
+  // the switch point. The minimum recovery point is where replayed WAL *ends*: it may reach the
+  // switch point (the end of the old timeline's last record) but not go past it.
+  if (local.checkpointLsn >= switchLsn) {
+    return { kind: 'diverged', reason: `local WAL (checkpoint at ${local.checkpointLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+  }
+  if (local.minRecoveryLsn > switchLsn) {
+    return { kind: 'diverged', reason: `local WAL (replayed to ${local.minRecoveryLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+  }
   return { kind: 'ok' };
 }

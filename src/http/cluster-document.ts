@@ -29,6 +29,10 @@ export interface ClusterMemberDocument {
   pending_restart?: boolean;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
   scheduled_restart?: ScheduledRestartData;
+  /** Ours: ISO 8601 time since when this running replica has not streamed. */
+  not_streaming_since?: string;
+  /** Ours: why this member's WAL diverged from the leader's timeline (it does not run as a replica). */
+  diverged?: string;
   /** Non-leaders only: `X/Y` text or "unknown"; lags in bytes = status.optime − LSN, floored at 0. */
   receive_lag?: LagValue;
   receive_lsn?: string;
@@ -84,6 +88,8 @@ function memberDocument(m: Member, view: ClusterView, mode: 'off' | 'on' | 'quor
   if (d.pending_restart !== undefined) out.pending_restart = d.pending_restart;
   if (d.pending_restart_reason !== undefined) out.pending_restart_reason = d.pending_restart_reason;
   if (d.scheduled_restart !== undefined) out.scheduled_restart = d.scheduled_restart;
+  if (d.not_streaming_since !== undefined) out.not_streaming_since = d.not_streaming_since;
+  if (d.diverged !== undefined) out.diverged = d.diverged;
   if (role !== 'leader' && role !== 'standby_leader') {
     const optime = view.status?.optime;
     const [receiveLag, receiveLsn] = lagAndLsn(optime, d.receive_lsn);

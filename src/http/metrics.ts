@@ -1,5 +1,6 @@
 /**
- * GET /metrics: the 26 `ha_*` metrics of seed 000 ("Metrics"), Prometheus text format 0.0.4,
+ * GET /metrics: the 26 `ha_*` metrics of seed 000 ("Metrics") plus `ha_diverged` and
+ * `ha_replica_not_streaming_seconds` (ours), Prometheus text format 0.0.4,
  * through a prom-client Registry of our own (never the global one). Every metric has the labels
  * `scope` and `name`; values are read from the snapshot in `collect()` at scrape time
  * (patroni.md §1.6 `/metrics` for the value rules; stack.md §5).
@@ -43,9 +44,12 @@ export const HA_METRICS = [
   ['ha_is_paused', 'gauge', '1 if automatic failover is disabled (pause)'],
   ['ha_database_state', 'gauge', 'Numeric database state'],
   ['ha_failover_priority', 'gauge', 'Failover priority of this node (0 when nofailover)'],
+  // Ours, beyond the seed's 26 (docs/ha.md "Divergence").
+  ['ha_diverged', 'gauge', '1 if the local WAL diverged from the leader timeline (the member does not run as a replica)'],
+  ['ha_replica_not_streaming_seconds', 'gauge', 'Seconds a running replica has not streamed from its leader; 0 while it streams'],
 ] as const;
 
-/** One of the 26 metric names. */
+/** One of the metric names (the seed's 26, plus ha_diverged and ha_replica_not_streaming_seconds). */
 export type HaMetricName = (typeof HA_METRICS)[number][0];
 
 /** The `# Values:` comment line of `ha_database_state`. */
@@ -100,12 +104,14 @@ export function metricValues(s: NodeSnapshot, nowMs: number): Record<HaMetricNam
     ha_is_paused: bit(f.paused),
     ha_database_state: databaseStateNumber(s.state),
     ha_failover_priority: failoverPriority(s.tags),
+    ha_diverged: bit(s.diverged !== undefined),
+    ha_replica_not_streaming_seconds: s.notStreamingSinceMs !== undefined ? Math.max(0, Math.floor((nowMs - s.notStreamingSinceMs) / 1000)) : 0,
   };
 }
 
 /** The metrics endpoint's registry and renderer. */
 export interface NodeMetrics {
-  /** Our own registry holding the 26 metrics (content type: `registry.contentType`). */
+  /** Our own registry holding the metrics (content type: `registry.contentType`). */
   registry: Registry;
   /** Renders one scrape from one snapshot (every metric reads the same snapshot), with the `# Values:` line. */
   render(): Promise<string>;

@@ -10,7 +10,7 @@
  * `pending_restart_reason` (only when a restart is pending).
  * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
  * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
- * `scheduled_restart`.
+ * `scheduled_restart`. Ours (docs/ha.md "Divergence"): `diverged` (why), `not_streaming_since`.
  */
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
@@ -57,6 +57,10 @@ export interface StatusDocument {
   pending_restart?: true;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
   scheduled_restart?: Omit<ScheduledRestartData, 'postmaster_start_time'>;
+  /** Ours: why the local WAL diverged from the leader's timeline (docs/ha.md "Divergence"). */
+  diverged?: string;
+  /** Ours: ISO 8601 time since when this running replica has not streamed. */
+  not_streaming_since?: string;
   ha: { version: string; scope: string; name: string };
 }
 
@@ -113,6 +117,8 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
     const { postmaster_start_time: _omit, ...shown } = s.scheduledRestart;
     doc.scheduled_restart = shown;
   }
+  if (s.diverged !== undefined) doc.diverged = s.diverged;
+  if (s.notStreamingSinceMs !== undefined && s.state === 'running') doc.not_streaming_since = new Date(s.notStreamingSinceMs).toISOString();
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
   return doc;
 }

@@ -686,6 +686,8 @@ export class HaNode {
       tags: this.opts.tags,
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
       paused: this.config.pause === true,
+      ...(this.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: this.notStreamingSinceMs } : {}),
+      ...(this.divergedReason ? { diverged: this.divergedReason } : {}),
     });
   }
 

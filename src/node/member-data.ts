@@ -36,6 +36,10 @@ export interface MemberFacts {
   tags: Tags;
   scheduledRestart?: ScheduledRestartData;
   paused: boolean;
+  /** Epoch ms since when the running replica has not streamed. */
+  notStreamingSinceMs?: number;
+  /** Why the local WAL diverged from the leader's timeline. */
+  diverged?: string;
 }
 
 /** The member key's value. LSNs as integer bytes. */
@@ -60,5 +64,7 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(p && Object.keys(p.pendingRestart).length ? { pending_restart: true, pending_restart_reason: p.pendingRestart } : {}),
     ...(f.scheduledRestart ? { scheduled_restart: f.scheduledRestart } : {}),
     ...(f.paused ? { pause: true } : {}),
+    ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
+    ...(f.diverged ? { diverged: f.diverged } : {}),
   };
 }

@@ -72,7 +72,7 @@ describe('node /metrics', () => {
       }, 30_000, 'ha_primary');
       expect(primary[0]!.metric['name']).toBe(leader);
       const names = await prom.query('count by (__name__) ({__name__=~"ha_.+", job="ha"})');
-      expect(names.length).toBe(26);
+      expect(names.length).toBe(28); // the seed's 26 + ha_diverged, ha_replica_not_streaming_seconds
     } finally {
       await prom.stop();
     }

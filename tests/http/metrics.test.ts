@@ -32,6 +32,9 @@ const SEED_METRICS: Record<string, 'gauge' | 'counter'> = {
   ha_is_paused: 'gauge',
   ha_database_state: 'gauge',
   ha_failover_priority: 'gauge',
+  // Ours, beyond the seed (docs/ha.md "Divergence").
+  ha_diverged: 'gauge',
+  ha_replica_not_streaming_seconds: 'gauge',
 };
 
 interface Parsed {
@@ -87,7 +90,7 @@ function value(p: Parsed, name: string): number {
 }
 
 describe('GET /metrics', () => {
-  it('exposes exactly the 26 ha_* metrics of the seed, typed as the seed, each with scope and name labels', async () => {
+  it('exposes exactly the 26 ha_* metrics of the seed plus ha_diverged and ha_replica_not_streaming_seconds, typed as the seed, each with scope and name labels', async () => {
     const p = await scrape(primaryLeader());
     expect([...p.types.keys()].sort()).toEqual(Object.keys(SEED_METRICS).sort());
     for (const [name, type] of Object.entries(SEED_METRICS)) {
@@ -95,6 +98,16 @@ describe('GET /metrics', () => {
       expect(p.help.has(name), name).toBe(true);
       expect(p.samples.get(name), name).toEqual([{ labels: { scope: 'demo', name: 'pg-1' }, value: expect.any(Number) }]);
     }
+  });
+
+  it('ha_diverged and ha_replica_not_streaming_seconds follow the snapshot', async () => {
+    const calm = await scrape(primaryLeader());
+    expect(value(calm, 'ha_diverged')).toBe(0);
+    expect(value(calm, 'ha_replica_not_streaming_seconds')).toBe(0);
+    const now = Date.now();
+    const p = await scrape({ ...primaryLeader(), diverged: 'diverged from leader pg-2: x', notStreamingSinceMs: now - 42_000 });
+    expect(value(p, 'ha_diverged')).toBe(1);
+    expect(value(p, 'ha_replica_not_streaming_seconds')).toBeGreaterThanOrEqual(41);
   });
 
   it('puts the # Values line of ha_database_state between its HELP and TYPE lines', async () => {
