@@ -42,8 +42,12 @@ export interface CycleInput {
   timeline: number;
   /** Where the stopped data directory ended (pg_controldata), when not running. */
   local?: LocalPosition;
-  /** The last stop of this node was a graceful demotion (its shutdown checkpoint reached a replica). */
-  gracefulDemotion: boolean;
+  /**
+   * The database is stopped because this agent demoted it (any mode) and has not started it
+   * since: in pause it is started again as a replica (after the divergence check), as the
+   * reference restarts what it demoted itself.
+   */
+  demoted: boolean;
   /**
    * A running replica's WAL receiver: the member its primary_conninfo points at (undefined: none
    * configured yet), whether it streams, and since when (epoch ms) it has not.
@@ -192,7 +196,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
   if (!RUNNING_STATES.includes(db.state)) {
     if (paused) {
       if (iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
-      return d('database is not running: paused, not starting it');
+      if (!i.demoted || !leader) return d('database is not running: paused, not starting it');
     }
     if (iLead) {
       if (db.state === 'start_failed' && db.role === 'primary') {
@@ -204,7 +208,8 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
     if (leader) {
-      if (i.local) {
+      if (!i.local) return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+      {
         const verdict = checkDivergence(i.local, leaderTimeline(view), view.history);
         if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
         if (verdict.kind === 'unknown') {

@@ -113,7 +113,8 @@ export class HaNode {
   private lastConfigProblem = '';
   private lastDroppedParameters = '';
   private initializedByMe = false;
-  private gracefulDemotion = false;
+  /** Stopped by this agent's demotion and not started since (decideCycle `demoted`). */
+  private demoted = false;
   private releaseLockAfterStop = false;
   private cloneFrom: Upstream | undefined;
   private upstream: Upstream | undefined;
@@ -422,7 +423,7 @@ export class HaNode {
       walBytes: walOf(probe),
       timeline: probe?.timeline ?? local?.timeline ?? 0,
       ...(local ? { local } : {}),
-      gracefulDemotion: this.gracefulDemotion,
+      demoted: this.demoted,
       initializedByMe: this.initializedByMe,
       ...(this.sysid ? { sysid: this.sysid } : {}),
       tags: this.opts.tags,
@@ -440,9 +441,14 @@ export class HaNode {
       ...(this.nextStartAtMs !== undefined ? { nextStartAtMs: this.nextStartAtMs } : {}),
       ...(this.ghostLeader ? { ghostLeaderSinceMs: this.ghostLeader.sinceMs } : {}),
     });
-    if (decision.diverged !== this.divergedReason) {
+    // The divergence verdict stays until the member runs again (re-cloned, rewound, promoted or
+    // streaming) or its data is gone: a cycle that returns early (DCS down, a stop in progress)
+    // does not clear it.
+    if (decision.diverged !== undefined) {
+      if (decision.diverged !== this.divergedReason) this.notice('diverged', decision.diverged);
       this.divergedReason = decision.diverged;
-      if (decision.diverged) this.notice('diverged', decision.diverged);
+    } else if (this.divergedReason !== undefined && (!hasData || state === 'creating_replica' || (state === 'running' && (snap.context.role === 'primary' || probe?.streaming === true)))) {
+      this.divergedReason = undefined;
     }
     for (const action of decision.actions) {
       if (this.stopped) break;
@@ -498,7 +504,7 @@ export class HaNode {
       case 'start': {
         this.upstream = a.leader ? this.upstreamOf(view, a.leader) : undefined;
         this.configuredUpstream = this.upstream?.name;
-        this.gracefulDemotion = false;
+        this.demoted = false;
         this.db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
         return;
       }
@@ -520,7 +526,7 @@ export class HaNode {
         return;
       case 'demote': {
         this.releaseLockAfterStop = a.releaseLock;
-        this.gracefulDemotion = a.mode === 'graceful';
+        this.demoted = true;
         this.upstream = undefined;
         this.configuredUpstream = undefined;
         // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
@@ -566,7 +572,7 @@ export class HaNode {
     await this.opts.pg.configure(this.configureOptions('replica'));
     await this.opts.pg.reload();
     this.configuredUpstream = leader;
-    this.gracefulDemotion = false;
+    this.demoted = false;
     this.log.info({ leader }, `following leader ${leader}`);
   }
 

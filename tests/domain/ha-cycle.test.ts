@@ -22,7 +22,7 @@ function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}):
     hasData: true,
     walBytes: 1000n,
     timeline: 1,
-    gracefulDemotion: false,
+    demoted: false,
     initializedByMe: false,
     tags: {},
     peers: [],
@@ -86,6 +86,249 @@ describe('decideCycle', () => {
       ['scheduled more than 1.5 × loop_wait ago → stale, cleared', leaderIn({ leader: 'n1', scheduled_at: new Date(1_000_000 - 15_001).toISOString() }, healthy), ['clearFailover', 'leaderDuties']],
     ])('%s', (_n, i, expected) => {
       expect(kinds(i)).toEqual(expected);
+    });
+  });
+});
+
+describe('decideCycle: lock ownership, ghost leaders, start back-off and divergence', () => {
+  const stopped = { state: 'stopped', role: 'replica', busy: false } as const;
+  const runningPrimary = { state: 'running', role: 'primary', busy: false } as const;
+  const cleanReplicaStop = { clusterState: 'shut down in recovery', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 10n };
+  const decide = (i: CycleInput) => decideCycle(i);
+  /** Actions that would make n1 lead on, or follow, a lock it does not hold. */
+  const leadsOrFollowsItself = (i: CycleInput) =>
+    decide(i).actions.some(
+      (a) => a.kind === 'acquireLock' || a.kind === 'promote' || (a.kind === 'start' && a.role === 'primary') || (a.kind === 'follow' && a.leader === 'n1'),
+    );
+
+  describe('the view names me but this agent does not hold the lock', () => {
+    it('a running primary demotes', () => {
+      const i = input({ holdsLock: false, db: runningPrimary, lockRenewal: 'ok' }, leaderIs('n1'));
+      expect(kinds(i)).toEqual(['demote']);
+      expect(leadsOrFollowsItself(i)).toBe(false);
+    });
+
+    it.each([
+      ['stopped replica', { db: stopped, local: cleanReplicaStop }],
+      ['crashed former primary', { db: { state: 'crashed', role: 'primary', busy: false } }],
+      ['stopped former primary', { db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'shut down', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }],
+    ] as Array<[string, Partial<CycleInput>]>)('a %s takes no action and waits for the key to clear', (_n, over) => {
+      const i = input({ holdsLock: false, ...over }, leaderIs('n1'));
+      const r = decide(i);
+      expect(r.actions).toEqual([]);
+      expect(r.message.startsWith('the leader key still names me')).toBe(true);
+      expect(leadsOrFollowsItself(i)).toBe(false);
+    });
+
+    it('a running replica neither promotes nor follows itself', () => {
+      const i = input({ holdsLock: false, lockRenewal: 'ok', replication: { upstream: undefined, streaming: false } }, leaderIs('n1'));
+      expect(leadsOrFollowsItself(i)).toBe(false);
+      expect(kinds(i)).not.toContain('promote');
+    });
+
+    it('holding the lock on the same view still leads (the rule is about holdsLock, not the view)', () => {
+      expect(kinds(input({ holdsLock: true, db: runningPrimary, lockRenewal: 'ok' }, leaderIs('n1')))).toEqual(['leaderDuties']);
+      expect(kinds(input({ holdsLock: true, db: { state: 'crashed', role: 'primary', busy: false } }, leaderIs('n1')))).toEqual(['start']);
+    });
+  });
+
+  it('holdsLock while the view shows another leader (renewed, view stale) still counts as the leader', () => {
+    const r = decide(input({ holdsLock: true, db: runningPrimary, lockRenewal: 'ok' }, leaderIs('n2')));
+    expect(r.actions.map((a) => a.kind)).toEqual(['leaderDuties']);
+    expect(r.message).toBe('no action. I am (n1), the leader with the lock');
+    expect(kinds(input({ holdsLock: true, lockRenewal: 'ok' }, leaderIs('n2')))).toEqual(['promote']);
+  });
+
+  describe('a leader key naming a member without a member key (ghost)', () => {
+    const ghost = leaderIs('n9');
+    const ttlMs = withDefaults({}).ttl * 1000;
+
+    it('a running replica does not follow it and says it is not a member', () => {
+      const r = decide(input({ ghostLeaderSinceMs: 1_000_000 - 1_000 }, ghost));
+      expect(r.actions).toEqual([]);
+      expect(r.message).toContain("'n9'");
+      expect(r.message).toContain('not a member');
+    });
+
+    it('a stopped member does not start as its replica', () => {
+      const r = decide(input({ db: stopped, local: cleanReplicaStop }, ghost));
+      expect(r.actions.filter((a) => a.kind === 'start' || a.kind === 'follow')).toEqual([]);
+      expect(r.message).toContain('not a member');
+    });
+
+    it('a running primary without the lock demotes', () => {
+      expect(kinds(input({ db: runningPrimary }, ghost))).toEqual(['demote']);
+    });
+
+    it('after ttl it is cleared; before ttl it is not', () => {
+      expect(kinds(input({ ghostLeaderSinceMs: 1_000_000 - ttlMs - 1 }, ghost))).toEqual(['clearGhostLeader']);
+      expect(kinds(input({ ghostLeaderSinceMs: 1_000_000 - ttlMs + 1_000 }, ghost))).toEqual([]);
+      expect(kinds(input({}, ghost))).toEqual([]);
+      // The ttl is the configured one.
+      const config = withDefaults({ ttl: 60 });
+      expect(kinds(input({ config, ghostLeaderSinceMs: 1_000_000 - ttlMs - 1 }, ghost))).toEqual([]);
+      expect(kinds(input({ config, ghostLeaderSinceMs: 1_000_000 - 60_001 }, ghost))).toEqual(['clearGhostLeader']);
+    });
+
+    it('paused: never cleared', () => {
+      const r = decide(input({ config: withDefaults({ pause: true }), ghostLeaderSinceMs: 1_000_000 - 10 * ttlMs }, ghost));
+      expect(r.actions.map((a) => a.kind)).not.toContain('clearGhostLeader');
+      expect(r.message).toContain('not a member');
+    });
+  });
+
+  describe('start back-off', () => {
+    it.each([
+      ['with a leader', leaderIs('n2')],
+      ['without a leader', {}],
+    ])('%s: no start before nextStartAtMs, a start after it', (_n, view) => {
+      const waiting = decide(input({ db: stopped, local: cleanReplicaStop, nextStartAtMs: 1_000_000 + 4_500 }, view));
+      expect(waiting.actions).toEqual([]);
+      expect(waiting.message).toBe('start failed: next attempt in 5 s');
+      expect(kinds(input({ db: stopped, local: cleanReplicaStop, nextStartAtMs: 1_000_000 - 1 }, view))).toEqual(['start']);
+      expect(kinds(input({ db: stopped, local: cleanReplicaStop, nextStartAtMs: 1_000_000 }, view))).toEqual(['start']);
+    });
+  });
+
+  describe('divergence of a stopped former primary', () => {
+    const formerPrimary = { state: 'stopped', role: 'uninitialized', busy: false } as const;
+    /** n2 leads on timeline 2 (published in its member key); history as given. */
+    const newLeader = (history: ClusterView['history']): Partial<ClusterView> => ({
+      ...leaderIs('n2'),
+      members: [member('n1'), member('n2', { role: 'primary', timeline: 2 })],
+      history,
+    });
+    const cleanStop = (checkpointLsn: bigint) => ({ clusterState: 'shut down', timeline: 1, checkpointLsn, minRecoveryLsn: 0n });
+
+    it.each([
+      ['clean shutdown', cleanStop(400n)],
+      ['crash (in production)', { clusterState: 'in production', timeline: 1, checkpointLsn: 400n, minRecoveryLsn: 0n }],
+    ])('%s: the leader published timeline 2 but history lacks timeline 1 → wait, no start', (_n, local) => {
+      const r = decide(input({ db: formerPrimary, local }, newLeader([])));
+      expect(r.actions).toEqual([]);
+      expect(r.message).toContain('waiting for the timeline history');
+      expect(r.diverged).toBeUndefined();
+    });
+
+    it('clean shutdown before the switch point → start as a replica of the leader', () => {
+      const r = decide(input({ db: formerPrimary, local: cleanStop(400n) }, newLeader([[1, 500, 'x']])));
+      expect(r.actions).toEqual([{ kind: 'start', role: 'replica', leader: 'n2' }]);
+      expect(r.diverged).toBeUndefined();
+    });
+
+    it.each([500n, 600n])('checkpoint at %i (switch point 500) → no start, diverged', (lsn) => {
+      const r = decide(input({ db: formerPrimary, local: cleanStop(lsn) }, newLeader([[1, 500, 'x']])));
+      expect(r.actions).toEqual([]);
+      expect(r.diverged).toContain('n2');
+      expect(r.message).toContain('diverged');
+    });
+
+    it.each([500n, 600n])('checkpoint at %i with remove_data_directory_on_diverged_timelines → reinitialize', (lsn) => {
+      const config = withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } });
+      const r = decide(input({ config, db: formerPrimary, local: cleanStop(lsn) }, newLeader([[1, 500, 'x']])));
+      expect(r.actions).toEqual([{ kind: 'reinitialize' }]);
+      expect(r.diverged).toBeDefined();
+    });
+
+    it('the history key alone (no published timeline) also gives the switch point', () => {
+      const view = { ...leaderIs('n2'), history: [[1, 500, 'x']] } as Partial<ClusterView>;
+      expect(kinds(input({ db: formerPrimary, local: cleanStop(400n) }, view))).toEqual(['start']);
+      expect(decide(input({ db: formerPrimary, local: cleanStop(700n) }, view)).diverged).toBeDefined();
+    });
+  });
+
+  describe('a running replica and its leader', () => {
+    /** n2 leads on timeline 2; it left timeline 1 at 500. n1 runs as a replica on timeline 1. */
+    const view: Partial<ClusterView> = {
+      ...leaderIs('n2'),
+      members: [member('n1'), member('n2', { role: 'primary', timeline: 2 })],
+      history: [[1, 500, 'x']],
+    };
+    const replica = (walBytes: bigint, replication: CycleInput['replication'], over: Partial<CycleInput> = {}) =>
+      input({ walBytes, timeline: 1, replication, ...over }, view);
+
+    it('about to follow a new leader with WAL past the switch point → stop, diverged', () => {
+      const r = decide(replica(600n, { upstream: undefined, streaming: false }));
+      expect(r.actions.map((a) => a.kind)).toEqual(['stop']);
+      expect(r.diverged).toBeDefined();
+      expect(r.actions).not.toContainEqual(expect.objectContaining({ kind: 'follow' }));
+    });
+
+    it('about to follow from another upstream, WAL past the switch point → stop', () => {
+      expect(kinds(replica(600n, { upstream: 'n3', streaming: true }))).toEqual(['stop']);
+    });
+
+    it.each([500n, 400n])('about to follow a new leader with WAL at %i (switch point 500) → follow', (wal) => {
+      const r = decide(replica(wal, { upstream: undefined, streaming: false }));
+      expect(r.actions).toEqual([{ kind: 'follow', leader: 'n2' }]);
+      expect(r.diverged).toBeUndefined();
+    });
+
+    it('diverged with remove_data_directory_on_diverged_timelines → reinitialize', () => {
+      const config = withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } });
+      expect(kinds(replica(600n, { upstream: undefined, streaming: false }, { config }))).toEqual(['reinitialize']);
+    });
+
+    it('about to follow a leader whose history is not written yet → wait', () => {
+      const r = decide(input({ walBytes: 400n, timeline: 1, replication: { upstream: undefined, streaming: false } }, { ...view, history: [] }));
+      expect(r.actions).toEqual([]);
+      expect(r.message).toContain('waiting for the timeline history');
+    });
+
+    it('already following the leader and streaming → follow without a divergence check', () => {
+      const r = decide(replica(600n, { upstream: 'n2', streaming: true }));
+      expect(r.actions).toEqual([{ kind: 'follow', leader: 'n2' }]);
+      expect(r.diverged).toBeUndefined();
+    });
+
+    it('following the leader, not streaming for less than max(2 × loop_wait, retry_timeout) → follow, no check', () => {
+      // Defaults: loop_wait 10, retry_timeout 10 → 20 s.
+      expect(kinds(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 19_000 }))).toEqual(['follow']);
+      // loop_wait 2, retry_timeout 10 → 10 s (more than 2 × loop_wait).
+      const config = withDefaults({ loop_wait: 2, retry_timeout: 10 });
+      expect(kinds(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 9_000 }, { config }))).toEqual(['follow']);
+    });
+
+    it('following the leader, not streaming for longer than the grace, diverged → stop', () => {
+      const r = decide(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 21_000 }));
+      expect(r.actions.map((a) => a.kind)).toEqual(['stop']);
+      expect(r.diverged).toBeDefined();
+      const config = withDefaults({ loop_wait: 2, retry_timeout: 10 });
+      expect(kinds(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 11_000 }, { config }))).toEqual(['stop']);
+      const longLoop = withDefaults({ loop_wait: 20, retry_timeout: 10 });
+      expect(kinds(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 30_000 }, { config: longLoop }))).toEqual(['follow']);
+      expect(kinds(replica(600n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 41_000 }, { config: longLoop }))).toEqual(['stop']);
+    });
+
+    it('following the leader, not streaming for longer than the grace, not diverged → follow, saying so', () => {
+      const r = decide(replica(400n, { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 42_000 }));
+      expect(r.actions).toEqual([{ kind: 'follow', leader: 'n2' }]);
+      expect(r.message).toContain('not streaming');
+      expect(r.message).toContain('42 s');
+      expect(r.diverged).toBeUndefined();
+    });
+  });
+
+  describe('an invalid failover key', () => {
+    const leaderWith = (peers: CycleInput['peers']) =>
+      input({ db: runningPrimary, lockRenewal: 'ok', peers }, { ...leaderIs('n1'), failoverInvalid: { reason: 'scheduled_at is not a date', revision: '8' } });
+
+    it.each([
+      ['no peers', []],
+      ['a healthy peer', [{ name: 'n2', reachable: true, role: 'replica', state: 'running', walBytes: 1000n }]],
+    ] as Array<[string, CycleInput['peers']]>)('the leader clears it and never demotes (%s)', (_n, peers) => {
+      const r = decide(leaderWith(peers));
+      const k = r.actions.map((a) => a.kind);
+      expect(k).toContain('clearFailover');
+      expect(k).toContain('leaderDuties');
+      expect(k).not.toContain('demote');
+      expect(r.message).toContain('invalid failover key');
+      expect(r.message).toContain('scheduled_at is not a date');
+    });
+
+    it('a replica leaves it alone', () => {
+      const k = kinds(input({}, { ...leaderIs('n2'), failoverInvalid: { reason: 'bad', revision: '8' } }));
+      expect(k).toEqual(['follow']);
     });
   });
 });

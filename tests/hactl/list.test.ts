@@ -98,6 +98,33 @@ describe('list', () => {
     expect(renderList({ members: [] }, 'demo', { format: 'json', extended: false })).toEqual(['[]']);
   });
 
+  it('state: a running replica that does not stream shows for how long (nowMs from the options)', () => {
+    const now = Date.UTC(2030, 0, 1, 12, 0, 0);
+    const v = threeNodeView();
+    v.members[1]!.data = memberData(5433, { not_streaming_since: new Date(now - 42_000).toISOString() });
+    const { rows } = listRows(v, 'demo', { extended: false, nowMs: now });
+    expect(rows[1]!['State']).toBe('running, not streaming for 42 s');
+    expect(listRows(v, 'demo', { extended: false, nowMs: now + 60_000 }).rows[1]!['State']).toBe('running, not streaming for 102 s');
+    // The other members are untouched.
+    expect(rows[0]!['State']).toBe('running');
+    expect(rows[2]!['State']).toBe('streaming');
+    const json = JSON.parse(renderList(v, 'demo', { format: 'json', extended: false })[0]!) as Array<Record<string, unknown>>;
+    expect(json[1]!['State']).toMatch(/^running, not streaming for \d+ s$/);
+  });
+
+  it("state: a diverged member shows ', diverged'; both marks combine", () => {
+    const now = Date.UTC(2030, 0, 1, 12, 0, 0);
+    const v = threeNodeView();
+    v.members[2]!.data = memberData(5434, { state: 'stopped', diverged: 'diverged from leader node1: local WAL (600) goes past the switch point (500) of timeline 1' });
+    v.members[1]!.data = memberData(5433, { not_streaming_since: new Date(now - 5_000).toISOString(), diverged: 'x' });
+    const { rows } = listRows(v, 'demo', { extended: false, nowMs: now });
+    expect(rows[2]!['State']).toBe('stopped, diverged');
+    expect(rows[1]!['State']).toBe('running, not streaming for 5 s, diverged');
+    expect(rows[0]!['State']).toBe('running');
+    const pretty = renderList(v, 'demo', { format: 'pretty', extended: false }).join('\n');
+    expect(pretty).toContain('stopped, diverged');
+  });
+
   it('topology: replicas under the leader, replicatefrom under their upstream', () => {
     const v = threeNodeView();
     v.members.push({ name: 'node0', data: memberData(5435, { tags: { replicatefrom: 'node3' } }) });

@@ -111,6 +111,39 @@ describe('GET /ha', () => {
   });
 });
 
+describe('GET /ha: divergence and not streaming', () => {
+  const why = 'diverged from leader pg-1: local WAL (600) goes past the switch point (500) of timeline 1';
+
+  it('carries diverged when the snapshot has it', () => {
+    expect(buildStatusDocument(stoppedReplica({ diverged: why }), NOW).diverged).toBe(why);
+    expect(buildStatusDocument(streamingReplica({ diverged: why }), NOW).diverged).toBe(why);
+  });
+
+  it('carries not_streaming_since (ISO) for a running member with notStreamingSinceMs', () => {
+    const since = NOW - 42_000;
+    const doc = buildStatusDocument(streamingReplica({ notStreamingSinceMs: since }), NOW);
+    expect(doc.not_streaming_since).toBe(new Date(since).toISOString());
+    expect(Date.parse(doc.not_streaming_since!)).toBe(since);
+  });
+
+  it('leaves both out otherwise', () => {
+    const plain = buildStatusDocument(streamingReplica(), NOW);
+    expect(plain).not.toHaveProperty('diverged');
+    expect(plain).not.toHaveProperty('not_streaming_since');
+    // Not running: no not_streaming_since even when the snapshot still has the time.
+    const stopped = buildStatusDocument(stoppedReplica({ notStreamingSinceMs: NOW - 42_000 }), NOW);
+    expect(stopped).not.toHaveProperty('not_streaming_since');
+    expect(stopped).not.toHaveProperty('diverged');
+  });
+
+  it('answers them through GET /ha', async () => {
+    const { app } = appFor(streamingReplica({ diverged: why, notStreamingSinceMs: NOW - 1_000 }));
+    const body = (await (await app.request('/ha')).json()) as Record<string, unknown>;
+    expect(body['diverged']).toBe(why);
+    expect(body['not_streaming_since']).toBe(new Date(NOW - 1_000).toISOString());
+  });
+});
+
 describe('GET /cluster', () => {
   it('lists members sorted by name with roles, states, host/port and LSN fields', async () => {
     const cluster = clusterView();
