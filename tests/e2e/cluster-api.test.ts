@@ -45,7 +45,11 @@ async function writable(name: string): Promise<boolean> {
 async function settle(): Promise<void> {
   leader = await c.waitForLeader(60_000);
   const others = c.nodes.map((n) => n.name).filter((n) => n !== leader);
-  for (const o of others) await waitFor(async () => (await c.get(o, '/readiness')).status === 200, 60_000, `${o} ready`);
+  for (const o of others) {
+    await waitFor(async () => (await c.get(o, '/readiness')).status === 200, 60_000, `${o} ready`).catch((e) => {
+      throw new Error(`${String(e)}\n${c.logs()}`);
+    });
+  }
   replica = others[0]!;
 }
 
