@@ -5,6 +5,7 @@
  */
 import { fromPromise } from 'xstate';
 import { databaseMachine, type StartInput, type StopInput } from '../machines/database.ts';
+import { sleepOn, systemClock, type Clock } from './clock.ts';
 import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
 
 /** What the effects need to know at the moment they run (read through callbacks, never cached). */
@@ -23,18 +24,20 @@ export interface EffectContext {
   /** Timeouts, ms. */
   startTimeoutMs: () => number;
   stopTimeoutMs: () => number;
+  /** Timers; default real time. */
+  clock?: Clock;
 }
 
 /** Starts PostgreSQL, retrying while a crashed postmaster's children still hold shared memory. */
-async function startWithRetry(pg: PgControl, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+async function startWithRetry(pg: PgControl, timeoutMs: number, clock: Clock): Promise<void> {
+  const deadline = clock.now() + timeoutMs;
   for (;;) {
     try {
-      await pg.start(Math.max(1000, deadline - Date.now()));
+      await pg.start(Math.max(1000, deadline - clock.now()));
       return;
     } catch (e) {
-      if (Date.now() + 200 >= deadline) throw e;
-      await new Promise((r) => setTimeout(r, 200));
+      if (clock.now() + 200 >= deadline) throw e;
+      await sleepOn(clock, 200);
     }
   }
 }
@@ -47,7 +50,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       initdb: fromPromise(async () => {
         await pg.initdb(ctx.initdbOptions());
         await pg.configure(ctx.configureFor('primary'));
-        await startWithRetry(pg, ctx.startTimeoutMs());
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
         await pg.postBootstrap();
       }),
       customBootstrap: fromPromise(async () => {
@@ -66,7 +69,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.configure(ctx.configureFor(input.role));
-        await startWithRetry(pg, ctx.startTimeoutMs());
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await pg.promote(ctx.startTimeoutMs());
       }),
       stop: fromPromise(async ({ input }: { input: StopInput }) => {
@@ -76,7 +79,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       restart: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.stop('fast', ctx.stopTimeoutMs());
         await pg.configure(ctx.configureFor(input.role));
-        await startWithRetry(pg, ctx.startTimeoutMs());
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
       }),
       promote: fromPromise(async () => {
         await pg.promote(ctx.startTimeoutMs());

@@ -40,6 +40,7 @@ import { LeaderDuties } from './leader-duties.ts';
 import { LeaderLock } from './leader-lock.ts';
 import { buildMemberData, effectiveTags, walOf } from './member-data.ts';
 import { LocalWatch } from './local-watch.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { ScheduledWork } from './schedules.ts';
 
 /** Everything a node needs; the composition root (src/cli) builds it from ha.yml. */
@@ -65,8 +66,10 @@ export interface HaNodeOptions {
   pg: PgControl;
   journal: Journal;
   log: Logger;
-  /** Clock, epoch ms. */
+  /** Clock, epoch ms (default: `clock.now`). */
   now?: () => number;
+  /** Time and timers (default real time); every wait of the node goes through it. */
+  clock?: Clock;
   /** Member status fetcher (tests may replace it). */
   fetchStatus?: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
   /** How long a start may take before start_failed, ms. Default 60 000. */
@@ -89,6 +92,7 @@ export interface NodeChange {
 
 export class HaNode {
   private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly log: Logger;
   private db!: Actor<typeof databaseMachine>;
   private stopped = false;
@@ -129,7 +133,8 @@ export class HaNode {
   private snapshotMemo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
 
   constructor(private opts: HaNodeOptions) {
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? (opts.now ? { ...systemClock, now: opts.now } : systemClock);
+    this.now = () => this.clock.now();
     this.log = opts.log;
     this.config = sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config;
     this.duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now: this.now });
@@ -147,6 +152,7 @@ export class HaNode {
         return s ? { value: String(s.value), promoting: s.context.promoting } : undefined;
       },
       probeTimeoutMs: () => Math.min(2000, this.config.retry_timeout * 1000),
+      clock: this.clock,
       onDied: () => this.db.send({ type: 'pg.died', reason: 'postmaster is not running', at: this.now() }),
       // A wiped data directory under a running postmaster: stop it (by its remembered PID, as its
       // postmaster.pid is gone); once stopped with an empty directory the HA loop clones again.
@@ -207,6 +213,7 @@ export class HaNode {
       afterStop: () => this.afterStop(),
       startTimeoutMs: () => this.opts.startTimeoutMs ?? 60_000,
       stopTimeoutMs: () => 60_000,
+      clock: this.clock,
     });
     this.db = startJournaledActor(machine, {
       name: 'database',
@@ -227,7 +234,7 @@ export class HaNode {
     this.schedules = new ScheduledWork({
       journal: this.opts.journal,
       loopWaitMs: this.config.loop_wait * 1000,
-      now: this.now,
+      clock: this.clock,
       wake: () => this.wake(),
       term: () => ({ timeline: this.lastProbe?.timeline, leader: this.opts.dcs.view().leader?.name }),
     });
@@ -326,9 +333,9 @@ export class HaNode {
       if (this.stopped) break;
       if (!this.wakePending) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, Math.min(this.config.loop_wait * 1000, 2 ** 31 - 1));
+          const t = this.clock.setTimeout(resolve, this.config.loop_wait * 1000);
           this.wakeResolve = () => {
-            clearTimeout(t);
+            this.clock.clearTimeout(t);
             resolve();
           };
         });

@@ -6,6 +6,7 @@
  */
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { PgControl } from '../postgres/types.ts';
+import { everyOn, systemClock, type Clock } from './clock.ts';
 
 /** What the watch needs to know of the database machine. */
 export interface WatchedDatabase {
@@ -23,7 +24,7 @@ export class LocalWatch {
   private stopped = false;
   /** The wiped data directory was reported; reset once it is back or the database stops running. */
   private goneReported = false;
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly timers: (() => void)[] = [];
 
   constructor(
     private readonly deps: {
@@ -42,17 +43,20 @@ export class LocalWatch {
       onDataDirGone?: (reason: string) => void;
       probeEveryMs?: number;
       checkEveryMs?: number;
+      /** Timers; default real time. */
+      clock?: Clock;
     },
   ) {}
 
   start(): void {
-    this.timers.push(setInterval(() => void this.probeOnce(), this.deps.probeEveryMs ?? 1000));
-    this.timers.push(setInterval(() => void this.checkPostmaster(), this.deps.checkEveryMs ?? 100));
+    const clock = this.deps.clock ?? systemClock;
+    this.timers.push(everyOn(clock, this.deps.probeEveryMs ?? 1000, () => void this.probeOnce()));
+    this.timers.push(everyOn(clock, this.deps.checkEveryMs ?? 100, () => void this.checkPostmaster()));
   }
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers) clearInterval(t);
+    for (const cancel of this.timers) cancel();
   }
 
   /** One status probe (at most one in flight); clears `probe` when the database does not run or does not answer. */

@@ -10,6 +10,7 @@ import type { ScheduledRestartData } from '../domain/member.ts';
 import { parseRestartRequest, type RestartRequest } from '../domain/restart-conditions.ts';
 import { restartMachine, restartPlanned, scheduledRestartOf } from '../machines/restart.ts';
 import { switchoverMachine, STALE } from '../machines/switchover.ts';
+import type { Clock, TimerHandle } from './clock.ts';
 import type { Journal, Term } from './journal.ts';
 import { startJournaledActor } from './journaled-actor.ts';
 
@@ -19,11 +20,11 @@ export type SwitchoverPhase = 'wait' | 'run' | 'stale';
 export class ScheduledWork {
   readonly switchover: Actor<typeof switchoverMachine>;
   readonly restart: Actor<typeof restartMachine>;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Set<TimerHandle>();
   private lastFailoverJson = '';
 
   constructor(
-    private readonly opts: { journal: Journal; loopWaitMs: number; now: () => number; wake: () => void; term: () => Term },
+    private readonly opts: { journal: Journal; loopWaitMs: number; clock: Clock; wake: () => void; term: () => Term },
   ) {
     const { journal, loopWaitMs, term } = opts;
     this.switchover = startJournaledActor(switchoverMachine, { name: 'switchover', input: { loopWaitMs }, journal, term });
@@ -32,13 +33,16 @@ export class ScheduledWork {
 
   /** Wakes the node at `atMs` (and ticks the machines then). */
   private wakeAt(atMs: number): void {
-    const delay = Math.max(0, atMs - this.opts.now());
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      this.tick();
-      this.opts.wake();
-    }, delay);
-    t.unref?.();
+    const delay = Math.max(0, atMs - this.opts.clock.now());
+    const t = this.opts.clock.setTimeout(
+      () => {
+        this.timers.delete(t);
+        this.tick();
+        this.opts.wake();
+      },
+      delay,
+      { unref: true },
+    );
     this.timers.add(t);
   }
 
@@ -50,7 +54,7 @@ export class ScheduledWork {
 
   /** Feeds the `failover` key of the view into the switchover machine. */
   observeFailoverKey(view: ClusterView): void {
-    const now = this.opts.now();
+    const now = this.opts.clock.now();
     const req = view.failover?.value;
     const json = JSON.stringify(req ?? {});
     const active = !!req && !!(req.leader || req.member);
@@ -84,13 +88,13 @@ export class ScheduledWork {
   observeLeader(leader: string | undefined): void {
     const s = this.switchover.getSnapshot();
     if (s.value === 'executing' && leader && leader !== s.context.request?.leader) {
-      this.switchover.send({ type: 'switchover.succeeded', newLeader: leader, now: this.opts.now() });
+      this.switchover.send({ type: 'switchover.succeeded', newLeader: leader, now: this.opts.clock.now() });
     }
   }
 
   /** Clock tick for both machines. */
   tick(): void {
-    const now = this.opts.now();
+    const now = this.opts.clock.now();
     this.switchover.send({ type: 'clock.tick', now });
     this.restart.send({ type: 'clock.tick', now });
   }
@@ -107,7 +111,7 @@ export class ScheduledWork {
   /** The leader gave up on the request (no healthy candidate, wrong leader, stale…). */
   switchoverFailed(reason: string): void {
     const s = this.switchover.getSnapshot();
-    if (s.value === 'executing' || s.value === 'scheduled') this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.now() });
+    if (s.value === 'executing' || s.value === 'scheduled') this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.clock.now() });
   }
 
   /**
@@ -117,7 +121,7 @@ export class ScheduledWork {
    */
   scheduleRestart(plan: ScheduledRestartData, opts: { allowPast?: boolean } = {}): boolean {
     if (restartPlanned(this.restart.getSnapshot())) return false;
-    const now = this.opts.now();
+    const now = this.opts.clock.now();
     const { postmaster_start_time: _ignored, ...body } = plan;
     const atMs = Date.parse(plan.schedule);
     if (Number.isNaN(atMs)) return false;
@@ -133,7 +137,7 @@ export class ScheduledWork {
   /** Cancels a scheduled restart; false when none. */
   cancelRestart(): boolean {
     if (this.restart.getSnapshot().value !== 'scheduled') return false;
-    this.restart.send({ type: 'restart.cancelled', now: this.opts.now() });
+    this.restart.send({ type: 'restart.cancelled', now: this.opts.clock.now() });
     return true;
   }
 
@@ -145,7 +149,7 @@ export class ScheduledWork {
 
   /** Reports the outcome of a due restart and returns the machine to idle. */
   restartFinished(outcome: { ok: true } | { ok: false; reason: string }): void {
-    const now = this.opts.now();
+    const now = this.opts.clock.now();
     if (outcome.ok) this.restart.send({ type: 'restart.succeeded', now });
     else this.restart.send({ type: 'restart.failed', reason: outcome.reason, now });
     this.restart.send({ type: 'restart.reset', now });
@@ -157,7 +161,7 @@ export class ScheduledWork {
   }
 
   stop(): void {
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers) this.opts.clock.clearTimeout(t);
     this.timers.clear();
     this.switchover.stop();
     this.restart.stop();
