@@ -1,0 +1,212 @@
+/**
+ * One HA cycle (docs/ha.md "The cycle"): gather the facts (lease keepalive, dynamic config, the
+ * leader lock, local status, peers), ask decideCycle, carry the actions out, publish the member
+ * key. Also keeps the per-cycle trackers decideCycle reads (start back-off, not streaming since,
+ * ghost leader key, divergence verdict).
+ */
+import type { ClusterView } from '../domain/cluster.ts';
+import { decideCycle, type CycleDecision, type CycleInput } from '../domain/ha-cycle.ts';
+import type { PeerStatus } from '../domain/leader-race.ts';
+import type { PgStatus } from '../domain/pg-status.ts';
+import type { DatabaseState } from '../domain/states.ts';
+import type { LocalPosition } from '../domain/timeline-history.ts';
+import { BUSY_STATES } from '../machines/database.ts';
+import type { AdminCommands } from './admin.ts';
+import type { ConfigApplier } from './config-apply.ts';
+import type { Executor } from './executor.ts';
+import type { MemberKey } from './member-key.ts';
+import { walOf } from './member-data.ts';
+import type { NodeCore } from './node-core.ts';
+import { fetchPeers } from './peers.ts';
+
+/** True while `state` is one in which an effect runs. */
+export function isBusy(state: string): boolean {
+  return (BUSY_STATES as readonly string[]).includes(state);
+}
+
+export class HaCycle {
+  private lastMessage = '';
+
+  constructor(
+    private readonly core: NodeCore,
+    private readonly parts: { config: ConfigApplier; executor: Executor; memberKey: MemberKey; admin: AdminCommands; stopped: () => boolean },
+  ) {}
+
+  /** Runs one cycle. Errors of single steps are logged; a failed DCS write rejects (the loop logs it). */
+  async run(): Promise<void> {
+    const { core } = this;
+    const { dcs, log, name } = core.deps;
+    const nowMs = core.now();
+    let dcsOk = true;
+    try {
+      await dcs.keepalive();
+    } catch (e) {
+      dcsOk = false;
+      log.warn({ err: String(e) }, 'lease keepalive failed');
+    }
+    let view = dcs.view();
+    this.parts.config.applyDynamic(view);
+    const lock = await this.lockFacts(view, dcsOk);
+    view = lock.view;
+    dcsOk = lock.dcsOk;
+    this.trackGhostLeader(view, nowMs);
+
+    const facts = await this.localFacts(nowMs);
+    const failover = view.failover?.value;
+    const needPeers =
+      dcsOk && facts.state === 'running' && !facts.busy && (!view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member)));
+    const peers: PeerStatus[] = needPeers ? await fetchPeers(view, name, core.deps.fetchStatus) : [];
+
+    const schedules = core.schedules();
+    schedules?.observeFailoverKey(view);
+    schedules?.tick();
+    const switchoverPhase = schedules?.switchoverPhase();
+    const st = core.state;
+    const input: CycleInput = {
+      name,
+      nowMs,
+      config: st.config,
+      view,
+      dcsOk,
+      holdsLock: lock.holdsLock,
+      ...(lock.renewal ? { lockRenewal: lock.renewal } : {}),
+      db: { state: facts.state, role: facts.role, busy: facts.busy },
+      hasData: facts.hasData,
+      walBytes: walOf(facts.probe),
+      timeline: facts.probe?.timeline ?? facts.local?.timeline ?? 0,
+      ...(facts.local ? { local: facts.local } : {}),
+      demoted: st.demoted,
+      initializedByMe: st.initializedByMe,
+      ...(st.sysid ? { sysid: st.sysid } : {}),
+      tags: st.tags,
+      peers,
+      ...(switchoverPhase ? { switchoverPhase } : {}),
+      ...(facts.probe?.inRecovery
+        ? {
+            replication: {
+              upstream: st.configuredUpstream,
+              streaming: facts.probe.streaming,
+              ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
+            },
+          }
+        : {}),
+      ...(st.nextStartAtMs !== undefined ? { nextStartAtMs: st.nextStartAtMs } : {}),
+      ...(st.ghostLeader ? { ghostLeaderSinceMs: st.ghostLeader.sinceMs } : {}),
+    };
+    const decision = decideCycle(input);
+    this.noteDivergence(decision, facts);
+    for (const action of decision.actions) {
+      if (this.parts.stopped()) break;
+      await this.parts.executor.execute(action, view);
+    }
+    if (decision.actions.some((a) => a.kind === 'clearFailover')) schedules?.switchoverFailed(decision.message);
+    await this.parts.admin.runDueRestart();
+    if (decision.message !== this.lastMessage) {
+      log.info({ member: name, actions: decision.actions.map((a) => a.kind) }, decision.message);
+      this.lastMessage = decision.message;
+    }
+    if (dcsOk) await this.parts.memberKey.publish().catch((e) => log.warn({ err: String(e) }, 'publishing the member key failed'));
+  }
+
+  /**
+   * The leader lock (leader-lock.ts): renew the incarnation we hold with a compare-and-set, adopt
+   * our own key at start, retry a release that did not reach the DCS, and never act on a view
+   * that still shows a lock we released or lost (re-read the DCS instead).
+   */
+  private async lockFacts(
+    view: ClusterView,
+    dcsOk: boolean,
+  ): Promise<{ view: ClusterView; dcsOk: boolean; holdsLock: boolean; renewal?: 'ok' | 'failed' }> {
+    const { lock, deps } = this.core;
+    if (!dcsOk) return { view, dcsOk, holdsLock: false };
+    if (lock.releasePending) await lock.retryRelease();
+    const reading = lock.read(view);
+    if (reading === 'mine') {
+      const r = await lock.renew();
+      if (r === 'lost') this.core.notice('lock.lost', 'lost the leader lock: the key is gone or is not the one this member created');
+      return { view: deps.dcs.view(), dcsOk, holdsLock: true, renewal: r === 'ok' ? 'ok' : 'failed' };
+    }
+    if (reading === 'adoptable') {
+      try {
+        if (await lock.adopt(view)) {
+          this.core.notice('lock.adopted', `adopted the leader key (create revision ${view.leader?.createRevision}) that names this member`);
+          return { view: deps.dcs.view(), dcsOk, holdsLock: true, renewal: 'ok' };
+        }
+      } catch (e) {
+        deps.log.warn({ err: String(e) }, 'adopting the leader key failed');
+      }
+      return { view: deps.dcs.view(), dcsOk, holdsLock: false };
+    }
+    if (reading === 'stale') {
+      try {
+        return { view: await deps.dcs.refresh(), dcsOk, holdsLock: false };
+      } catch {
+        return { view, dcsOk: false, holdsLock: false };
+      }
+    }
+    return { view, dcsOk, holdsLock: false };
+  }
+
+  /** The local database: machine state, data directory, probe, pg_controldata when stopped. */
+  private async localFacts(nowMs: number): Promise<{
+    state: DatabaseState;
+    role: CycleInput['db']['role'];
+    busy: boolean;
+    hasData: boolean;
+    probe: PgStatus | undefined;
+    local: LocalPosition | undefined;
+  }> {
+    const { core } = this;
+    const { pg } = core.deps;
+    const snap = core.db().getSnapshot();
+    const state = snap.value as DatabaseState;
+    const busy = isBusy(state) || snap.context.promoting;
+    const hasData = await pg.hasData();
+    if (state === 'running') await core.probeNow();
+    const probe = state === 'running' ? core.probe() : undefined;
+    let local: LocalPosition | undefined;
+    if (hasData && !busy && state !== 'running') {
+      try {
+        const cd = await pg.controlData();
+        core.state.sysid = cd.systemIdentifier;
+        local = { clusterState: cd.clusterState, timeline: cd.checkpointTimeline, checkpointLsn: cd.checkpointLsn, minRecoveryLsn: cd.minRecoveryLsn };
+      } catch {
+        local = undefined;
+      }
+    }
+    const st = core.state;
+    if (!probe || !probe.inRecovery || probe.streaming) st.notStreamingSinceMs = undefined;
+    else st.notStreamingSinceMs ??= nowMs;
+    return { state, role: snap.context.role, busy, hasData, probe, local };
+  }
+
+  /**
+   * The divergence verdict stays until the member runs again (re-cloned, rewound, promoted or
+   * streaming) or its data is gone: a cycle that returns early (DCS down, a stop in progress)
+   * does not clear it.
+   */
+  private noteDivergence(decision: CycleDecision, facts: { state: DatabaseState; role: string; hasData: boolean; probe: PgStatus | undefined }): void {
+    const st = this.core.state;
+    if (decision.diverged !== undefined) {
+      if (decision.diverged !== st.divergedReason) this.core.notice('diverged', decision.diverged);
+      st.divergedReason = decision.diverged;
+      return;
+    }
+    const runsAgain = facts.state === 'running' && (facts.role === 'primary' || facts.probe?.streaming === true);
+    if (st.divergedReason !== undefined && (!facts.hasData || facts.state === 'creating_replica' || runsAgain)) st.divergedReason = undefined;
+  }
+
+  /** Since when the leader key has named a member without a member key. */
+  private trackGhostLeader(view: ClusterView, nowMs: number): void {
+    const st = this.core.state;
+    const name = view.leader?.name;
+    if (!name || view.members.some((m) => m.name === name)) {
+      st.ghostLeader = undefined;
+      return;
+    }
+    if (st.ghostLeader?.name !== name) {
+      st.ghostLeader = { name, sinceMs: nowMs };
+      this.core.notice('lock.ghost', `the leader key names '${name}', which has no member key`);
+    }
+  }
+}

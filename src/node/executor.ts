@@ -1,0 +1,169 @@
+/**
+ * Carries out the actions decideCycle chose, in order: commands to the database machine, the
+ * leader lock, and the few DCS writes the cycle owns (bootstrap keys, the failover key, a ghost
+ * leader key). The machine owns the postmaster: this module only sends it commands.
+ */
+import type { ClusterView } from '../domain/cluster.ts';
+import type { CycleAction } from '../domain/ha-cycle.ts';
+import { memberHostPort } from '../domain/member.ts';
+import type { Upstream } from '../postgres/types.ts';
+import type { ConfigApplier } from './config-apply.ts';
+import type { NodeCore } from './node-core.ts';
+
+/** Host, port and name of `member` from its key's conn_url; undefined when unknown. */
+export function upstreamOf(view: ClusterView, member: string | undefined): Upstream | undefined {
+  if (!member) return undefined;
+  const m = view.members.find((x) => x.name === member);
+  const hp = m ? memberHostPort(m.data.conn_url) : undefined;
+  return hp ? { host: hp.host, port: hp.port, name: member } : undefined;
+}
+
+export class Executor {
+  constructor(
+    private readonly core: NodeCore,
+    private readonly config: ConfigApplier,
+  ) {}
+
+  /** Carries out one action against `view` (the view the decision was made on). DCS failures reject. */
+  async execute(a: CycleAction, view: ClusterView): Promise<void> {
+    const { core } = this;
+    const { dcs, pg, log } = core.deps;
+    const st = core.state;
+    const db = core.db();
+    const at = core.now();
+    switch (a.kind) {
+      case 'bootstrap': {
+        if (await dcs.initialize('', { create: true })) {
+          st.initializedByMe = true;
+          if (core.deps.customBootstrapCommand) db.send({ type: 'cmd.customBootstrap', reason: 'won the bootstrap race', at });
+          else db.send({ type: 'cmd.bootstrap', reason: 'won the bootstrap race', at });
+        }
+        return;
+      }
+      case 'finishBootstrap': {
+        const cd = await pg.controlData();
+        st.sysid = cd.systemIdentifier;
+        await dcs.initialize(cd.systemIdentifier, { create: false });
+        await dcs.setConfig(core.deps.bootstrapDcs, '0');
+        const r = await core.lock.acquire();
+        if (r.acquired) {
+          await dcs.setHistory([]);
+          core.duties.historyWritten(1);
+          st.initializedByMe = false;
+        }
+        core.emitChange();
+        return;
+      }
+      case 'clone': {
+        st.cloneFrom = upstreamOf(view, a.from);
+        if (!st.cloneFrom) return;
+        db.send({ type: 'cmd.clone', reason: `cloning from ${a.from}`, at });
+        return;
+      }
+      case 'reinitialize': {
+        st.cloneFrom = upstreamOf(view, view.leader?.name);
+        if (!st.cloneFrom) return;
+        db.send({ type: 'cmd.reinitialize', reason: 'reinitializing from the leader', at });
+        return;
+      }
+      case 'start': {
+        st.upstream = a.leader ? upstreamOf(view, a.leader) : undefined;
+        st.configuredUpstream = st.upstream?.name;
+        st.demoted = false;
+        db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
+        return;
+      }
+      case 'acquireLock': {
+        const r = await core.lock.acquire();
+        if (!r.acquired) {
+          log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
+          return;
+        }
+        if (db.getSnapshot().context.role !== 'primary') {
+          db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
+        }
+        if (view.failover && (view.failover.value.leader || view.failover.value.member)) await dcs.setFailover({}).catch(() => undefined);
+        core.emitChange();
+        return;
+      }
+      case 'promote':
+        db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
+        return;
+      case 'demote': {
+        st.releaseLockAfterStop = a.releaseLock;
+        st.demoted = true;
+        st.upstream = undefined;
+        st.configuredUpstream = undefined;
+        // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
+        // are terminated at once either way, and a clean stop records where the local WAL ends,
+        // so the divergence check before following the new leader is exact (docs/ha.md).
+        db.send({ type: 'cmd.demote', mode: 'fast', reason: `demoting (${a.mode})`, at });
+        return;
+      }
+      case 'releaseLock':
+        await core.lock.release();
+        core.emitChange();
+        return;
+      case 'stop':
+        st.upstream = undefined;
+        st.configuredUpstream = undefined;
+        db.send({ type: 'cmd.stop', mode: 'fast', reason: a.reason, at });
+        return;
+      case 'clearGhostLeader': {
+        const key = view.leader;
+        if (!key) return;
+        const cleared = await dcs.clearLeader({ name: key.name, revision: key.revision });
+        core.notice('lock.ghostCleared', cleared ? `deleted the leader key naming '${key.name}', which had no member key` : `the leader key naming '${key.name}' changed before it could be deleted`);
+        return;
+      }
+      case 'follow':
+        await this.follow(view, a.leader);
+        return;
+      case 'leaderDuties': {
+        const probe = core.probe();
+        if (!probe || probe.inRecovery) return;
+        await core.duties.run(view, probe, st.config.database.use_slots);
+        return;
+      }
+      case 'clearFailover':
+        await dcs.setFailover({}, view.failover?.revision ?? view.failoverInvalid?.revision);
+        return;
+    }
+  }
+
+  /** Points a running replica at the leader: rewrites primary_conninfo and reloads (PostgreSQL ≥ 13 applies it without restart). */
+  private async follow(view: ClusterView, leader: string): Promise<void> {
+    const st = this.core.state;
+    if (st.configuredUpstream === leader) return;
+    const up = upstreamOf(view, leader);
+    if (!up) return;
+    st.upstream = up;
+    const { pg, log } = this.core.deps;
+    await pg.configure(this.config.configureOptions('replica'));
+    await pg.reload();
+    st.configuredUpstream = leader;
+    st.demoted = false;
+    log.info({ leader }, `following leader ${leader}`);
+  }
+
+  /** After a stop: a graceful demotion or shutdown publishes the checkpoint and releases the lock. */
+  async afterStop(): Promise<void> {
+    if (!this.core.state.releaseLockAfterStop) return;
+    this.core.state.releaseLockAfterStop = false;
+    await this.releaseLockWithStatus();
+  }
+
+  /** Publishes the final checkpoint LSN in `status`, then releases the lock (retried every cycle when it fails). */
+  async releaseLockWithStatus(): Promise<void> {
+    const { dcs, pg, log } = this.core.deps;
+    try {
+      const cd = await pg.controlData();
+      await dcs.setStatus({ optime: Number(cd.checkpointLsn) });
+    } catch (e) {
+      log.warn({ err: String(e) }, 'could not publish the final checkpoint');
+    }
+    const released = await this.core.lock.release();
+    if (!released) log.warn('releasing the leader key failed: retried every cycle');
+    this.core.emitChange();
+  }
+}

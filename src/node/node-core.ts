@@ -1,0 +1,111 @@
+/**
+ * What the node's modules share: the injected dependencies, the facts kept between cycles, and
+ * the few services every module calls (the database machine, the leader lock, notices, wake-up).
+ * HaNode builds one NodeCore and hands it to each module (docs/architecture.md "The node").
+ * No I/O here: this file only names things.
+ */
+import type { Logger } from 'pino';
+import type { Actor } from 'xstate';
+import type { Dcs } from '../dcs/dcs.ts';
+import type { DynamicConfig } from '../domain/dynamic-config.ts';
+import type { Tags } from '../domain/member.ts';
+import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
+import type { PgStatus } from '../domain/pg-status.ts';
+import type { databaseMachine } from '../machines/database.ts';
+import type { PgControl, Upstream } from '../postgres/types.ts';
+import type { Clock } from './clock.ts';
+import type { Journal } from './journal.ts';
+import type { LeaderDuties } from './leader-duties.ts';
+import type { LeaderLock } from './leader-lock.ts';
+import type { ScheduledWork } from './schedules.ts';
+
+/** The node's injected dependencies (the composition root, src/node/agent.ts, builds them). */
+export interface NodeDeps {
+  name: string;
+  scope: string;
+  /** Agent version (semver). */
+  version: string;
+  /** `http://<restapi.connect_address>/ha` */
+  apiUrl: string;
+  /** `postgres://<database.connect_address>/postgres` */
+  connUrl: string;
+  dcs: Dcs;
+  pg: PgControl;
+  journal: Journal;
+  log: Logger;
+  clock: Clock;
+  /** Member status fetcher (GET <api_url>); undefined when unreachable. */
+  fetchStatus: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
+  /** Seed of the dynamic configuration (bootstrap.dcs), written once by the bootstrap winner. */
+  bootstrapDcs: Record<string, unknown>;
+  /** initdb options as `--key=value` strings. */
+  initdbOptions: string[];
+  /** Custom bootstrap command, when bootstrap.method names one. */
+  customBootstrapCommand?: string;
+  /** How long a start may take before start_failed, ms. */
+  startTimeoutMs: number;
+  /** The server's settings catalogue; undefined: parameters are written as given. */
+  settingsCatalogue?: SettingsCatalogue;
+}
+
+/** Facts the node keeps between cycles (mutable; owned by the node's modules). */
+export class NodeState {
+  /** The effective dynamic configuration (validated, defaults filled). */
+  config: DynamicConfig;
+  /** Tags and local parameters of ha.yml (POST /reload replaces them). */
+  tags: Tags;
+  localParameters: Record<string, string | number | boolean>;
+  /** System identifier of the local data, when known. */
+  sysid: string | undefined;
+  /** This agent won the `initialize` race in this process lifetime. */
+  initializedByMe = false;
+  /** Stopped by this agent's demotion and not started since. */
+  demoted = false;
+  /** The stop in progress releases the lock when done (graceful demotion, shutdown). */
+  releaseLockAfterStop = false;
+  /** Where the next clone copies from; what primary_conninfo points at; whom it was configured for. */
+  cloneFrom: Upstream | undefined;
+  upstream: Upstream | undefined;
+  configuredUpstream: string | undefined;
+  /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
+  startFailures = 0;
+  nextStartAtMs: number | undefined;
+  /** Epoch ms since when a running replica has not streamed. */
+  notStreamingSinceMs: number | undefined;
+  /** Since when the leader key has named a member without a member key. */
+  ghostLeader: { name: string; sinceMs: number } | undefined;
+  /** Why the local data diverged from the leader's timeline, while it does. */
+  divergedReason: string | undefined;
+  /** Epoch ms of the last completed HA cycle; 0 before the first. */
+  lastLoopMs = 0;
+
+  constructor(init: { config: DynamicConfig; tags: Tags; localParameters: Record<string, string | number | boolean> }) {
+    this.config = init.config;
+    this.tags = init.tags;
+    this.localParameters = init.localParameters;
+  }
+}
+
+/** The services every module of the node may call. */
+export interface NodeCore {
+  readonly deps: NodeDeps;
+  readonly state: NodeState;
+  readonly lock: LeaderLock;
+  readonly duties: LeaderDuties;
+  /** The database machine actor (defined once the node started). */
+  db(): Actor<typeof databaseMachine>;
+  /** The scheduled switchover and restart machines (defined once the node started). */
+  schedules(): ScheduledWork | undefined;
+  /** The latest probe while the database runs. */
+  probe(): PgStatus | undefined;
+  /** Probes the local database now (no-op while it does not run). */
+  probeNow(): Promise<void>;
+  /** Epoch ms. */
+  now(): number;
+  /** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
+  notice(type: string, text: string): void;
+  /** Tells observers that state, role or leadership changed. */
+  emitChange(): void;
+  /** Runs the HA cycle now. */
+  wake(): void;
+}

@@ -1,0 +1,57 @@
+/**
+ * The node snapshot the HTTP handlers and metrics read (src/domain/snapshot.ts). The same object
+ * is handed out until one of its inputs changes (XState snapshots, probes, DCS views and configs
+ * are new objects on every change), so the API can reuse what it rendered for it (src/http/app.ts).
+ */
+import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { DatabaseState } from '../domain/states.ts';
+import { effectiveTags } from './member-data.ts';
+import type { MemberKey } from './member-key.ts';
+import type { NodeCore } from './node-core.ts';
+
+export class SnapshotBuilder {
+  private memo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
+
+  constructor(
+    private readonly core: NodeCore,
+    private readonly memberKey: MemberKey,
+    /** False before the node started (no machine yet). */
+    private readonly started: () => boolean,
+  ) {}
+
+  /** The snapshot now. Synchronous and cheap. */
+  snapshot(): NodeSnapshot {
+    const { core } = this;
+    const { deps, state: st } = core;
+    const snap = this.started() ? core.db().getSnapshot() : undefined;
+    const view = deps.dcs.view();
+    const probe = core.probe();
+    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs];
+    const memo = this.memo;
+    if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
+    const running = snap?.value === 'running';
+    const scheduled = this.memberKey.scheduledRestart();
+    const snapshot: NodeSnapshot = {
+      name: deps.name,
+      scope: deps.scope,
+      version: deps.version,
+      apiUrl: deps.apiUrl,
+      connUrl: deps.connUrl,
+      tags: effectiveTags(st.tags),
+      state: (snap?.value ?? 'stopped') as DatabaseState,
+      role: snap?.context.role ?? 'uninitialized',
+      ...(running && probe ? { pg: probe } : {}),
+      ...(st.sysid ? { sysid: st.sysid } : {}),
+      leaderUntilMs: core.lock.untilMs,
+      ...(st.divergedReason ? { diverged: st.divergedReason } : {}),
+      ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
+      cluster: view,
+      dcsLastSeenMs: deps.dcs.lastSeenMs(),
+      config: st.config,
+      lastLoopMs: st.lastLoopMs,
+      ...(scheduled ? { scheduledRestart: scheduled } : {}),
+    };
+    this.memo = { inputs, snapshot };
+    return snapshot;
+  }
+}
