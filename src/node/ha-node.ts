@@ -16,8 +16,6 @@
  * Time, the DCS, PostgreSQL control and peer calls are injected (HaNodeOptions), so the same
  * node runs against real processes and in tests.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { waitFor, type Actor, type AnyStateMachine } from 'xstate';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
@@ -268,7 +266,7 @@ export class HaNode {
     schedules.observeFailoverKey(dcs.view());
     // A postmaster already running when the agent starts is adopted, not restarted.
     if (await pg.postmasterPid()) {
-      const role = existsSync(join(pg.dataDir, 'standby.signal')) ? 'replica' : 'primary';
+      const role = (await pg.hasStandbySignal()) ? 'replica' : 'primary';
       db.send({ type: 'pg.found', role, reason: 'postmaster already running at agent start', at: clock.now() });
       await this.watch.probeOnce();
     }

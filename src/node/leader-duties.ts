@@ -3,8 +3,6 @@
  * positions, written only when changed), one physical replication slot per other member, and the
  * `history` key after a promotion (from the timeline history file, dcs-layout.md).
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ClusterView } from '../domain/cluster.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -45,14 +43,13 @@ export class LeaderDuties {
   /** Writes `history` from `pg_wal/<TLI>.history` of the current timeline. Logs (never throws) on failure. */
   private async writeHistory(view: ClusterView, timeline: number): Promise<void> {
     const { dcs, pg, name, log, now } = this.deps;
-    const file = join(pg.dataDir, 'pg_wal', `${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`);
     try {
-      const lines = parseHistoryFile(await readFile(file, 'utf8'));
+      const lines = parseHistoryFile(await pg.readTimelineHistory(timeline));
       const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(now()).toISOString(), newLeader: name });
       await dcs.setHistory(entries);
       this.historyTimeline = timeline;
     } catch (e) {
-      log.warn({ err: String(e), file }, 'could not write the history key');
+      log.warn({ err: String(e), timeline }, 'could not write the history key');
     }
   }
 }

@@ -130,6 +130,14 @@ export class LocalPostgres implements PgControl {
     await chownToPg(this.logFile);
   }
 
+  async hasStandbySignal(): Promise<boolean> {
+    return existsSync(join(this.dataDir, 'standby.signal'));
+  }
+
+  async readTimelineHistory(timeline: number): Promise<string> {
+    return readFile(join(this.dataDir, 'pg_wal', `${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`), 'utf8');
+  }
+
   async hasData(): Promise<boolean> {
     return existsSync(join(this.dataDir, 'PG_VERSION'));
   }

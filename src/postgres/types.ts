@@ -137,4 +137,13 @@ export interface PgControl {
 
   /** Closes connections. */
   close(): Promise<void>;
+
+  /** The data directory holds `standby.signal` (a postmaster found running is then a replica). */
+  hasStandbySignal(): Promise<boolean>;
+
+  /**
+   * The text of `pg_wal/<TLI>.history` for `timeline` (PostgreSQL docs "Timelines").
+   * Rejects when the file does not exist.
+   */
+  readTimelineHistory(timeline: number): Promise<string>;
 }
