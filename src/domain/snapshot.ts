@@ -50,6 +50,11 @@ export interface NodeSnapshot {
    * not run as a replica: docs/ha.md "Divergence"); absent otherwise.
    */
   diverged?: string;
+  /**
+   * The member the leader key names while that member has no member key (a ghost lock, docs/ha.md
+   * "A leader key naming an unknown member"); absent otherwise.
+   */
+  ghostLeader?: string;
   /** Epoch ms since when this running replica's WAL receiver has not streamed; absent while it streams. */
   notStreamingSinceMs?: number;
   /** True while DCS failsafe mode keeps this primary running. */

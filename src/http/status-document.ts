@@ -10,7 +10,7 @@
  * `pending_restart_reason` (only when a restart is pending).
  * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
  * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
- * `scheduled_restart`. Ours (docs/ha.md "Divergence"): `diverged` (why), `not_streaming_since`.
+ * `scheduled_restart`. Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`.
  */
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
@@ -61,6 +61,8 @@ export interface StatusDocument {
   diverged?: string;
   /** Ours: ISO 8601 time since when this running replica has not streamed. */
   not_streaming_since?: string;
+  /** Ours: the member the leader key names while it has no member key (docs/ha.md "A leader key naming an unknown member"). */
+  ghost_leader?: string;
   ha: { version: string; scope: string; name: string };
 }
 
@@ -119,6 +121,7 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   }
   if (s.diverged !== undefined) doc.diverged = s.diverged;
   if (s.notStreamingSinceMs !== undefined && s.state === 'running') doc.not_streaming_since = new Date(s.notStreamingSinceMs).toISOString();
+  if (s.ghostLeader !== undefined) doc.ghost_leader = s.ghostLeader;
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
   return doc;
 }

@@ -73,7 +73,7 @@ export class HaCycle {
       db: { state: facts.state, role: facts.role, busy: facts.busy },
       hasData: facts.hasData,
       walBytes: walOf(facts.probe),
-      timeline: facts.probe?.timeline ?? facts.local?.timeline ?? 0,
+      timeline: facts.probe?.inRecovery ? Math.max(facts.probe.timeline, st.replicaTimeline) : (facts.probe?.timeline ?? facts.local?.timeline ?? 0),
       ...(facts.local ? { local: facts.local } : {}),
       demoted: st.demoted,
       initializedByMe: st.initializedByMe,
@@ -177,6 +177,8 @@ export class HaCycle {
     const st = core.state;
     if (!probe || !probe.inRecovery || probe.streaming) st.notStreamingSinceMs = undefined;
     else st.notStreamingSinceMs ??= nowMs;
+    if (state !== 'running' || !probe?.inRecovery) st.replicaTimeline = 0;
+    else st.replicaTimeline = Math.max(st.replicaTimeline, probe.timeline);
     return { state, role: snap.context.role, busy, hasData, probe, local };
   }
 

@@ -72,6 +72,12 @@ export class NodeState {
   nextStartAtMs: number | undefined;
   /** Epoch ms since when a running replica has not streamed. */
   notStreamingSinceMs: number | undefined;
+  /**
+   * The newest timeline this running replica has replayed into, as far as its probes showed
+   * (pg_stat_wal_receiver.received_tli while streaming): once the receiver is gone the probe only
+   * has the last restartpoint's timeline, which may be older. Reset when the database stops.
+   */
+  replicaTimeline = 0;
   /** Since when the leader key has named a member without a member key. */
   ghostLeader: { name: string; sinceMs: number } | undefined;
   /** Why the local data diverged from the leader's timeline, while it does. */

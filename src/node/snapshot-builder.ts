@@ -26,7 +26,7 @@ export class SnapshotBuilder {
     const snap = this.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs];
+    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
@@ -44,6 +44,7 @@ export class SnapshotBuilder {
       ...(st.sysid ? { sysid: st.sysid } : {}),
       leaderUntilMs: core.lock.untilMs,
       ...(st.divergedReason ? { diverged: st.divergedReason } : {}),
+      ...(st.ghostLeader ? { ghostLeader: st.ghostLeader.name } : {}),
       ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
       cluster: view,
       dcsLastSeenMs: deps.dcs.lastSeenMs(),

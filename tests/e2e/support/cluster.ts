@@ -4,7 +4,7 @@
  * process it started by PID (agents, postmasters, etcd) and removes the directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { startEtcd, type EtcdServer } from '../../support/etcd.ts';
@@ -34,6 +34,8 @@ export interface ClusterOptions {
   /** Extra YAML lines under `bootstrap.dcs` (indented by the caller as `key: value`). */
   dcsExtra?: string[];
   tags?: Record<string, Record<string, unknown>>;
+  /** Extra keys of the `restapi` section (e.g. `{ max_unsafe_requests: 256 }`). */
+  restapi?: Record<string, unknown>;
 }
 
 export class TestCluster {
@@ -65,7 +67,7 @@ export class TestCluster {
         [
           `scope: ${c.scope}`,
           `name: ${name}`,
-          `restapi: { listen: "127.0.0.1:${node.apiPort}" }`,
+          `restapi: ${JSON.stringify({ listen: `127.0.0.1:${node.apiPort}`, ...(opts.restapi ?? {}) })}`,
           `etcd3: { hosts: ["${c.etcd.host}"] }`,
           'bootstrap:',
           '  dcs:',
@@ -198,8 +200,175 @@ export class TestCluster {
     if (this.dir) await removeTempDir(this.dir);
   }
 
+  /** Runs etcdctl (API v3) against this cluster's etcd; resolves with stdout. */
+  etcdctl(args: string[]): Promise<string> {
+    return run('etcdctl', ['--endpoints', this.etcd.url, ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
+  }
+
+  /** Full etcd key of a cluster key (`leader` → `/service/<scope>/leader`). */
+  key(k: string): string {
+    return `/service/${this.scope}/${k}`;
+  }
+
+  /** Value of a cluster key (`config`, `failover`, …), undefined when absent. */
+  async etcdGet(k: string): Promise<string | undefined> {
+    const out = await this.etcdctl(['get', '-w', 'json', this.key(k)]);
+    const kv = JSON.parse(out).kvs?.[0];
+    return kv ? Buffer.from(kv.value ?? '', 'base64').toString('utf8') : undefined;
+  }
+
+  /** Writes a cluster key with `etcdctl put` (no lease: as an operator would). */
+  async etcdPut(k: string, value: string): Promise<void> {
+    await this.etcdctl(['put', this.key(k), '--', value]);
+  }
+
+  /** Deletes a cluster key. */
+  async etcdDel(k: string): Promise<void> {
+    await this.etcdctl(['del', this.key(k)]);
+  }
+
+  /**
+   * Watches one cluster key from its current value on (`etcdctl watch -w json` from the revision
+   * after the initial read, so no change is missed). `events[0]` is the initial value; a deletion
+   * or lease expiry is an event with `value: undefined`. `stop()` ends the etcdctl process.
+   */
+  async watchKey(k: string): Promise<KeyWatch> {
+    const first = JSON.parse(await this.etcdctl(['get', '-w', 'json', this.key(k)]));
+    const kv = first.kvs?.[0];
+    const events: KeyEvent[] = [{ at: Date.now(), value: kv ? Buffer.from(kv.value ?? '', 'base64').toString('utf8') : undefined, revision: Number(first.header.revision) }];
+    const child = spawn('etcdctl', ['--endpoints', this.etcd.url, 'watch', '-w', 'json', `--rev=${Number(first.header.revision) + 1}`, this.key(k)], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, ETCDCTL_API: '3' },
+    });
+    let buf = '';
+    child.stdout?.on('data', (d) => {
+      buf += d;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith('{')) continue;
+        try {
+          const msg = JSON.parse(line);
+          for (const e of msg.Events ?? []) {
+            const deleted = e.type === 1 || e.type === 'DELETE';
+            events.push({ at: Date.now(), value: deleted ? undefined : Buffer.from(e.kv?.value ?? '', 'base64').toString('utf8'), revision: Number(e.kv?.mod_revision ?? 0) });
+          }
+        } catch {
+          /* a partial or foreign line: ignored */
+        }
+      }
+    });
+    return {
+      events,
+      async stop() {
+        if (child.pid) await stopPid(child.pid, 'SIGTERM', 2000);
+      },
+    };
+  }
+
+  /** POST a JSON body to a node's API: {status, body}; status 0 (and `error`) when unreachable or timed out. */
+  async post(name: string, path: string, body: unknown, timeoutMs = 30_000): Promise<{ status: number; body: string; error?: string }> {
+    const n = this.node(name);
+    try {
+      const r = await fetch(`http://127.0.0.1:${n.apiPort}${path}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      return { status: r.status, body: await r.text() };
+    } catch (e) {
+      return { status: 0, body: '', error: String(e) };
+    }
+  }
+
+  /** Names of the members whose GET /primary answers 200 (asked in parallel, 2 s timeout each). */
+  async primaries(): Promise<string[]> {
+    const answers = await Promise.all(this.nodes.map(async (n) => ((await this.get(n.name, '/primary')).status === 200 ? n.name : undefined)));
+    return answers.filter((x): x is string => x !== undefined);
+  }
+
+  /** PID of a node's agent process (undefined when not started or exited). */
+  agentPid(name: string): number | undefined {
+    const p = this.node(name).proc;
+    return p?.pid && p.exitCode === null && p.signalCode === null ? p.pid : undefined;
+  }
+
+  /**
+   * PIDs of a node's PostgreSQL auxiliary processes whose title contains `kind` (e.g.
+   * `walsender`, `walreceiver`, `checkpointer`): children of its postmaster, read from /proc.
+   */
+  postgresChildren(name: string, kind: string): number[] {
+    const pm = this.postmasterPid(name);
+    if (!pm) return [];
+    const out: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        if (ppid !== pm) continue;
+        const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+        if (title.includes(kind)) out.push(Number(entry));
+      } catch {
+        /* the process went away */
+      }
+    }
+    return out;
+  }
+
+  /** CPU time (user + system) a process has used so far, in seconds, from /proc/<pid>/stat. */
+  cpuSeconds(pid: number): number {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields after the command: state(0) ppid(1) … utime(11) stime(12), in clock ticks (100 Hz on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  /**
+   * The agents' log lines (pino JSON) whose message matches `re`, as `<time> <node> <msg> <extra>`,
+   * optionally only those at or after `sinceMs` (for failure messages and reports).
+   */
+  logsMatching(re: RegExp, sinceMs = 0): string[] {
+    const out: { t: number; line: string }[] = [];
+    for (const n of this.nodes) {
+      for (const raw of n.output.split('\n')) {
+        if (!raw.startsWith('{')) {
+          if (raw.trim() && re.test(raw)) out.push({ t: 0, line: `${n.name} ${raw}` });
+          continue;
+        }
+        try {
+          const j = JSON.parse(raw);
+          const t = Number(j.time ?? 0);
+          if (t < sinceMs || !re.test(String(j.msg ?? ''))) continue;
+          const { level: _l, time: _t, pid: _p, hostname: _h, member: _m, msg, ...rest } = j;
+          out.push({ t, line: `${new Date(t).toISOString().slice(11, 23)} ${n.name} ${msg}${Object.keys(rest).length ? ' ' + JSON.stringify(rest) : ''}` });
+        } catch {
+          /* not JSON */
+        }
+      }
+    }
+    return out.sort((a, b) => a.t - b.t).map((x) => x.line);
+  }
+
   /** Agent output of every node (for failure messages). */
   logs(): string {
     return this.nodes.map((n) => `==== ${n.name}\n${n.output.slice(-4000)}`).join('\n');
   }
+}
+
+/** One change of a watched key: `value` undefined for a deletion (or lease expiry). */
+export interface KeyEvent {
+  /** Epoch ms when the test saw it. */
+  at: number;
+  value: string | undefined;
+  revision: number;
+}
+
+/** A running `etcdctl watch` on one key. */
+export interface KeyWatch {
+  /** The initial value first, then every change in order. */
+  readonly events: KeyEvent[];
+  stop(): Promise<void>;
 }
