@@ -81,35 +81,18 @@ afterAll(async () => {
   await c?.destroy();
 });
 
-/** Waits for one primary that holds the key and every other member ready (streaming, not lagging). */
 /** Set once a settle timed out: later cases then wait 15 s only (the cluster is known broken). */
 let settleFailed = false;
 
+/** Waits for one primary that holds the key and every other member ready (streaming, not lagging). */
 async function settle(timeoutMs = 120_000): Promise<string> {
   if (settleFailed) timeoutMs = Math.min(timeoutMs, 15_000);
   try {
-    return await settleOnce(timeoutMs);
+    return await c.settled(timeoutMs, LOG_RE);
   } catch (e) {
     settleFailed = true;
-    const states = await Promise.all(c.nodes.map(async (n) => `${n.name}: ${(await c.get(n.name, '/ha')).body}`));
-    throw new Error(`${String(e)}\n${states.join('\n')}\n${c.logsMatching(LOG_RE, Date.now() - timeoutMs).slice(-40).join('\n')}`);
+    throw e;
   }
-}
-
-async function settleOnce(timeoutMs: number): Promise<string> {
-  return waitFor(
-    async () => {
-      const l = await c.leader();
-      if (!l) return undefined;
-      const p = await c.primaries();
-      if (p.length !== 1 || p[0] !== l) return undefined;
-      for (const n of c.nodes) if (n.name !== l && (await c.get(n.name, '/readiness')).status !== 200) return undefined;
-      return l;
-    },
-    timeoutMs,
-    'a settled cluster (one primary holding the key, every replica ready)',
-    250,
-  );
 }
 
 /** Changes of the leader name in [fromMs, toMs] (deletions ignored, repeats collapsed), with the full sequence. */

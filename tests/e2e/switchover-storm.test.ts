@@ -82,29 +82,8 @@ function leaderSequence(events: readonly KeyEvent[], fromMs: number, toMs: numbe
 }
 
 /** Waits for one primary that holds the key and every other member ready (streaming, not lagging). */
-async function settle(timeoutMs = 90_000): Promise<string> {
-  try {
-    return await settleOnce(timeoutMs);
-  } catch (e) {
-    const states = await Promise.all(c.nodes.map(async (n) => `${n.name}: ${(await c.get(n.name, '/ha')).body}`));
-    throw new Error(`${String(e)}\n${states.join('\n')}\n${c.logsMatching(LOG_RE, Date.now() - timeoutMs).slice(-40).join('\n')}`);
-  }
-}
-
-async function settleOnce(timeoutMs: number): Promise<string> {
-  return waitFor(
-    async () => {
-      const l = await c.leader();
-      if (!l) return undefined;
-      const p = await c.primaries();
-      if (p.length !== 1 || p[0] !== l) return undefined;
-      for (const n of c.nodes) if (n.name !== l && (await c.get(n.name, '/readiness')).status !== 200) return undefined;
-      return l;
-    },
-    timeoutMs,
-    'a settled cluster (one primary, every replica ready)',
-    250,
-  );
+function settle(timeoutMs = 90_000): Promise<string> {
+  return c.settled(timeoutMs, LOG_RE);
 }
 
 function historyOf(text: string | undefined): unknown[][] {

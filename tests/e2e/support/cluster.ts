@@ -352,6 +352,33 @@ export class TestCluster {
     return out.sort((a, b) => a.t - b.t).map((x) => x.line);
   }
 
+  /**
+   * Waits for a settled cluster: one member answers 200 on /primary and holds the leader key, every
+   * other member answers 200 on /readiness (streaming, not lagging). Returns the leader. On time-out
+   * throws with every member's /ha and the agents' log lines matching `logRe` (when given).
+   */
+  async settled(timeoutMs = 90_000, logRe?: RegExp): Promise<string> {
+    try {
+      return await waitFor(
+        async () => {
+          const l = await this.leader();
+          if (!l) return undefined;
+          const p = await this.primaries();
+          if (p.length !== 1 || p[0] !== l) return undefined;
+          for (const n of this.nodes) if (n.name !== l && (await this.get(n.name, '/readiness')).status !== 200) return undefined;
+          return l;
+        },
+        timeoutMs,
+        'a settled cluster (one primary holding the key, every replica ready)',
+        250,
+      );
+    } catch (e) {
+      const states = await Promise.all(this.nodes.map(async (n) => `${n.name}: ${(await this.get(n.name, '/ha')).body}`));
+      const lines = logRe ? this.logsMatching(logRe, Date.now() - timeoutMs).slice(-40) : [];
+      throw new Error(`${String(e)}\n${states.join('\n')}\n${lines.join('\n')}`);
+    }
+  }
+
   /** Agent output of every node (for failure messages). */
   logs(): string {
     return this.nodes.map((n) => `==== ${n.name}\n${n.output.slice(-4000)}`).join('\n');
