@@ -208,6 +208,17 @@ describe('restart, reload, reinitialize and config on a real cluster', () => {
     await waitFor(async () => (await c.get(replica, '/ha')).json()?.pending_restart === undefined, 20_000, 'pending cleared');
   });
 
+  it('PATCH /config with an unknown PostgreSQL parameter or a value PostgreSQL refuses: 400 naming it, nothing written', async () => {
+    const before = await c.etcdGet('config');
+    const unknown = await req(leader, 'PATCH', '/config', { database: { parameters: { no_such_param: '1' } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.text).toMatch(/database\.parameters\.no_such_param/);
+    const bad = await req(leader, 'PATCH', '/config', { database: { parameters: { max_connections: 'lots' } } });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toMatch(/max_connections/);
+    expect(await c.etcdGet('config')).toBe(before);
+  });
+
   it('a PATCH with a conflicting timing is refused; PUT replaces the document', async () => {
     const bad = await req(leader, 'PATCH', '/config', { loop_wait: 20 });
     expect(bad.status).toBe(400);
