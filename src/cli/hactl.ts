@@ -12,6 +12,7 @@ import { runHistory } from '../ctl/history.ts';
 import { createStdIo, type CtlIo } from '../ctl/io.ts';
 import { LIST_FORMATS, renderList, type ListFormat } from '../ctl/list.ts';
 import { ROLE_FILTERS, runFlushRestart, runFlushSwitchover, runReinit, runReload, runRestart, type RoleFilter } from '../ctl/member-actions.ts';
+import { setMemberClient } from '../ctl/member-api.ts';
 import { runPause } from '../ctl/pause.ts';
 import { runRemove } from '../ctl/remove.ts';
 import { readView, timestamp, type Session } from '../ctl/session.ts';
@@ -27,6 +28,7 @@ let watching = false;
 /** Resolves the target, opens the DCS and runs `fn` with a Session. */
 async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Session) => Promise<void>): Promise<void> {
   const target = await resolveTarget(cmd.optsWithGlobals<GlobalOptions>(), cluster);
+  setMemberClient(target.client);
   const dcs = await openDcs(target);
   openedDcs = dcs;
   await fn({

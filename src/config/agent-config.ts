@@ -20,6 +20,84 @@ export interface RoleCredentials {
   password?: string;
 }
 
+/** HTTP basic authentication credentials. */
+export interface BasicCredentials {
+  username: string;
+  password: string;
+}
+
+/** Client certificate checking of the node API (patroni.md §1.2). */
+export type VerifyClient = 'none' | 'optional' | 'required';
+
+/**
+ * The node API section. Optional keys are absent when not set; their defaults live in
+ * src/http/api-security.ts (DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UNSAFE_REQUESTS).
+ */
+export interface RestApiConfig {
+  /** `host:port` the node API listens on. */
+  listen: string;
+  /** `host:port` other members and clients use; defaults to `listen`. */
+  connect_address: string;
+  /** PEM certificate chain; set = the API speaks HTTPS only. */
+  certfile?: string;
+  /** PEM private key; absent = the key is in `certfile`. */
+  keyfile?: string;
+  /** Passphrase of an encrypted key (secret). */
+  keyfile_password?: string;
+  /** PEM CA bundle: verifies client certificates (and members' certificates on member calls). */
+  cafile?: string;
+  /** Client certificates: `none` (default), `optional` (required on unsafe requests), `required` (TLS handshake). */
+  verify_client?: VerifyClient;
+  /** Basic authentication required on unsafe requests (POST, PUT, PATCH, DELETE). */
+  authentication?: BasicCredentials;
+  /** Hosts, addresses and CIDRs allowed to send unsafe requests. */
+  allowlist?: string[];
+  /** Also allow the hosts of every member's api_url. */
+  allowlist_include_members?: boolean;
+  /** Headers added to every answer. */
+  http_extra_headers?: Record<string, string>;
+  /** Headers added to every answer when TLS is on. */
+  https_extra_headers?: Record<string, string>;
+  /** Largest request body, bytes (default 65536). */
+  max_body_bytes?: number;
+  /** Unsafe requests served at once; more get 503 (default 4). */
+  max_unsafe_requests?: number;
+}
+
+/** The etcd v3 section. */
+export interface Etcd3Config {
+  /** etcd endpoints as `host:port`, at least one. */
+  hosts: string[];
+  /** `https` when `cacert` or `cert` is set, else `http`, unless given. */
+  protocol?: 'http' | 'https';
+  /** PEM CA bundle verifying etcd's certificate. */
+  cacert?: string;
+  /** PEM client certificate (etcd `--client-cert-auth`). */
+  cert?: string;
+  /** PEM private key of `cert`. */
+  key?: string;
+  /** etcd user (etcd `auth enable`). */
+  username?: string;
+  /** Its password (secret). */
+  password?: string;
+}
+
+/** hactl's client settings (patroni.md §4.1 `ctl`). */
+export interface CtlConfig {
+  /** Do not verify the members' certificates. */
+  insecure?: boolean;
+  /** PEM CA bundle verifying the members' certificates (fallback: restapi.cafile). */
+  cacert?: string;
+  /** Client certificate sent to the members. */
+  certfile?: string;
+  /** Its key (absent: in certfile). */
+  keyfile?: string;
+  /** Passphrase of the key (secret). */
+  keyfile_password?: string;
+  /** Basic credentials sent on every request (fallback: restapi.authentication). */
+  authentication?: BasicCredentials;
+}
+
 /** A custom bootstrap method section: `<name>: { command: "/path/script", ...other keys kept }`. */
 export interface CustomBootstrapMethod {
   command: string;
@@ -34,16 +112,10 @@ export interface AgentConfig {
   namespace: string;
   /** This member's name, unique in the cluster. */
   name: string;
-  restapi: {
-    /** `host:port` the node API listens on. */
-    listen: string;
-    /** `host:port` other members and clients use; defaults to `listen`. */
-    connect_address: string;
-  };
-  etcd3: {
-    /** etcd endpoints as `host:port`, at least one. */
-    hosts: string[];
-  };
+  restapi: RestApiConfig;
+  etcd3: Etcd3Config;
+  /** hactl's client settings (absent: hactl falls back to restapi's credentials and cafile). */
+  ctl?: CtlConfig;
   bootstrap: {
     /** Dynamic configuration seeded into the DCS by the bootstrap winner, defaults filled in. */
     dcs: DynamicConfig;

@@ -38,6 +38,10 @@ export function crossCheck(doc: Record<string, unknown>): string[] {
     const s = doc[section];
     if (isObject(s)) problems.push(...connectAddressProblems(section, s));
   }
+  const restapi = doc['restapi'];
+  if (isObject(restapi)) problems.push(...restApiTlsProblems(restapi));
+  const etcd3 = doc['etcd3'];
+  if (isObject(etcd3)) problems.push(...etcdSecurityProblems(etcd3));
   const db = doc['database'];
   if (isObject(db)) {
     problems.push(...socketProblems(db, str(doc['name'])));
@@ -76,4 +80,35 @@ function socketProblems(db: Record<string, unknown>, name: string | undefined): 
   return [
     `database.socket_dir: socket path ${socketPath} is ${bytes} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of unix sockets; set a shorter socket_dir`,
   ];
+}
+
+/** TLS keys of restapi that mean nothing without `certfile`, and client verification without a CA. */
+function restApiTlsProblems(r: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (r['certfile'] === undefined) {
+    for (const k of ['keyfile', 'keyfile_password', 'https_extra_headers'] as const) {
+      if (r[k] !== undefined) problems.push(`restapi.${k}: needs restapi.certfile (TLS is off without it)`);
+    }
+    if (r['verify_client'] !== undefined && r['verify_client'] !== 'none') {
+      problems.push('restapi.verify_client: needs restapi.certfile (client certificates need TLS)');
+    }
+  }
+  const verify = r['verify_client'];
+  if ((verify === 'optional' || verify === 'required') && r['cafile'] === undefined) {
+    problems.push(`restapi.cafile: required with verify_client: ${verify} (the CA that signs client certificates)`);
+  }
+  return problems;
+}
+
+/** etcd3: a client certificate needs its key (and the reverse), a user needs a password, TLS files need https. */
+function etcdSecurityProblems(e: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (e['cert'] !== undefined && e['key'] === undefined) problems.push('etcd3.key: required with etcd3.cert');
+  if (e['key'] !== undefined && e['cert'] === undefined) problems.push('etcd3.cert: required with etcd3.key');
+  if (e['username'] !== undefined && e['password'] === undefined) problems.push('etcd3.password: required with etcd3.username');
+  if (e['password'] !== undefined && e['username'] === undefined) problems.push('etcd3.username: required with etcd3.password');
+  if (e['protocol'] === 'http' && (e['cacert'] !== undefined || e['cert'] !== undefined)) {
+    problems.push('etcd3.protocol: is http but etcd3.cacert/cert are set; use https');
+  }
+  return problems;
 }

@@ -23,7 +23,52 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   HA_REPLICATION_USERNAME: 'database.authentication.replication.username',
   HA_REPLICATION_PASSWORD: 'database.authentication.replication.password',
   HA_LOG_LEVEL: 'log.level',
+  HA_RESTAPI_CERTFILE: 'restapi.certfile',
+  HA_RESTAPI_KEYFILE: 'restapi.keyfile',
+  HA_RESTAPI_KEYFILE_PASSWORD: 'restapi.keyfile_password',
+  HA_RESTAPI_CAFILE: 'restapi.cafile',
+  HA_RESTAPI_VERIFY_CLIENT: 'restapi.verify_client',
+  HA_RESTAPI_USERNAME: 'restapi.authentication.username',
+  HA_RESTAPI_PASSWORD: 'restapi.authentication.password',
+  HA_RESTAPI_ALLOWLIST: 'restapi.allowlist',
+  HA_RESTAPI_ALLOWLIST_INCLUDE_MEMBERS: 'restapi.allowlist_include_members',
+  HA_RESTAPI_HTTP_EXTRA_HEADERS: 'restapi.http_extra_headers',
+  HA_RESTAPI_HTTPS_EXTRA_HEADERS: 'restapi.https_extra_headers',
+  HA_ETCD3_PROTOCOL: 'etcd3.protocol',
+  HA_ETCD3_CACERT: 'etcd3.cacert',
+  HA_ETCD3_CERT: 'etcd3.cert',
+  HA_ETCD3_KEY: 'etcd3.key',
+  HA_ETCD3_USERNAME: 'etcd3.username',
+  HA_ETCD3_PASSWORD: 'etcd3.password',
+  HA_CTL_INSECURE: 'ctl.insecure',
+  HA_CTL_CACERT: 'ctl.cacert',
+  HA_CTL_CERTFILE: 'ctl.certfile',
+  HA_CTL_KEYFILE: 'ctl.keyfile',
+  HA_CTL_KEYFILE_PASSWORD: 'ctl.keyfile_password',
+  HA_CTL_USERNAME: 'ctl.authentication.username',
+  HA_CTL_PASSWORD: 'ctl.authentication.password',
 };
+
+/**
+ * Variables whose value is YAML (flow list, flow mapping or boolean) rather than plain text:
+ * `HA_RESTAPI_ALLOWLIST` (also a comma list, split by the schema), the extra headers
+ * (`{X-Frame-Options: DENY}`) and the booleans (`true` / `false`).
+ */
+const YAML_VALUED: ReadonlySet<string> = new Set([
+  'HA_ETCD3_HOSTS',
+  'HA_RESTAPI_ALLOWLIST',
+  'HA_RESTAPI_ALLOWLIST_INCLUDE_MEMBERS',
+  'HA_RESTAPI_HTTP_EXTRA_HEADERS',
+  'HA_RESTAPI_HTTPS_EXTRA_HEADERS',
+  'HA_CTL_INSECURE',
+]);
+
+/** True when `raw` of `variable` is to be read as YAML: a flow collection, or a boolean variable. */
+function isYamlValue(variable: string, raw: string): boolean {
+  if (!YAML_VALUED.has(variable)) return false;
+  const t = raw.trim();
+  return t.startsWith('[') || t.startsWith('{') || t === 'true' || t === 'false';
+}
 
 /** Result of {@link applyEnvOverrides}. */
 export interface EnvOverlay {
@@ -40,8 +85,11 @@ function isObject(x: unknown): x is Record<string, unknown> {
 }
 
 /**
- * Lays every set variable of {@link ENV_OVERRIDES} over `doc`. `HA_ETCD3_HOSTS` may be a
- * comma list (`h1:2379,h2:2379`) or a YAML flow list (`[h1:2379, h2:2379]`). Missing sections
+ * Lays every set variable of {@link ENV_OVERRIDES} over `doc`. `HA_ETCD3_HOSTS` and
+ * `HA_RESTAPI_ALLOWLIST` may be a comma list (`h1:2379,h2:2379`) or a YAML flow list
+ * (`[h1:2379, h2:2379]`); extra headers a YAML flow mapping; booleans `true`/`false`. Every
+ * password has a variable (`HA_RESTAPI_PASSWORD`, `HA_ETCD3_PASSWORD`, `HA_CTL_PASSWORD`,
+ * `HA_SUPERUSER_PASSWORD`, `HA_REPLICATION_PASSWORD`, `*_KEYFILE_PASSWORD`). Missing sections
  * are created; a section that exists but is not a mapping is left for the schema to report.
  * Never throws.
  */
@@ -53,11 +101,16 @@ export function applyEnvOverrides(doc: Record<string, unknown>, env: NodeJS.Proc
     const raw = env[variable];
     if (raw === undefined || raw === '') continue;
     let value: unknown = raw;
-    if (variable === 'HA_ETCD3_HOSTS' && raw.trim().startsWith('[')) {
+    if (isYamlValue(variable, raw)) {
       try {
         value = YAML.parse(raw);
       } catch {
-        problems.push(`${path}: ${variable} is neither a comma list nor a YAML flow list: ${raw}`);
+        // Echo only the hosts list; another variable's value is never echoed (a secret set by mistake).
+        problems.push(
+          variable === 'HA_ETCD3_HOSTS'
+            ? `${path}: ${variable} is neither a comma list nor a YAML flow list: ${raw}`
+            : `${path}: ${variable} is not valid YAML`,
+        );
         continue;
       }
     }

@@ -82,6 +82,12 @@ function parseYaml(text: string, source: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** The etcd3 section with `protocol` filled: https when a CA or client certificate is given. */
+function etcd3Of(e: FileConfig['etcd3']): AgentConfig['etcd3'] {
+  if (e.protocol !== undefined || (e.cacert === undefined && e.cert === undefined)) return e;
+  return { ...e, protocol: 'https' };
+}
+
 /** Fills the derived fields; the input has passed the schema and the cross-key rules. */
 function toAgentConfig(f: FileConfig): AgentConfig {
   const { dcs, method, initdb, pg_hba, ...custom } = f.bootstrap;
@@ -90,8 +96,9 @@ function toAgentConfig(f: FileConfig): AgentConfig {
     scope: f.scope,
     namespace: `/${f.namespace}/`.replace(/\/+/g, '/'),
     name: f.name,
-    restapi: { listen: f.restapi.listen, connect_address: f.restapi.connect_address ?? f.restapi.listen },
-    etcd3: { hosts: f.etcd3.hosts },
+    restapi: { ...f.restapi, connect_address: f.restapi.connect_address ?? f.restapi.listen },
+    etcd3: etcd3Of(f.etcd3),
+    ...(f.ctl !== undefined ? { ctl: f.ctl } : {}),
     bootstrap: {
       dcs: withDefaults(dcs),
       method,

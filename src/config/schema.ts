@@ -27,8 +27,83 @@ const EtcdHosts = v.pipe(
   v.minLength(1, 'must name at least one etcd host:port'),
 );
 
+/** A path of a certificate, key or CA file (read when the agent starts and on reload). */
+const FilePath = NonEmptyString;
+
+/**
+ * A secret: a string (quote numeric ones). The message never shows the value (a numeric
+ * password would otherwise be printed in the configuration error).
+ */
+const Secret = v.string((i) => `must be a string (quote it), got ${i.expected === 'string' && typeof i.input === 'number' ? 'a number' : i.received}`);
+
 const Role = mapping(v.strictObject(
-  { username: NonEmptyString, password: v.optional(v.string((i) => `must be a string (quote it), got ${i.received}`)) },
+  { username: NonEmptyString, password: v.optional(Secret) },
+  mappingMessage,
+));
+
+
+/** `{username, password}`: HTTP basic authentication credentials, both required. */
+const BasicAuth = mapping(v.strictObject({ username: NonEmptyString, password: v.pipe(Secret, v.nonEmpty('must not be empty')) }, mappingMessage));
+
+/** Extra response headers: name -> value (strings). */
+const ExtraHeaders = mapping(v.record(
+  v.pipe(v.string(), v.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name')),
+  v.string((i) => `header values must be strings, got ${i.received}`),
+  (i) => `must be a mapping of header: value, got ${i.received}`,
+));
+
+/** A list of hosts, IP addresses or CIDRs; one comma-separated string is accepted too. */
+const AllowList = v.pipe(
+  v.union([v.string(), v.array(v.unknown())], (i) => `must be a list of hosts, addresses or CIDRs, got ${i.received}`),
+  v.transform((h) => (typeof h === 'string' ? h.split(',').map((s) => s.trim()).filter((s) => s !== '') : h)),
+  v.array(NonEmptyString),
+);
+
+/** The node API (patroni.md §1.2, §4.1): listen address, TLS, authentication, allowlist, limits. */
+const RestApi = mapping(v.strictObject(
+  {
+    listen: HostPortString,
+    connect_address: v.optional(HostPortString),
+    certfile: v.optional(FilePath),
+    keyfile: v.optional(FilePath),
+    keyfile_password: v.optional(Secret),
+    cafile: v.optional(FilePath),
+    verify_client: v.optional(v.picklist(['none', 'optional', 'required'], (i) => `must be one of none, optional, required, got ${i.received}`)),
+    authentication: v.optional(BasicAuth),
+    allowlist: v.optional(AllowList),
+    allowlist_include_members: v.optional(Bool),
+    http_extra_headers: v.optional(ExtraHeaders),
+    https_extra_headers: v.optional(ExtraHeaders),
+    max_body_bytes: v.optional(v.pipe(NonNegativeInteger, v.minValue(1024, (i) => `must be at least 1024, got ${i.received}`))),
+    max_unsafe_requests: v.optional(v.pipe(NonNegativeInteger, v.minValue(1, (i) => `must be at least 1, got ${i.received}`))),
+  },
+  mappingMessage,
+));
+
+/** etcd v3 (patroni.md §2.5): endpoints, TLS (`protocol: https`, `cacert`, `cert`, `key`) and etcd users. */
+const Etcd3 = mapping(v.strictObject(
+  {
+    hosts: EtcdHosts,
+    protocol: v.optional(v.picklist(['http', 'https'], (i) => `must be http or https, got ${i.received}`)),
+    cacert: v.optional(FilePath),
+    cert: v.optional(FilePath),
+    key: v.optional(FilePath),
+    username: v.optional(NonEmptyString),
+    password: v.optional(Secret),
+  },
+  mappingMessage,
+));
+
+/** hactl's client settings (patroni.md §4.1 `ctl`). */
+const Ctl = mapping(v.strictObject(
+  {
+    insecure: v.optional(Bool),
+    cacert: v.optional(FilePath),
+    certfile: v.optional(FilePath),
+    keyfile: v.optional(FilePath),
+    keyfile_password: v.optional(Secret),
+    authentication: v.optional(BasicAuth),
+  },
   mappingMessage,
 ));
 
@@ -89,8 +164,9 @@ export const FileSchema = v.strictObject(
     scope: KeySegment,
     namespace: v.optional(NonEmptyString, '/service/'),
     name: KeySegment,
-    restapi: mapping(v.strictObject({ listen: HostPortString, connect_address: v.optional(HostPortString) }, mappingMessage)),
-    etcd3: mapping(v.strictObject({ hosts: EtcdHosts }, mappingMessage)),
+    restapi: RestApi,
+    etcd3: Etcd3,
+    ctl: v.optional(Ctl),
     bootstrap: v.optional(Bootstrap, {}),
     database: Database,
     tags: v.optional(Tags, {}),

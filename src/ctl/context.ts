@@ -5,8 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import YAML from 'yaml';
-import { ConfigError, loadConfig } from '../config/index.ts';
+import { ConfigError, loadConfig, type AgentConfig, type CtlConfig, type Etcd3Config } from '../config/index.ts';
+import { securedHosts, type EtcdSecurity } from '../dcs/etcd-client.ts';
+import { etcdSecurityOf } from '../dcs/etcd-settings.ts';
 import { createDcs, type Dcs } from '../dcs/index.ts';
+import type { ApiClientOptions } from '../net/api-client.ts';
+import { TlsFileError } from '../net/tls-files.ts';
+import { memberClientOf } from '../node/api-security.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
 
 /** Global options of hactl, as commander parses them. */
@@ -17,11 +22,14 @@ export interface GlobalOptions {
   namespace?: string;
 }
 
-/** The resolved target: etcd endpoints, namespace and cluster name. */
+/** The resolved target: etcd endpoints, namespace, cluster name and how to call the members. */
 export interface Target {
+  /** etcd endpoints (carrying the etcd3 TLS and user settings of the file, see securedHosts). */
   hosts: string[];
   namespace: string;
   scope: string;
+  /** TLS and credentials for the members' APIs (`ctl`, else `restapi`, of the file). */
+  client: ApiClientOptions;
 }
 
 /** What a configuration file tells hactl (scope may be absent when only the DCS is named). */
@@ -29,6 +37,40 @@ interface FileTarget {
   hosts: string[];
   namespace: string;
   scope?: string;
+  /** The file's etcd3 TLS and user settings (files read), applied to `--dcs-url` endpoints too. */
+  etcd: EtcdSecurity;
+  client: ApiClientOptions;
+}
+
+/** The file's etcd and member-call settings; a certificate file that cannot be read is a usage error. */
+async function securityOf(etcd3: Etcd3Config, config: AgentConfig): Promise<{ etcd: EtcdSecurity; client: ApiClientOptions }> {
+  try {
+    return { etcd: await etcdSecurityOf(etcd3), client: await memberClientOf(config) };
+  } catch (e) {
+    if (e instanceof TlsFileError) throw usageError(e.message);
+    throw e;
+  }
+}
+
+const str = (x: unknown): string | undefined => (typeof x === 'string' && x !== '' ? x : undefined);
+
+/** The etcd3 and ctl settings of a client-only file (not validated as an agent file). */
+function clientOnlySections(d: Record<string, unknown>, hosts: string[]): { etcd3: Etcd3Config; ctl: CtlConfig } {
+  const e = (d['etcd3'] ?? {}) as Record<string, unknown>;
+  const c = (d['ctl'] ?? {}) as Record<string, unknown>;
+  const auth = (c['authentication'] ?? {}) as Record<string, unknown>;
+  const pick = (o: Record<string, unknown>, keys: string[]) =>
+    Object.fromEntries(keys.flatMap((k) => (str(o[k]) !== undefined ? [[k, str(o[k])]] : [])));
+  const etcd3 = { hosts, ...pick(e, ['protocol', 'cacert', 'cert', 'key', 'username', 'password']) } as Etcd3Config;
+  if (etcd3.protocol === undefined && (etcd3.cacert !== undefined || etcd3.cert !== undefined)) etcd3.protocol = 'https';
+  const ctl: CtlConfig = {
+    ...pick(c, ['cacert', 'certfile', 'keyfile', 'keyfile_password']),
+    ...(c['insecure'] === true ? { insecure: true } : {}),
+    ...(str(auth['username']) !== undefined && typeof auth['password'] === 'string'
+      ? { authentication: { username: str(auth['username'])!, password: auth['password'] } }
+      : {}),
+  };
+  return { etcd3, ctl };
 }
 
 /**
@@ -59,7 +101,7 @@ export function parseDcsUrl(text: string): string[] {
 async function readConfigTarget(path: string): Promise<FileTarget> {
   try {
     const c = await loadConfig(path);
-    return { hosts: c.etcd3.hosts, namespace: c.namespace, scope: c.scope };
+    return { hosts: c.etcd3.hosts, namespace: c.namespace, scope: c.scope, ...(await securityOf(c.etcd3, c)) };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     let doc: unknown;
@@ -73,10 +115,13 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
     const raw = etcd?.['hosts'];
     const hosts = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : [];
     if (hosts.length === 0) throw usageError(e.message);
+    const { etcd3, ctl } = clientOnlySections(d, hosts);
+    const asConfig = { restapi: { listen: '', connect_address: '' }, ctl } as unknown as AgentConfig;
     return {
       hosts,
       namespace: typeof d['namespace'] === 'string' ? d['namespace'] : '/service/',
       ...(typeof d['scope'] === 'string' ? { scope: d['scope'] } : {}),
+      ...(await securityOf(etcd3, asConfig)),
     };
   }
 }
@@ -89,8 +134,8 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
 export async function resolveTarget(opts: GlobalOptions, cluster: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
   const path = opts.config ?? (env['HACTL_CONFIG'] || undefined);
   const file = path !== undefined ? await readConfigTarget(path) : undefined;
-  const hosts = opts.dcsUrl !== undefined ? parseDcsUrl(opts.dcsUrl) : file?.hosts;
-  if (!hosts || hosts.length === 0) {
+  const plainHosts = opts.dcsUrl !== undefined ? parseDcsUrl(opts.dcsUrl) : file?.hosts;
+  if (!plainHosts || plainHosts.length === 0) {
     throw usageError('no DCS to talk to: give -c <ha.yml>, HACTL_CONFIG or --dcs-url http://host:port');
   }
   const scope = cluster ?? opts.scope ?? file?.scope;
@@ -98,7 +143,8 @@ export async function resolveTarget(opts: GlobalOptions, cluster: string | undef
     throw usageError('no cluster name: give CLUSTER, --scope or a configuration file with scope');
   }
   const namespace = `/${opts.namespace ?? file?.namespace ?? '/service/'}/`.replace(/\/+/g, '/');
-  return { hosts, namespace, scope };
+  const hosts = file ? securedHosts(plainHosts, file.etcd) : plainHosts;
+  return { hosts, namespace, scope, client: file?.client ?? {} };
 }
 
 /**

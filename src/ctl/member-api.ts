@@ -4,7 +4,7 @@
  * outcome (`{ reachable: false, error }`), never an exception, so commands can report it by name.
  */
 import type { Member } from '../domain/member.ts';
-import { errorText } from './errors.ts';
+import { requestApi, type ApiClientOptions } from '../net/api-client.ts';
 
 /** Outcome of one request to a member. */
 export type MemberReply =
@@ -21,23 +21,30 @@ export function memberBaseUrl(apiUrl: string): string {
   }
 }
 
+/** TLS and credentials of every call (one hactl process talks to one cluster). */
+let client: ApiClientOptions = {};
+
+/**
+ * Sets how hactl calls the members: CA (`ctl.cacert`, else `restapi.cafile`), client certificate,
+ * `insecure`, and the basic credentials (`ctl.authentication`, else `restapi.authentication`).
+ * Called once per command, before any call.
+ */
+export function setMemberClient(options: ApiClientOptions): void {
+  client = options;
+}
+
 /**
  * Sends `method path` with an optional JSON body to a member; waits at most `timeoutMs`.
- * Resolves `{ reachable: false, error }` when the connection fails or times out.
+ * Credentials are sent on unsafe methods only (GETs are open; a password should not travel
+ * where it is not needed). Resolves `{ reachable: false, error }` when the connection or the
+ * TLS handshake fails, or the member does not answer in time.
  */
 export async function callMember(member: Member, method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<MemberReply> {
   const url = memberBaseUrl(member.data.api_url) + path;
-  try {
-    const r = await fetch(url, {
-      method,
-      ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    return { reachable: true, status: r.status, text: (await r.text()).trim() };
-  } catch (e) {
-    const msg = e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : errorText(e);
-    return { reachable: false, error: msg };
-  }
+  const { auth, ...tls } = client;
+  const unsafe = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
+  const r = await requestApi(url, { ...tls, ...(unsafe && auth ? { auth } : {}), method, ...(body !== undefined ? { body } : {}), timeoutMs });
+  return r.reachable ? { reachable: true, status: r.status, text: r.text.trim() } : r;
 }
 
 /** The standard line for an unreachable member: `member X is not reachable at <url> (<error>)`. */

@@ -15,10 +15,59 @@ import { DcsError } from './dcs.ts';
 /** Pause between attempts of a call that could not reach etcd, ms. */
 export const RETRY_PAUSE_MS = 100;
 
-/** An etcd3 client with quick reconnect (stack.md §2.2). `hosts`: `host:port` or `http://host:port`. */
-export function createEtcdClient(hosts: string[]): Etcd3 {
+/**
+ * How to reach a secured etcd (patroni.md §2.5 `etcd3` section), contents already read:
+ * - `protocol: 'https'`: TLS, verifying etcd's certificate against `ca` (absent: system CAs);
+ * - `cert` + `key`: client certificate (etcd `--client-cert-auth`);
+ * - `auth`: etcd user and password (etcd `auth enable`); the client fetches a token with them.
+ */
+export interface EtcdSecurity {
+  protocol?: 'http' | 'https';
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  auth?: { username: string; password: string };
+}
+
+/**
+ * Security settings attached to a hosts list by {@link securedHosts}. Why a side table: EtcdDcs
+ * (etcd.ts) creates its client from `options.hosts` alone; until it passes settings explicitly,
+ * the hosts array it is given carries them (same array object, looked up by identity).
+ */
+const securityByHosts = new WeakMap<readonly string[], EtcdSecurity>();
+
+/**
+ * Returns a copy of `hosts` that carries `security` to {@link createEtcdClient}: pass it as
+ * `hosts` to createDcs / EtcdDcs. With `protocol: 'https'` bare `host:port` entries become
+ * `https://host:port`.
+ */
+export function securedHosts(hosts: readonly string[], security: EtcdSecurity): string[] {
+  const https = security.protocol === 'https';
+  const out = hosts.map((h) => (https && !/^https?:\/\//.test(h) ? `https://${h}` : h));
+  securityByHosts.set(out, security);
+  return out;
+}
+
+/**
+ * An etcd3 client with quick reconnect (stack.md §2.2). `hosts`: `host:port`, `http://host:port`
+ * or `https://host:port`. `security` (or the settings attached by {@link securedHosts}) adds TLS
+ * credentials and etcd authentication.
+ */
+export function createEtcdClient(hosts: string[], security: EtcdSecurity | undefined = securityByHosts.get(hosts)): Etcd3 {
+  const tls = security?.protocol === 'https' && (security.ca !== undefined || security.cert !== undefined);
   return new Etcd3({
     hosts,
+    ...(tls
+      ? {
+          credentials: {
+            // grpc's createSsl takes null for "the system's CAs"; etcd3's type wants a Buffer.
+            rootCertificate: security.ca ?? (null as unknown as Buffer),
+            ...(security.key !== undefined ? { privateKey: security.key } : {}),
+            ...(security.cert !== undefined ? { certChain: security.cert } : {}),
+          },
+        }
+      : {}),
+    ...(security?.auth ? { auth: { username: security.auth.username, password: security.auth.password } } : {}),
     faultHandling: {
       host: () =>
         circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 500, breaker: new ConsecutiveBreaker(3) }),
@@ -65,15 +114,20 @@ export async function boundedCall<T>(
       timeoutMs + 50,
     );
   });
+  // The open circuit hides why the host failed (an unknown CA, a refused client certificate):
+  // keep the last real failure and name it.
+  let lastReal: unknown;
   const run = async (): Promise<T> => {
     for (;;) {
       try {
         return await attempt(deadline);
       } catch (err) {
         if (err instanceof DcsError || passThrough(err)) throw err;
+        if (!isBrokenCircuitError(err)) lastReal = err;
         const left = deadline.getTime() - Date.now();
         if (!isNotSentError(err) || left <= RETRY_PAUSE_MS) {
-          throw new DcsError('dcs_unavailable', `etcd ${what} failed: ${errorMessage(err)}`, { cause: err });
+          const why = isBrokenCircuitError(err) && lastReal !== undefined ? `${errorMessage(err)} (last failure: ${errorMessage(lastReal)})` : errorMessage(err);
+          throw new DcsError('dcs_unavailable', `etcd ${what} failed: ${why}`, { cause: err });
         }
         await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
       }

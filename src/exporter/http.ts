@@ -4,6 +4,7 @@
  * tables (shared/seeds/001_*.txt); unknown paths answer 404 (seed; upstream serves the landing page).
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { versionText } from './build-info.ts';
 import type { Exporter } from './exporter.ts';
 import type { Role } from './role-probe.ts';
@@ -35,7 +36,12 @@ export interface HttpOptions {
   telemetryPath?: string;
   /** Applied to every route before anything else (e.g. basic auth). */
   middleware?: MiddlewareHandler[];
+  /** Largest request body, bytes [65536]; larger → 413 before any handler runs. */
+  maxBodyBytes?: number;
 }
+
+/** Default largest request body of the exporter, bytes (no route reads a body; /reload takes none). */
+export const EXPORTER_MAX_BODY_BYTES = 64 * 1024;
 
 const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#39;').replace(/"/g, '&#34;');
 
@@ -44,6 +50,8 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
   const app = new Hono();
   const metricsPath = opts.telemetryPath ?? '/metrics';
   for (const m of opts.middleware ?? []) app.use('*', m);
+  const maxBody = opts.maxBodyBytes ?? EXPORTER_MAX_BODY_BYTES;
+  app.use('*', bodyLimit({ maxSize: maxBody, onError: (c) => c.body(`request body larger than ${maxBody} bytes`, 413, { 'Content-Type': TEXT }) }));
   for (const check of Object.keys(ROLE_ROUTES) as (keyof typeof ROLE_ROUTES)[]) {
     for (const path of ROLE_ROUTES[check]) {
       app.get(path, (c) => {

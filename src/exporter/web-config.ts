@@ -57,11 +57,14 @@ export function loadWebConfig(path: string): WebConfig {
 /**
  * Basic-auth middleware for the user map: 401 with `WWW-Authenticate: Basic` and no data on a
  * missing or wrong password. Successful credentials are remembered (as SHA-256 digests) so bcrypt runs
- * once per credential, as exporter-toolkit's cache does. No users = no middleware.
+ * once per credential, as exporter-toolkit's cache does. An unknown user costs one bcrypt
+ * comparison too (against a configured hash, result ignored), so the answer time does not tell
+ * which user names exist. No users = no middleware.
  */
 export function basicAuthMiddleware(users: Record<string, string>): MiddlewareHandler | undefined {
   if (Object.keys(users).length === 0) return undefined;
   const good = new Set<string>();
+  const decoy = Object.values(users)[0]!;
   return async (c, next) => {
     const header = c.req.header('authorization') ?? '';
     const m = /^Basic\s+(.+)$/i.exec(header);
@@ -72,6 +75,7 @@ export function basicAuthMiddleware(users: Record<string, string>): MiddlewareHa
         const user = decoded.slice(0, colon);
         const pass = decoded.slice(colon + 1);
         const hash = Object.hasOwn(users, user) ? users[user] : undefined;
+        if (hash === undefined) await bcrypt.compare(pass, decoy);
         if (hash !== undefined) {
           const key = createHash('sha256').update(`${user}\u0000${pass}\u0000${hash}`).digest('hex');
           if (good.has(key) || (await bcrypt.compare(pass, hash))) {

@@ -12,6 +12,7 @@
 import { Hono, type Context } from 'hono';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
+import { apiGuard, openPolicy, type ApiGuardPolicy } from './api-guard.ts';
 import { buildClusterDocument } from './cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
@@ -46,6 +47,19 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
   ['/reinitialize', ['POST']],
 ]);
 
+/** Hosts of every member's api_url in the snapshot's DCS view (for allowlist_include_members). */
+function memberHosts(s: NodeSnapshot): string[] {
+  const hosts: string[] = [];
+  for (const m of s.cluster.members) {
+    try {
+      hosts.push(new URL(m.data.api_url).hostname);
+    } catch {
+      // a member key without a valid api_url allows nobody
+    }
+  }
+  return hosts;
+}
+
 /** The Allow header value of a path: its methods, plus HEAD when it has GET, plus OPTIONS. */
 function allowOf(methods: readonly string[]): string[] {
   return methods.includes('GET') ? [...methods, 'HEAD', 'OPTIONS'] : [...methods, 'OPTIONS'];
@@ -60,6 +74,9 @@ function allowOf(methods: readonly string[]): string[] {
  *   2 × max(10, loop_wait) s)
  * @param deps.settingsCatalogue the local server's PostgreSQL settings catalogue, against which
  *   PATCH/PUT /config check `database.parameters` (default: none, parameters not checked)
+ * @param deps.guard the access policy (api-guard.ts), read on every request (default: open,
+ *   64 KiB bodies, 4 unsafe requests at once). When given, the status document carries
+ *   `"authentication": "basic"` or `"none"`.
  * @returns a Hono app; serve it with @hono/node-server or call `app.request()` in tests.
  * Never throws at request time: unexpected errors become 500 `{"error":"internal error",…}`.
  */
@@ -69,6 +86,7 @@ export function createNodeApp(deps: {
   now?: () => number;
   switchoverPoll?: SwitchoverPollOptions;
   settingsCatalogue?: () => SettingsCatalogue | undefined;
+  guard?: () => ApiGuardPolicy;
 }): Hono {
   const resolved: ResolvedDeps = {
     snapshot: deps.snapshot,
@@ -78,6 +96,11 @@ export function createNodeApp(deps: {
     settingsCatalogue: deps.settingsCatalogue ?? (() => undefined),
   } satisfies NodeAppDeps;
   const app = new Hono();
+  const defaultPolicy = openPolicy();
+  const guard = deps.guard ?? (() => defaultPolicy);
+  app.use('*', apiGuard(guard, () => memberHosts(resolved.snapshot())));
+  const authField = (): Record<string, string> =>
+    deps.guard ? { authentication: deps.guard().authentication ? 'basic' : 'none' } : {};
   const metrics = createNodeMetrics(resolved.snapshot, resolved.now);
   // A probe storm asks for the same document many times a millisecond: render it once per
   // snapshot object and reuse the text for STATUS_REUSE_MS (the node hands out a new snapshot
@@ -86,7 +109,7 @@ export function createNodeApp(deps: {
   const statusJson = (s: NodeSnapshot, nowMs: number): string => {
     const hit = statusCache.get(s);
     if (hit && nowMs >= hit.atMs && nowMs - hit.atMs < STATUS_REUSE_MS) return hit.json;
-    const json = JSON.stringify(buildStatusDocument(s, nowMs));
+    const json = JSON.stringify({ ...buildStatusDocument(s, nowMs), ...authField() });
     statusCache.set(s, { atMs: nowMs, json });
     return json;
   };

@@ -4,11 +4,13 @@
  * that wires real adapters into actors (style.md "A layout that shows the architecture").
  */
 import { serve, type ServerType } from '@hono/node-server';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { dirname, join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { AgentConfig } from '../config/index.ts';
 import { parseHostPort } from '../config/index.ts';
 import { createDcs, type Dcs } from '../dcs/index.ts';
+import { etcdHostsOf } from '../dcs/etcd-settings.ts';
 import type { InMemoryStore } from '../dcs/memory.ts';
 import { buildClusterDocument, createNodeApp } from '../http/app.ts';
 import { createObserveRoutes } from '../observe/app.ts';
@@ -16,9 +18,11 @@ import { detectBinDir } from '../postgres/bin-dir.ts';
 import { LocalPostgres } from '../postgres/local.ts';
 import { loadSettingsCatalogue } from '../postgres/settings-catalogue.ts';
 import { VERSION } from '../version.ts';
+import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
 import { HaNode } from './ha-node.ts';
 import { Journal } from './journal.ts';
+import { fetchStatusDocument } from './peers.ts';
 
 /** A running agent. */
 export interface RunningAgent {
@@ -28,6 +32,13 @@ export interface RunningAgent {
   apiBase: string;
   /** Stops the HA loop (graceful shutdown), then the HTTP server. */
   stop(): Promise<void>;
+  /**
+   * Applies a re-read configuration (SIGHUP, POST /reload): certificates (server.setSecureContext),
+   * API credentials, allowlist, extra headers, limits, member-call TLS, tags, local parameters.
+   * Rejects (nothing applied) when a certificate cannot be read or the allowlist is invalid.
+   * Listen address, TLS on/off and verify_client need a restart.
+   */
+  reload(next: AgentConfig): Promise<void>;
 }
 
 /** Options beyond the configuration file. */
@@ -59,9 +70,17 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
   const ttlSeconds = config.bootstrap.dcs.ttl;
   const retryTimeoutMs = config.bootstrap.dcs.retry_timeout * 1000;
   const dcsBase = { namespace: config.namespace, scope: config.scope, name: config.name, ttlSeconds, retryTimeoutMs };
+  let security: ApiSecurity = await buildApiSecurity(config);
+  if (!config.restapi.authentication) {
+    log.warn(
+      { listen: config.restapi.listen },
+      'restapi.authentication is not set: anyone who can reach the node API may change the cluster (POST, PUT, PATCH, DELETE); see docs/security.md',
+    );
+  }
   const dcs = opts.memoryStore
     ? createDcs({ kind: 'memory', store: opts.memoryStore, ...dcsBase })
-    : createDcs({ kind: 'etcd3', hosts: config.etcd3.hosts, ...dcsBase });
+    : createDcs({ kind: 'etcd3', hosts: await etcdHostsOf(config.etcd3), ...dcsBase });
+  const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
   const journal = new Journal({ path: join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`) });
   // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
   // PATCH/PUT /config check database.parameters against it, and the node drops invalid ones
@@ -76,7 +95,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     name: config.name,
     scope: config.scope,
     version: VERSION,
-    apiUrl: `http://${config.restapi.connect_address}/ha`,
+    apiUrl: `${security.scheme}://${config.restapi.connect_address}/ha`,
     connUrl: `postgres://${connect.host}:${connect.port}/postgres`,
     tags: config.tags,
     bootstrapDcs: config.bootstrap.dcs as unknown as Record<string, unknown>,
@@ -87,17 +106,30 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     pg,
     journal,
     log,
+    fetchStatus,
     ...(settingsCatalogue ? { settingsCatalogue } : {}),
   });
+  let server: ServerType | undefined;
+  const applyConfig = async (next: AgentConfig): Promise<void> => {
+    const nextSecurity = await buildApiSecurity(next);
+    if (nextSecurity.serverTls && security.serverTls && server) {
+      // New certificate, key and CA for the next handshakes; open connections keep theirs.
+      (server as HttpsServer).setSecureContext(nextSecurity.serverTls);
+    } else if (Boolean(nextSecurity.serverTls) !== Boolean(security.serverTls)) {
+      log.warn('restapi.certfile was added or removed: TLS on or off takes effect at the next start');
+    }
+    security = nextSecurity;
+    node.applyLocalConfig(next.tags, next.database.parameters);
+  };
   const reload = async () => {
     if (!opts.reloadConfig) return;
-    const next = await opts.reloadConfig();
-    node.applyLocalConfig(next.tags, next.database.parameters);
+    await applyConfig(await opts.reloadConfig());
   };
   const app = createNodeApp({
     snapshot: () => node.snapshot(),
-    commands: nodeCommands(node, dcs, reload),
+    commands: nodeCommands(node, dcs, reload, fetchStatus),
     settingsCatalogue: () => settingsCatalogue,
+    guard: () => security.policy,
   });
   app.route(
     '/',
@@ -110,22 +142,28 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     }),
   );
   const listen = parseHostPort(config.restapi.listen);
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: listen.port, hostname: listen.host }, () => resolve(s));
+  const serverTls = security.serverTls;
+  const listening: ServerType = await new Promise((resolve, reject) => {
+    const s = serverTls
+      ? serve({ fetch: app.fetch, port: listen.port, hostname: listen.host, createServer: createHttpsServer, serverOptions: serverTls }, () => resolve(s))
+      : serve({ fetch: app.fetch, port: listen.port, hostname: listen.host }, () => resolve(s));
+    s.once('error', reject);
   });
+  server = listening;
   try {
     await node.start();
   } catch (e) {
-    server.close();
+    listening.close();
     throw e;
   }
   return {
     node,
     dcs,
-    apiBase: `http://${config.restapi.connect_address}`,
+    apiBase: `${security.scheme}://${config.restapi.connect_address}`,
+    reload: applyConfig,
     async stop() {
       await node.stop();
-      await new Promise<void>((r) => server.close(() => r()));
+      await new Promise<void>((r) => listening.close(() => r()));
     },
   };
 }

@@ -9,13 +9,22 @@ import type { CommandOutcome, NodeCommands, ReinitializeOptions } from '../http/
 import type { HaNode } from './ha-node.ts';
 import { fetchStatusDocument } from './peers.ts';
 
-/** Builds NodeCommands over a node and its DCS. `reloadConfig` re-reads ha.yml (POST /reload). */
-export function nodeCommands(node: HaNode, dcs: Dcs, reloadConfig: () => Promise<void>): NodeCommands {
+/**
+ * Builds NodeCommands over a node and its DCS. `reloadConfig` re-reads ha.yml (POST /reload);
+ * `fetchStatus` reads a member's /ha (default: plain fetchStatusDocument with a 2 s timeout; the
+ * agent passes one with its TLS settings).
+ */
+export function nodeCommands(
+  node: HaNode,
+  dcs: Dcs,
+  reloadConfig: () => Promise<void>,
+  fetchStatus: (apiUrl: string) => Promise<Record<string, unknown> | undefined> = (apiUrl) => fetchStatusDocument(apiUrl, 2000),
+): NodeCommands {
   return {
     readCluster: (): Promise<ClusterView> => dcs.refresh(),
     writeConfig: (value: Record<string, unknown>, rev?: string) => dcs.setConfig(value, rev),
     writeFailover: (value: FailoverRequest, rev?: string) => dcs.setFailover(value, rev),
-    fetchMemberStatus: (apiUrl: string) => fetchStatusDocument(apiUrl, 2000),
+    fetchMemberStatus: fetchStatus,
     wake: () => node.wake(),
     restart: (timeoutMs?: number): Promise<CommandOutcome> => node.restartNow(timeoutMs),
     scheduleRestart: (plan: ScheduledRestartData) => node.scheduleRestart(plan),

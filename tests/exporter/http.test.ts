@@ -1,5 +1,5 @@
 import bcrypt from 'bcryptjs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { buildInfo } from '../../src/exporter/build-info.ts';
 import { createExporterApp, ROLE_ROUTES, type ExporterApi } from '../../src/exporter/http.ts';
 import type { Role } from '../../src/exporter/role-probe.ts';
@@ -95,5 +95,33 @@ describe('exporter HTTP API', () => {
       expect((await app.request(path, auth('alice', 's3cret'))).status).toBe(200);
     }
     expect((await app.request('/up', auth('bob', 's3cret'))).status).toBe(401);
+  });
+
+  it('spends a bcrypt comparison on an unknown user too (no user-name timing oracle)', async () => {
+    const hash = bcrypt.hashSync('s3cret', 4);
+    const app = createExporterApp(fakeExporter('primary'), { middleware: [basicAuthMiddleware({ alice: hash })!] });
+    const spy = vi.spyOn(bcrypt, 'compare');
+    try {
+      const res = await app.request('/up', { headers: { Authorization: `Basic ${Buffer.from('mallory:s3cret').toString('base64')}` } });
+      expect(res.status).toBe(401);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('answers 413 to a body over the limit before the handler runs', async () => {
+    let reloads = 0;
+    const exp = fakeExporter('primary');
+    exp.reload = async () => {
+      reloads++;
+      return { ok: true as const };
+    };
+    const app = createExporterApp(exp, { maxBodyBytes: 1024 });
+    const res = await app.request('/reload', { method: 'POST', body: 'x'.repeat(4096) });
+    expect(res.status).toBe(413);
+    expect(reloads).toBe(0);
+    expect((await app.request('/reload', { method: 'POST' })).status).toBe(200);
+    expect(reloads).toBe(1);
   });
 });

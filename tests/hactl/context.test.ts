@@ -31,14 +31,29 @@ describe('target resolution', () => {
 
   it('a client-only file gives hosts, namespace and scope; CLUSTER and --scope override the scope', async () => {
     const file = join(dir, 'client.yml');
-    expect(await resolveTarget({ config: file }, undefined, {})).toEqual({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379'], namespace: '/ns/', scope: 'alpha' });
+    expect(await resolveTarget({ config: file }, undefined, {})).toEqual({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379'], namespace: '/ns/', scope: 'alpha', client: { tls: {} } });
     expect((await resolveTarget({ config: file, scope: 'beta' }, undefined, {})).scope).toBe('beta');
     expect((await resolveTarget({ config: file, scope: 'beta' }, 'gamma', {})).scope).toBe('gamma');
   });
 
   it('HACTL_CONFIG names the file; --dcs-url replaces its hosts', async () => {
     const t = await resolveTarget({ dcsUrl: 'http://127.0.0.1:1' }, undefined, { HACTL_CONFIG: join(dir, 'client.yml') });
-    expect(t).toEqual({ hosts: ['127.0.0.1:1'], namespace: '/ns/', scope: 'alpha' });
+    expect(t).toEqual({ hosts: ['127.0.0.1:1'], namespace: '/ns/', scope: 'alpha', client: { tls: {} } });
+  });
+
+  it('a client-only file carries its ctl credentials and etcd TLS; an unreadable certificate is a usage error naming the key', async () => {
+    await writeFile(
+      join(dir, 'secure.yml'),
+      'scope: alpha\netcd3: { hosts: ["10.0.0.1:2379"], cacert: ' + JSON.stringify(join(dir, 'client.yml')) + ' }\nctl: { insecure: true, authentication: { username: op, password: pw } }\n',
+    );
+    const t = await resolveTarget({ config: join(dir, 'secure.yml') }, undefined, {});
+    expect(t.hosts).toEqual(['https://10.0.0.1:2379']);
+    expect(t.client).toEqual({ tls: {}, insecure: true, auth: { username: 'op', password: 'pw' } });
+    await writeFile(join(dir, 'badca.yml'), 'scope: alpha\netcd3: { hosts: ["10.0.0.1:2379"], cacert: /nonexistent/ca.pem }\n');
+    await expect(resolveTarget({ config: join(dir, 'badca.yml') }, undefined, {})).rejects.toMatchObject({
+      exitCode: 2,
+      message: 'etcd3.cacert: cannot read /nonexistent/ca.pem (ENOENT)',
+    });
   });
 
   it('usage errors: no DCS, no cluster name, an unreadable or hostless file', async () => {

@@ -1,0 +1,34 @@
+/**
+ * The `etcd3` section of ha.yml turned into the client's security settings: certificate files
+ * read (afresh on every call), etcd user and password. Used by the agent and by hactl.
+ */
+import type { Etcd3Config } from '../config/index.ts';
+import { readTlsFiles } from '../net/tls-files.ts';
+import { securedHosts, type EtcdSecurity } from './etcd-client.ts';
+
+/**
+ * Reads the files named by `etcd3.cacert`, `etcd3.cert`, `etcd3.key`.
+ * Throws TlsFileError (`etcd3.cacert: cannot read <path> (ENOENT)`) when a file cannot be read.
+ */
+export async function etcdSecurityOf(etcd3: Etcd3Config): Promise<EtcdSecurity> {
+  const files = await readTlsFiles({
+    ...(etcd3.cert !== undefined ? { cert: { key: 'etcd3.cert', path: etcd3.cert } } : {}),
+    ...(etcd3.key !== undefined ? { key: { key: 'etcd3.key', path: etcd3.key } } : {}),
+    ...(etcd3.cacert !== undefined ? { ca: { key: 'etcd3.cacert', path: etcd3.cacert } } : {}),
+  });
+  return {
+    ...(etcd3.protocol !== undefined ? { protocol: etcd3.protocol } : {}),
+    ...(files.ca ? { ca: files.ca } : {}),
+    ...(files.cert ? { cert: files.cert } : {}),
+    ...(files.key ? { key: files.key } : {}),
+    ...(etcd3.username !== undefined ? { auth: { username: etcd3.username, password: etcd3.password ?? '' } } : {}),
+  };
+}
+
+/**
+ * The etcd hosts of `etcd3` carrying its security settings (see securedHosts): pass the result
+ * as `hosts` to createDcs. Throws TlsFileError as {@link etcdSecurityOf}.
+ */
+export async function etcdHostsOf(etcd3: Etcd3Config): Promise<string[]> {
+  return securedHosts(etcd3.hosts, await etcdSecurityOf(etcd3));
+}
