@@ -1,14 +1,15 @@
 /**
  * Exporter benchmark (prints figures). On one PostgreSQL 15 database with 1,000 tables:
  *  (a) wall time of a full scrape (cache disabled) with the project's default collector set and
- *      with ../shared/pg_exporter-config, and the series count;
+ *      with the reference set pg_exporter-config in $HA_REFERENCE_DIR (../shared in CI; without
+ *      the variable that set is left out, with a message), and the series count;
  *  (b) the same planned collectors' SQL (pre-check, predicates + main queries) run directly
  *      through postgres.js on a pool with the exporter's settings and the exporter's concurrency
  *      (fatal collectors one after another, then the others with up to 3 in flight, in priority
  *      order), in the same process and run; the one-after-another figure is printed too;
  *  (c) Debian's prometheus-postgres-exporter default scrape time and series count, same database;
  *  (d) RSS of a `db-exporter` process after its first scrape and after 100 scrapes.
- * Run: node --import tsx bench/exporter-bench.ts [scrapes=15]
+ * Run: HA_REFERENCE_DIR=$PWD/../shared node --import tsx bench/exporter-bench.ts [scrapes=15]
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -19,9 +20,12 @@ import { FACTS_SQL } from '../src/exporter/target.ts';
 import { freePort } from '../tests/support/ports.ts';
 import { startPostgres } from '../tests/support/pg.ts';
 import { stopPid, waitFor } from '../tests/support/processes.ts';
+import { REFERENCE_DIR, REFERENCE_ENV, referencePath } from '../tests/support/reference.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
-const SETS = { default: resolve(repoRoot, 'collectors'), shared: resolve(repoRoot, '../shared/pg_exporter-config') };
+const SETS: Record<string, string> = { default: resolve(repoRoot, 'collectors') };
+if (REFERENCE_DIR) SETS.shared = referencePath('pg_exporter-config');
+else console.log(`${REFERENCE_ENV} is not set to an existing directory: skipping the shared (pg_exporter-config) set\n`);
 const N = Number(process.argv[2] ?? 15);
 
 const median = (xs: number[]) => {

@@ -14,7 +14,7 @@ import { freePort } from '../support/ports.ts';
 import { startPostgres, type TestPostgres } from '../support/pg.ts';
 import { stopPid, waitFor } from '../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
-import { DEFAULT_COLLECTORS, sampleOf, SHARED_CONFIG } from './exporter-support.ts';
+import { DEFAULT_COLLECTORS, HAS_SHARED_CONFIG, REFERENCE_SKIP, sampleOf, SHARED_CONFIG } from './exporter-support.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 const CLI = join(repoRoot, 'src/cli/db-exporter.ts');
@@ -60,7 +60,7 @@ afterAll(async () => {
 });
 
 describe('db-exporter CLI', () => {
-  it('--dry-run prints every loaded branch and exits 0 without connecting', async () => {
+  it.skipIf(!HAS_SHARED_CONFIG)(`--dry-run prints every loaded branch and exits 0 without connecting ${REFERENCE_SKIP}`, async () => {
     const c = startCli(['--dry-run', '-c', SHARED_CONFIG, '--url', 'postgres://nobody@127.0.0.1:1/none']);
     expect(await exitOf(c)).toBe(0);
     expect(c.output()).toContain('pg_primary_only:\n');

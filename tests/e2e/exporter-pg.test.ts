@@ -13,7 +13,7 @@ import { freePort } from '../support/ports.ts';
 import { startPostgres, type TestPostgres } from '../support/pg.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
-import { DEFAULT_COLLECTORS, promtoolCheck, sampleOf, SHARED_CONFIG, startReplica, type TestReplica } from './exporter-support.ts';
+import { DEFAULT_COLLECTORS, HAS_SHARED_CONFIG, promtoolCheck, REFERENCE_SKIP, sampleOf, SHARED_CONFIG, startReplica, type TestReplica } from './exporter-support.ts';
 
 let pg: TestPostgres;
 let replica: TestReplica;
@@ -55,7 +55,7 @@ afterAll(async () => {
 });
 
 describe('exporter against real PostgreSQL 15', () => {
-  it('serves the shared collector files on a primary and a replica with no promtool parse error', async () => {
+  it.skipIf(!HAS_SHARED_CONFIG)(`serves the shared collector files on a primary and a replica with no promtool parse error ${REFERENCE_SKIP}`, async () => {
     for (const [url, recovery, branch] of [
       [pg.url, 0, 'pg_lsn'],
       [replica.url, 1, 'pg_receive_lsn'],
@@ -254,7 +254,7 @@ describe('exporter against real PostgreSQL 15', () => {
     expect(await (await app.request('/up')).text()).toBe('down');
   });
 
-  it('re-plans after a promotion: replica-only collectors swap for primary-only ones', async () => {
+  it.skipIf(!HAS_SHARED_CONFIG)(`re-plans after a promotion: replica-only collectors swap for primary-only ones ${REFERENCE_SKIP}`, async () => {
     const e = make({ url: replica.url, configPath: SHARED_CONFIG });
     await e.collect();
     expect(e.explain()).toContain('pg_replica_only:');

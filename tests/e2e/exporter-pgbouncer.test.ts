@@ -12,7 +12,7 @@ import { freePort } from '../support/ports.ts';
 import { startPostgres, type TestPostgres } from '../support/pg.ts';
 import { stopPid, waitFor } from '../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
-import { DEFAULT_COLLECTORS, promtoolCheck, sampleOf, SHARED_CONFIG } from './exporter-support.ts';
+import { DEFAULT_COLLECTORS, HAS_SHARED_CONFIG, promtoolCheck, REFERENCE_SKIP, sampleOf, SHARED_CONFIG } from './exporter-support.ts';
 
 let pg: TestPostgres;
 let dir: string;
@@ -69,7 +69,7 @@ afterAll(async () => {
 });
 
 describe('pooler mode against a real pgbouncer', () => {
-  it('scrapes pgbouncer with the shared collector files, prefix pgbouncer, role primary', async () => {
+  it.skipIf(!HAS_SHARED_CONFIG)(`scrapes pgbouncer with the shared collector files, prefix pgbouncer, role primary ${REFERENCE_SKIP}`, async () => {
     const e = new Exporter({ url: `postgres://postgres@127.0.0.1:${port}/pgbouncer`, configPath: SHARED_CONFIG, connectTimeoutMs: 2000 });
     exporters.push(e);
     expect(e.pooler).toBe(true);

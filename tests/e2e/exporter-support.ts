@@ -1,6 +1,7 @@
 /**
  * Exporter e2e helpers: a streaming replica made with pg_basebackup from a startPostgres()
- * server, the shared pg_exporter-config path, promtool, and a running Exporter + Hono app.
+ * server, the shared pg_exporter-config path (from HA_REFERENCE_DIR, see tests/support/reference.ts),
+ * promtool, and a running Exporter + Hono app.
  */
 import { execFileSync } from 'node:child_process';
 import { chown, mkdir, appendFile } from 'node:fs/promises';
@@ -9,9 +10,16 @@ import { freePort } from '../support/ports.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
 import { run } from '../support/processes.ts';
 import type { TestPostgres } from '../support/pg.ts';
+import { REFERENCE_DIR, REFERENCE_SKIP, referencePath } from '../support/reference.ts';
 
-/** ../shared/pg_exporter-config beside the repository. */
-export const SHARED_CONFIG = resolve(import.meta.dirname, '../../../shared/pg_exporter-config');
+/**
+ * The reference collector set, pg_exporter-config in HA_REFERENCE_DIR (../shared in CI). Tests
+ * that use it are skipped without it: `it.skipIf(!HAS_SHARED_CONFIG)(\`… ${REFERENCE_SKIP}\`, …)`.
+ */
+export const SHARED_CONFIG = referencePath('pg_exporter-config');
+/** Whether {@link SHARED_CONFIG} is available. */
+export const HAS_SHARED_CONFIG = REFERENCE_DIR !== undefined;
+export { REFERENCE_SKIP };
 /** The project's own default collector set. */
 export const DEFAULT_COLLECTORS = resolve(import.meta.dirname, '../../collectors');
 

@@ -1,17 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseCollectorFile } from '../../src/exporter/config-load.ts';
 import { explainText } from '../../src/exporter/explain.ts';
 import { statText } from '../../src/exporter/stat.ts';
+import { REFERENCE_DIR, REFERENCE_SKIP, referencePath } from '../support/reference.ts';
 
-const example = readFileSync(resolve(import.meta.dirname, '../../../shared/docs/reference/pg_exporter-explain-example.txt'), 'utf8');
+/** The reference example (docs/reference/pg_exporter-explain-example.txt), read before the tests. */
+let example = '';
 const between = (start: string, end: string) => {
   const a = example.indexOf('\n', example.indexOf(start)) + 1;
   return example.slice(a, example.indexOf(end, a));
 };
 
-describe('/explain and /stat formats', () => {
+describe.skipIf(!REFERENCE_DIR)(`/explain and /stat formats ${REFERENCE_SKIP}`, () => {
+  beforeAll(() => {
+    example = readFileSync(referencePath('docs/reference/pg_exporter-explain-example.txt'), 'utf8');
+  });
+
   it('renders the reference example byte for byte', () => {
     const input = between('---- INPUT: 0990-app.yml ----', '---- BEGIN GET /explain body ----');
     const expected = between('---- BEGIN GET /explain body ----', '---- END ----');
