@@ -1,0 +1,116 @@
+/**
+ * The simulation's invariants (docs/simulation.md "Invariants"), checked while a schedule runs:
+ * - single-writer: at most one PostgreSQL accepts writes at any simulated instant (checked at
+ *   every state change of every SimPg, not only between steps);
+ * - timeline-monotonic: a node's timeline never goes down while it keeps its data directory, and
+ *   the timeline of the writable primary never goes down over the run;
+ * - diverged-streaming: a replica never streams from an upstream whose history (ground truth, not
+ *   timeline numbers) diverged from its own WAL;
+ * - liveness-bootstrap / liveness-primary / liveness-replicas: the cluster bootstraps, and after
+ *   every fault healed there is one writable primary and every other member streams from it
+ *   within the bounds below (formulas of ttl, loop_wait and retry_timeout).
+ * Acknowledged commits lost after a failover are counted as a figure, not a violation: every
+ * replication mode of this codebase is asynchronous.
+ */
+import { divergencePoint, type SimPg } from './sim-pg.ts';
+
+export const INVARIANTS = ['single-writer', 'timeline-monotonic', 'diverged-streaming', 'liveness-bootstrap', 'liveness-primary', 'liveness-replicas'] as const;
+export type InvariantName = (typeof INVARIANTS)[number];
+
+/** One broken invariant. */
+export interface Violation {
+  invariant: InvariantName;
+  /** Simulated ms since the start of the run. */
+  atMs: number;
+  message: string;
+}
+
+/** Timing of the cluster, seconds. */
+export interface Timing {
+  ttl: number;
+  loop_wait: number;
+  retry_timeout: number;
+}
+
+/**
+ * Upper bound of the simulated effects one recovery may chain (stop ≤ 0.3 s, base backup
+ * ≤ 2.5 s, start ≤ 0.6 s, promote ≤ 0.3 s, initdb ≤ 1 s), doubled: seconds.
+ */
+export const EFFECTS_S = 10;
+
+/** After the last fault healed: a writable primary within ttl + 2·loop_wait + 2·retry_timeout (s). */
+export function primaryBoundS(t: Timing): number {
+  return t.ttl + 2 * t.loop_wait + 2 * t.retry_timeout;
+}
+
+/**
+ * After the last fault healed: every other member streams from the primary within the primary
+ * bound + 2·loop_wait + max(2·loop_wait, retry_timeout) (the not-streaming grace before the
+ * divergence check) + EFFECTS_S (re-clone and start).
+ */
+export function replicasBoundS(t: Timing): number {
+  return primaryBoundS(t) + 2 * t.loop_wait + Math.max(2 * t.loop_wait, t.retry_timeout) + EFFECTS_S;
+}
+
+/** From the first start: a bootstrapped cluster (primary + streaming replicas) within the replica bound. */
+export function bootstrapBoundS(t: Timing): number {
+  return replicasBoundS(t);
+}
+
+export class InvariantChecker {
+  readonly violations: Violation[] = [];
+  private readonly seen = new Set<InvariantName>();
+  private readonly timelines = new Map<string, { gen: number; timeline: number }>();
+  private maxWritableTimeline = 0;
+
+  constructor(private readonly sinceStart: () => number) {}
+
+  /** Records a violation (the first of each invariant per run is kept with its message). */
+  record(invariant: InvariantName, message: string): void {
+    if (this.seen.has(invariant)) return;
+    this.seen.add(invariant);
+    this.violations.push({ invariant, atMs: this.sinceStart(), message });
+  }
+
+  /** single-writer and the writable primary's timeline; call at every SimPg change. */
+  checkWriters(pgs: readonly SimPg[]): void {
+    let writers: SimPg[] | undefined;
+    for (const pg of pgs) if (pg.acceptsWrites()) (writers ??= []).push(pg);
+    if (!writers) return;
+    if (writers.length > 1) {
+      this.record('single-writer', `${writers.map((w) => `${w.name} (timeline ${w.timeline})`).join(' and ')} accept writes at the same instant`);
+    }
+    for (const pg of writers) {
+      const tl = pg.timeline;
+      if (tl < this.maxWritableTimeline) {
+        this.record('timeline-monotonic', `${pg.name} accepts writes on timeline ${tl} after a primary accepted writes on timeline ${this.maxWritableTimeline}`);
+      }
+      if (tl > this.maxWritableTimeline) this.maxWritableTimeline = tl;
+    }
+  }
+
+  /** timeline-monotonic per node (reset when the data directory is replaced). */
+  checkTimelines(pgs: readonly SimPg[]): void {
+    for (const pg of pgs) {
+      if (!pg.data) continue;
+      const prev = this.timelines.get(pg.name);
+      const tl = pg.timeline;
+      if (prev && prev.gen === pg.dataGen && tl < prev.timeline) {
+        this.record('timeline-monotonic', `${pg.name}'s timeline went from ${prev.timeline} down to ${tl} on the same data directory`);
+      }
+      this.timelines.set(pg.name, { gen: pg.dataGen, timeline: Math.max(tl, prev && prev.gen === pg.dataGen ? prev.timeline : 0) });
+    }
+  }
+
+  /** diverged-streaming: `replica` (its WAL before the copy: `before`) streamed from `upstream`. */
+  checkStreamed(replica: SimPg, before: SimPg['data'], upstream: SimPg): void {
+    if (!before || !upstream.data) return;
+    const p = divergencePoint(before, upstream.data);
+    if (p !== undefined) {
+      this.record(
+        'diverged-streaming',
+        `${replica.name} (timeline ${before.segments[before.segments.length - 1]!.timeline}, WAL to ${before.lsn}) streams from ${upstream.name} (timeline ${upstream.timeline}) although their histories differ from byte ${p}`,
+      );
+    }
+  }
+}

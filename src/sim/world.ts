@@ -1,0 +1,510 @@
+/**
+ * The simulated world (docs/simulation.md): K members, each a real HaNode (src/node/ha-node.ts)
+ * with its own InMemoryDcs client on one shared InMemoryStore, a SimPg, an in-memory journal and
+ * a silent logger, all on one simulated clock. A schedule of faults drawn from a seeded PRNG is
+ * applied step by step; a client writes through whichever PostgreSQL accepts writes; the
+ * invariants (invariants.ts) are checked as the run goes.
+ *
+ * A run: bootstrap (until a primary and streaming replicas), M fault steps, heal everything, then
+ * wait for liveness (a writable primary, every other member streaming from it) within the bounds.
+ */
+import pino from 'pino';
+import type { Dcs } from '../dcs/dcs.ts';
+import { InMemoryDcs, InMemoryStore } from '../dcs/memory.ts';
+import { buildStatusDocument } from '../http/status-document.ts';
+import { HaNode } from '../node/ha-node.ts';
+import { Journal, type JournalEntry } from '../node/journal.ts';
+import type { PgControl } from '../postgres/types.ts';
+import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type Timing, type Violation } from './invariants.ts';
+import { Prng } from './prng.ts';
+import { SimClock, type NodeClock } from './sim-clock.ts';
+import { holdsCommit, SimPg, type Commit, type SimPgBugs } from './sim-pg.ts';
+
+/** The fault kinds. */
+export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** One fault of a schedule: at step `at`, for `steps` steps (then healed). */
+export type Fault =
+  | { kind: 'dcs-partition'; at: number; node: string; steps: number }
+  | { kind: 'net-partition'; at: number; node: string; peer: string; steps: number }
+  | { kind: 'pg-crash'; at: number; node: string }
+  | { kind: 'agent-crash'; at: number; node: string; steps: number }
+  | { kind: 'freeze'; at: number; node: string; steps: number }
+  /** An operator asks for a switchover to `node` (the `failover` key, as POST /switchover writes it). */
+  | { kind: 'switchover'; at: number; node: string }
+  | { kind: 'heal'; at: number };
+
+/** Options of one run. */
+export interface WorldOptions {
+  seed: number;
+  /** Members (K). Default 3. */
+  nodes?: number;
+  /** Fault steps (M). Default 60. */
+  steps?: number;
+  /** Simulated ms per step. Default 500. */
+  stepMs?: number;
+  /**
+   * Also draw the faults that leave PostgreSQL running without its agent for longer than the
+   * lease: agent freeze/thaw and long agent outages. Known unfixed (fencing is another issue).
+   */
+  freeze?: boolean;
+  /** The schedule to run instead of the drawn one (replay, shrinking). */
+  faults?: Fault[];
+  /** Fault kinds to draw from (default: all; `freeze` only with `freeze`). */
+  faultKinds?: readonly FaultKind[];
+  /** Planted bugs: wrap each agent's DCS client. */
+  wrapDcs?: (dcs: Dcs, name: string) => Dcs;
+  /** Planted bugs in the simulated PostgreSQL. */
+  pgBugs?: SimPgBugs;
+  /** Keep every journal entry (for the JSONL dump of a failing run). */
+  keepJournal?: boolean;
+}
+
+/** The outcome of one run. */
+export interface RunResult {
+  seed: number;
+  faults: Fault[];
+  violations: Violation[];
+  acked: number;
+  lost: number;
+  /** Simulated ms from the heal to a writable primary / to every replica streaming (when reached). */
+  primaryAfterHealMs?: number;
+  replicasAfterHealMs?: number;
+  simulatedMs: number;
+  timersFired: number;
+  /** Simulated ms from the start to the first fault step (the end of the bootstrap). */
+  faultsFromMs?: number;
+}
+
+export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
+const BOOTSTRAP_DCS = {
+  ttl: TIMING.ttl,
+  loop_wait: TIMING.loop_wait,
+  retry_timeout: TIMING.retry_timeout,
+  database: { remove_data_directory_on_diverged_timelines: true },
+};
+const SCOPE = 'sim';
+const SILENT = pino({ level: 'silent' });
+
+/** Member names n1…nK. */
+export function memberNames(k: number): string[] {
+  return Array.from({ length: k }, (_, i) => `n${i + 1}`);
+}
+
+/** The longest agent outage that keeps the lock (the new agent adopts it before the lease runs out), steps. */
+function safeOutageSteps(stepMs: number): number {
+  return Math.max(1, Math.floor(((TIMING.ttl - TIMING.loop_wait - 2) * 1000) / stepMs));
+}
+
+/**
+ * Draws the fault schedule of `seed` (its own PRNG stream, so the world's draws do not move it).
+ * Without `freeze`, agent outages stay shorter than the lease and never overlap a DCS partition
+ * of the same member (either leaves PostgreSQL running unsupervised past the lease: the known
+ * fencing gap).
+ */
+export function drawFaults(seed: number, opts: { nodes: number; steps: number; stepMs: number; freeze: boolean; kinds?: readonly FaultKind[] }): Fault[] {
+  const rng = new Prng((seed ^ 0x5bd1e995) >>> 0);
+  const names = memberNames(opts.nodes);
+  const faults: Fault[] = [];
+  const kinds = FAULT_KINDS.filter((k) => (k !== 'freeze' || opts.freeze) && (!opts.kinds || opts.kinds.includes(k)));
+  if (kinds.length === 0) return [];
+  const maxOutage = safeOutageSteps(opts.stepMs);
+  const busy = (node: string, from: number, to: number, which: FaultKind[]) =>
+    faults.some((f) => which.includes(f.kind) && 'node' in f && f.node === node && from <= f.at + ('steps' in f ? f.steps : 0) + 2 && f.at <= to + 2);
+  for (let at = 0; at < opts.steps; at++) {
+    if (!rng.chance(0.1)) continue;
+    const kind = rng.pick(kinds);
+    const node = rng.pick(names);
+    const steps = rng.int(2, 30);
+    switch (kind) {
+      case 'dcs-partition':
+        if (!opts.freeze && busy(node, at, at + steps, ['agent-crash'])) continue;
+        faults.push({ kind, at, node, steps });
+        break;
+      case 'net-partition': {
+        const others = names.filter((n) => n !== node);
+        faults.push({ kind, at, node, peer: rng.pick(others), steps });
+        break;
+      }
+      case 'pg-crash':
+        faults.push({ kind, at, node });
+        break;
+      case 'agent-crash': {
+        const s = opts.freeze ? steps : Math.min(steps, maxOutage);
+        if (!opts.freeze && busy(node, at, at + s, ['dcs-partition', 'agent-crash'])) continue;
+        faults.push({ kind, at, node, steps: s });
+        break;
+      }
+      case 'freeze':
+        faults.push({ kind, at, node, steps });
+        break;
+      case 'switchover':
+        faults.push({ kind, at, node });
+        break;
+      case 'heal':
+        faults.push({ kind, at });
+        break;
+    }
+  }
+  return faults;
+}
+
+/** One member: its PostgreSQL, and the agent process of the moment. */
+interface Member {
+  name: string;
+  pg: SimPg;
+  journal: Journal;
+  node: HaNode | undefined;
+  view: NodeClock | undefined;
+  /** The agent should run (false while crashed). */
+  up: boolean;
+  incarnation: number;
+}
+
+/** Wraps every method of `target` so that its promise settles through the node's clock view. */
+function gated<T extends object>(target: T, view: NodeClock, subscribeName?: string): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      const v = (t as Record<string | symbol, unknown>)[prop];
+      if (typeof v !== 'function') return v;
+      if (prop === subscribeName) {
+        return (listener: (e: unknown) => void) => (v as (l: (e: unknown) => void) => () => void).call(t, (e) => view.deliver(() => listener(e)));
+      }
+      return (...args: unknown[]) => {
+        const r = (v as (...a: unknown[]) => unknown).apply(t, args);
+        return r instanceof Promise ? view.gate(r) : r;
+      };
+    },
+  });
+}
+
+export class World {
+  readonly clock = new SimClock();
+  readonly store: InMemoryStore;
+  readonly rng: Prng;
+  readonly members: Member[];
+  readonly checker: InvariantChecker;
+  readonly faults: Fault[];
+  private readonly byName = new Map<string, Member>();
+  private readonly pgs: SimPg[];
+  private readonly netCut = new Map<string, number>();
+  private readonly dcsCut = new Map<string, number>();
+  private readonly opts: Required<Pick<WorldOptions, 'nodes' | 'steps' | 'stepMs' | 'freeze'>> & WorldOptions;
+  private readonly startMs: number;
+  private uid = 0;
+  private commitId = 0;
+  private writeTurn = 0;
+  private faultsFromMs: number | undefined;
+  readonly acked: Commit[] = [];
+  /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
+  private readonly operator: InMemoryDcs;
+
+  constructor(options: WorldOptions) {
+    this.opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false, ...options };
+    const { seed, nodes, steps, stepMs, freeze } = this.opts;
+    this.rng = new Prng(seed);
+    this.startMs = this.clock.now();
+    this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
+    this.operator = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: '~operator', ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
+    this.checker = new InvariantChecker(() => this.clock.now() - this.startMs);
+    this.faults = options.faults ?? drawFaults(seed, { nodes, steps, stepMs, freeze, ...(options.faultKinds ? { kinds: options.faultKinds } : {}) });
+    const world = {
+      clock: this.clock,
+      rng: this.rng,
+      nextUid: () => ++this.uid,
+      nextSysid: () => String(7_000_000_000_000_000_000n + BigInt(this.rng.int(0, 2 ** 30))),
+      nextCommitId: () => ++this.commitId,
+      peer: (name: string) => this.byName.get(name)?.pg,
+      canConnect: (a: string, b: string) => this.connected(a, b),
+      changed: () => this.checker.checkWriters(this.pgs),
+      flushStandbys: (primary: SimPg) => {
+        for (const pg of this.pgs) if (pg !== primary && pg.streaming && pg.activeUpstream?.name === primary.name) this.ship(pg);
+      },
+    };
+    this.members = memberNames(nodes).map((name) => ({
+      name,
+      pg: new SimPg(name, world, options.pgBugs),
+      journal: new Journal({ now: () => this.clock.now(), keep: options.keepJournal ? 1_000_000 : 50 }),
+      node: undefined,
+      view: undefined,
+      up: false,
+      incarnation: 0,
+    }));
+    for (const m of this.members) this.byName.set(m.name, m);
+    this.pgs = this.members.map((m) => m.pg);
+  }
+
+  /** Simulated ms since the start. */
+  get elapsedMs(): number {
+    return this.clock.now() - this.startMs;
+  }
+
+  /** Runs the whole schedule. */
+  async run(): Promise<RunResult> {
+    const { stepMs, steps } = this.opts;
+    for (const m of this.members) {
+      m.up = true;
+      this.clock.schedule(this.rng.int(0, 500), () => this.startAgent(m));
+    }
+    // Bootstrap.
+    const bootDeadline = this.clock.now() + bootstrapBoundS(TIMING) * 1000;
+    while (!this.converged()) {
+      if (this.clock.now() >= bootDeadline) {
+        this.checker.record('liveness-bootstrap', `no bootstrapped cluster within ${bootstrapBoundS(TIMING)} s: ${this.describe()}`);
+        return this.result();
+      }
+      await this.step();
+    }
+    // Faults.
+    this.faultsFromMs = this.elapsedMs;
+    const ends = new Map<number, (() => void)[]>();
+    for (let s = 0; s < steps; s++) {
+      for (const f of ends.get(s) ?? []) f();
+      for (const f of this.faults) if (f.at === s) this.apply(f, s, ends);
+      await this.step();
+    }
+    // Heal, then liveness.
+    this.healAll();
+    const healMs = this.clock.now();
+    const pBound = healMs + primaryBoundS(TIMING) * 1000;
+    const rBound = healMs + replicasBoundS(TIMING) * 1000;
+    let primaryAt: number | undefined;
+    let replicasAt: number | undefined;
+    while (replicasAt === undefined) {
+      const primary = this.writablePrimary();
+      if (primary && primaryAt === undefined) primaryAt = this.clock.now();
+      if (primary && this.converged()) replicasAt = this.clock.now();
+      if (replicasAt !== undefined) break;
+      if (primaryAt === undefined && this.clock.now() >= pBound) {
+        this.checker.record('liveness-primary', `no writable primary ${primaryBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
+        break;
+      }
+      if (this.clock.now() >= rBound) {
+        this.checker.record('liveness-replicas', `members not streaming from the primary ${replicasBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
+        break;
+      }
+      await this.step();
+    }
+    const r = this.result();
+    if (primaryAt !== undefined) r.primaryAfterHealMs = primaryAt - healMs;
+    if (replicasAt !== undefined) r.replicasAfterHealMs = replicasAt - healMs;
+    return r;
+  }
+
+  /** Every member's journal, in (member, sequence) order, one JSON object per line. */
+  journalJsonl(): string {
+    const lines: string[] = [];
+    for (const m of this.members) {
+      const entries: JournalEntry[] = m.journal.recent(1_000_000).reverse();
+      for (const e of entries) lines.push(JSON.stringify({ node: m.name, ...e }));
+    }
+    return lines.join('\n') + (lines.length ? '\n' : '');
+  }
+
+  // ---- steps -----------------------------------------------------------------------------------
+
+  /** One step: run the clock, ship WAL, one client write, check the invariants. */
+  private async step(): Promise<void> {
+    await this.clock.runUntil(this.clock.now() + this.opts.stepMs);
+    for (const pg of this.pgs) this.ship(pg);
+    const k = this.pgs.length;
+    for (let i = 0; i < k; i++) {
+      const pg = this.pgs[(this.writeTurn + i) % k]!;
+      if (!pg.acceptsWrites()) continue;
+      const c = pg.write(this.rng.int(100, 2000));
+      if (c) this.acked.push(c);
+      break;
+    }
+    this.writeTurn++;
+    this.checker.checkWriters(this.pgs);
+    this.checker.checkTimelines(this.pgs);
+  }
+
+  /** One step of WAL shipping to `pg`, checked against diverged-streaming. */
+  private ship(pg: SimPg): void {
+    const before = pg.data;
+    const from = pg.ship();
+    if (from) this.checker.checkStreamed(pg, before, from);
+  }
+
+  /** The one PostgreSQL accepting writes (undefined when none or several). */
+  private writablePrimary(): SimPg | undefined {
+    const w = this.pgs.filter((p) => p.acceptsWrites());
+    return w.length === 1 ? w[0] : undefined;
+  }
+
+  /** One writable primary, every other member running as a replica streaming from it. */
+  private converged(): boolean {
+    const primary = this.writablePrimary();
+    if (!primary) return false;
+    return this.pgs.every((p) => p === primary || (p.run === 'running' && p.role === 'replica' && p.streaming && p.activeUpstream?.name === primary.name));
+  }
+
+  private describe(): string {
+    return this.members
+      .map((m) => {
+        const p = m.pg;
+        const agent = !m.up ? 'agent down' : m.view?.isFrozen ? 'agent frozen' : 'agent up';
+        const state = m.node ? String(m.node.snapshot().state) : '-';
+        return `${m.name}: pg ${p.run} ${p.data ? `${p.role} tl ${p.timeline}${p.streaming ? ` streaming from ${p.activeUpstream?.name}` : ''}` : 'no data'}, ${agent} (${state})`;
+      })
+      .join('; ');
+  }
+
+  private result(): RunResult {
+    const primary = this.writablePrimary();
+    const lost = primary ? this.acked.filter((c) => !holdsCommit(primary.data, c)).length : 0;
+    return {
+      seed: this.opts.seed,
+      faults: this.faults,
+      violations: this.checker.violations,
+      acked: this.acked.length,
+      lost,
+      simulatedMs: this.elapsedMs,
+      timersFired: this.clock.fired,
+      ...(this.faultsFromMs !== undefined ? { faultsFromMs: this.faultsFromMs } : {}),
+    };
+  }
+
+  // ---- faults ----------------------------------------------------------------------------------
+
+  private apply(f: Fault, step: number, ends: Map<number, (() => void)[]>): void {
+    const later = (n: number, fn: () => void) => {
+      const at = step + n;
+      const list = ends.get(at) ?? [];
+      list.push(fn);
+      ends.set(at, list);
+    };
+    switch (f.kind) {
+      case 'dcs-partition':
+        this.cutDcs(f.node, 1);
+        later(f.steps, () => this.cutDcs(f.node, -1));
+        return;
+      case 'net-partition': {
+        const key = [f.node, f.peer].sort().join('|');
+        this.netCut.set(key, (this.netCut.get(key) ?? 0) + 1);
+        later(f.steps, () => this.netCut.set(key, Math.max(0, (this.netCut.get(key) ?? 0) - 1)));
+        return;
+      }
+      case 'pg-crash':
+        this.byName.get(f.node)!.pg.crash();
+        return;
+      case 'agent-crash': {
+        const m = this.byName.get(f.node)!;
+        if (!m.up) return;
+        this.crashAgent(m);
+        later(f.steps, () => this.reviveAgent(m));
+        return;
+      }
+      case 'freeze': {
+        const m = this.byName.get(f.node)!;
+        m.view?.freeze();
+        later(f.steps, () => m.view?.thaw());
+        return;
+      }
+      case 'switchover': {
+        // POST /switchover: create-only write of {leader, member}; nothing when there is no
+        // leader or the candidate leads already.
+        const leader = this.store.get(`${this.operator.prefix}leader`)?.value;
+        if (!leader || leader === f.node) return;
+        const pending = this.store.get(`${this.operator.prefix}failover`);
+        if (pending && pending.value !== '{}') return;
+        void this.operator.setFailover({ leader, member: f.node }, pending?.modRevision ?? '0').catch(() => undefined);
+        return;
+      }
+      case 'heal':
+        this.healAll();
+        return;
+    }
+  }
+
+  private cutDcs(name: string, delta: number): void {
+    const n = Math.max(0, (this.dcsCut.get(name) ?? 0) + delta);
+    this.dcsCut.set(name, n);
+    this.store.setReachable(name, n === 0);
+  }
+
+  private healAll(): void {
+    for (const name of this.dcsCut.keys()) {
+      this.dcsCut.set(name, 0);
+      this.store.setReachable(name, true);
+    }
+    this.netCut.clear();
+    for (const m of this.members) {
+      m.view?.thaw();
+      this.reviveAgent(m);
+    }
+  }
+
+  private connected(a: string, b: string): boolean {
+    return (this.netCut.get(a < b ? `${a}|${b}` : `${b}|${a}`) ?? 0) === 0;
+  }
+
+  // ---- agents ----------------------------------------------------------------------------------
+
+  private crashAgent(m: Member): void {
+    m.up = false;
+    m.incarnation++;
+    m.view?.kill();
+    m.view = undefined;
+    m.node = undefined;
+  }
+
+  private reviveAgent(m: Member): void {
+    if (m.up) return;
+    m.up = true;
+    this.startAgent(m);
+  }
+
+  /** Starts a new agent process for `m` (a new DCS client, a new lease); retried every second while the DCS cannot be reached. */
+  private startAgent(m: Member): void {
+    if (!m.up) return;
+    const incarnation = ++m.incarnation;
+    const view = this.clock.view();
+    const raw = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: m.name, ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
+    const dcs = gated(this.opts.wrapDcs ? this.opts.wrapDcs(raw, m.name) : raw, view, 'subscribe');
+    const pg = gated<PgControl>(m.pg, view);
+    const node = new HaNode({
+      name: m.name,
+      scope: SCOPE,
+      version: '0.0.0-sim',
+      apiUrl: `http://${m.name}:8008/ha`,
+      connUrl: `postgres://${m.name}:5432/postgres`,
+      tags: {},
+      bootstrapDcs: BOOTSTRAP_DCS,
+      initdbOptions: [],
+      localParameters: {},
+      dcs,
+      pg,
+      journal: m.journal,
+      log: SILENT,
+      clock: view,
+      fetchStatus: (url) => this.fetchStatus(m.name, view, url),
+    });
+    m.view = view;
+    m.node = node;
+    node.start().catch(() => {
+      if (m.incarnation !== incarnation || !m.up) return;
+      view.kill();
+      m.node = undefined;
+      m.view = undefined;
+      this.clock.schedule(1000, () => {
+        if (m.incarnation === incarnation && m.up) this.startAgent(m);
+      });
+    });
+  }
+
+  /** GET <api_url> from `from`: the target's status document, unless partitioned, frozen or down. */
+  private fetchStatus(from: string, view: NodeClock, url: string): Promise<Record<string, unknown> | undefined> {
+    const name = /^http:\/\/([^:/]+)/.exec(url)?.[1] ?? '';
+    const target = this.byName.get(name);
+    if (!target) return Promise.resolve(undefined);
+    if (!this.connected(from, name) || target.view?.isFrozen) {
+      // Packets dropped / a stopped process: the request times out after 2 s.
+      return new Promise((resolve) => view.setTimeout(() => resolve(undefined), 2000));
+    }
+    if (!target.up || !target.node) return Promise.resolve(undefined);
+    return Promise.resolve(buildStatusDocument(target.node.snapshot(), this.clock.now()) as unknown as Record<string, unknown>);
+  }
+}
