@@ -42,6 +42,10 @@ export interface CycleInput {
   timeline: number;
   /** Where the stopped data directory ended (pg_controldata), when not running. */
   local?: LocalPosition;
+  /** A running replica's local history of its timeline (`pg_wal/<TLI>.history`), when above 1 and known. */
+  localHistory?: LocalPosition['history'];
+  /** A running replica's promotion marker, when it records the replica's timeline (a former primary). */
+  localPromotedBy?: string;
   /**
    * The database is stopped because this agent demoted it (any mode) and has not started it
    * since: in pause it is started again as a replica (after the divergence check), as the
@@ -123,6 +127,31 @@ export function leaderTimeline(view: ClusterView): number {
   return Math.max(fromHistory, published);
 }
 
+/**
+ * The `history` key when it describes the current leader's lineage: its last entry (the timeline
+ * the leader's own timeline forked from) names the current leader as the member that promoted.
+ * A history written by an earlier leader (the current one promoted and has not rewritten it yet)
+ * is undefined here, so a divergence check answers "unknown" (wait), never "ok" on another
+ * lineage that reuses the same timeline numbers.
+ */
+export function currentHistory(view: ClusterView): ClusterView['history'] {
+  const history = view.history;
+  const last = history?.[history.length - 1];
+  const promotedBy = last?.[4];
+  if (last && promotedBy !== undefined && view.leader && promotedBy !== view.leader.name) return undefined;
+  return history;
+}
+
+/**
+ * The leader's member key shows it running as primary: its promotion has finished, so the timeline
+ * it publishes is the one it writes on. Before that, a divergence check answers "unknown" (wait).
+ */
+function leaderIsPrimary(view: ClusterView): boolean {
+  const leader = view.leader?.name;
+  const m = view.members.find((x) => x.name === leader);
+  return m?.data.role === 'primary' && m.data.state === 'running';
+}
+
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
   return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
@@ -162,6 +191,9 @@ export function decideCycle(i: CycleInput): CycleDecision {
   if (!i.hasData) {
     if (iLead) return d('released leader key voluntarily as data dir empty and currently leader', { kind: 'releaseLock' });
     if (leader) {
+      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+      }
       const from = cloneSource(view, name) ?? leader;
       return d(`trying to bootstrap from ${from === leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
     }
@@ -199,6 +231,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
       if (!i.demoted || !leader) return d('database is not running: paused, not starting it');
     }
     if (iLead) {
+      if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
       if (db.state === 'start_failed' && db.role === 'primary') {
         return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
       }
@@ -209,8 +242,9 @@ export function decideCycle(i: CycleInput): CycleDecision {
     }
     if (leader) {
       if (!i.local) return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+      if (!leaderIsPrimary(view)) return d(`waiting for leader ${leader} to run as primary before following it`);
       {
-        const verdict = checkDivergence(i.local, leaderTimeline(view), view.history);
+        const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
         if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
         if (verdict.kind === 'unknown') {
           if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
@@ -269,7 +303,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
 
 /** The history key lags the leader's published timeline (the new leader has not written it yet). */
 function historyPending(view: ClusterView): boolean {
-  return leaderTimeline(view) > clusterTimeline(view);
+  return leaderTimeline(view) > clusterTimeline(view) || currentHistory(view) === undefined;
 }
 
 /**
@@ -282,8 +316,12 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
   const following = rep?.upstream === leader;
   const stalledMs = rep && !rep.streaming && rep.notStreamingSinceMs !== undefined ? i.nowMs - rep.notStreamingSinceMs : 0;
   const stalled = following && stalledMs >= notStreamingGraceMs(i.config);
+  if (!following && !leaderIsPrimary(i.view)) return d(`waiting for leader ${leader} to run as primary before following it`);
   if (!following || stalled) {
-    const verdict = checkRunningDivergence(i.walBytes, i.timeline, leaderTimeline(i.view), i.view.history);
+    const verdict = checkRunningDivergence(i.walBytes, i.timeline, leaderTimeline(i.view), currentHistory(i.view), {
+      ...(i.localHistory ? { history: i.localHistory } : {}),
+      ...(i.localPromotedBy ? { promotedBy: i.localPromotedBy } : {}),
+    });
     if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, true);
     if (verdict.kind === 'unknown' && !following) {
       return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
@@ -299,9 +337,9 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
  * Divergence of a running replica: checkDivergence with the end of the WAL it received or
  * replayed as its recovery end (which may reach the switch point, not go past it).
  */
-function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history']) {
+function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history'], lineage: Pick<LocalPosition, 'history' | 'promotedBy'>) {
   if (timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
-  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn }, leaderTl, history);
+  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, ...lineage }, leaderTl, history);
 }
 
 /**

@@ -75,7 +75,8 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * - with a manual failover naming another reachable member, it steps aside; the named candidate
  *   races without the lag rule; the former leader of a switchover steps aside;
  * - its lag behind the leader's last optime is within maximum_lag_on_failover;
- * - with check_timeline, its timeline is not behind the cluster timeline;
+ * - its timeline is not behind the cluster timeline (with check_timeline never; without it only
+ *   when no reachable member is on the cluster timeline);
  * - no reachable peer still runs as primary;
  * - no reachable peer is ahead in WAL; at equal WAL a peer with higher failover_priority wins.
  * Unreachable peers are ignored.
@@ -96,7 +97,12 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   if (!isCandidate && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > BigInt(input.maxLagBytes)) {
     return { healthy: false, reason: 'my wal position exceeds maximum replication lag' };
   }
-  if (!isCandidate && input.checkTimeline && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
+  if (!isCandidate && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
+    // A member behind the cluster timeline that promotes forks a second timeline with a number
+    // already used (PostgreSQL picks the next free number it knows of), often at the very same
+    // switch point: two lineages no history file can tell apart. Never automatically, whatever
+    // check_timeline says; an operator's failover naming this member still may (docs/ha.md
+    // "Leader race").
     return { healthy: false, reason: `my timeline ${self.timeline} is behind the cluster timeline ${input.clusterTimeline}` };
   }
   for (const p of peers) {
@@ -114,7 +120,8 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
 
 /**
  * Is a peer eligible to take over in a switchover or failover the leader carries out
- * (seed 000 healthy-member rules 1, 2, 4, 5)? `failover` skips the lag and timeline rules.
+ * (seed 000 healthy-member rules 1, 2, 4, 5)? Its timeline must not be behind the cluster's;
+ * `failover` skips the lag rule.
  */
 export function isEligibleCandidate(
   p: PeerStatus,
@@ -122,8 +129,9 @@ export function isEligibleCandidate(
 ): boolean {
   if (!p.reachable || p.state !== 'running') return false;
   if (failoverPriority(p.tags) <= 0) return false;
+  // A candidate behind the cluster timeline would fork a second timeline with a used number.
+  if (p.timeline !== undefined && p.timeline < opts.clusterTimeline) return false;
   if (opts.failover) return true;
   if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) return false;
-  if (opts.checkTimeline && p.timeline !== undefined && p.timeline < opts.clusterTimeline) return false;
   return true;
 }

@@ -27,13 +27,18 @@ export function parseHistoryFile(text: string): HistoryLine[] {
 
 /**
  * The DCS `history` value from a history file: `[timeline, switch_lsn_int, reason, timestamp, new_leader]`
- * per line. Timestamps of earlier entries are kept from `previous` when the timeline matches.
+ * per line. Timestamps and leaders of earlier entries are kept from `previous` when the timeline
+ * and its switch point match.
  */
 export function historyEntries(lines: HistoryLine[], opts: { previous?: HistoryEntry[]; now: string; newLeader: string }): HistoryEntry[] {
   return lines.map((l, i) => {
-    const prev = opts.previous?.find((e) => e[0] === l.timeline);
+    // An earlier entry is kept only when it describes the same fork (same switch point): another
+    // member's promotion from the same parent timeline is another lineage.
+    const prev = opts.previous?.find((e) => e[0] === l.timeline && Number(l.switchLsn) === e[1]);
     const last = i === lines.length - 1;
     if (prev && !last) return prev;
+    // The last line is the fork this leader's own promotion made: it names this leader.
+    if (last && prev && prev[4] !== undefined && prev[4] !== opts.newLeader) return [l.timeline, Number(l.switchLsn), l.reason, opts.now, opts.newLeader];
     return [l.timeline, Number(l.switchLsn), l.reason, prev?.[3] ?? opts.now, prev?.[4] ?? (last ? opts.newLeader : undefined)].filter(
       (x) => x !== undefined,
     ) as HistoryEntry;
@@ -50,6 +55,13 @@ export interface LocalPosition {
   checkpointLsn: bigint;
   /** Minimum recovery ending location, bytes (0 on a primary). */
   minRecoveryLsn: bigint;
+  /**
+   * The local history of `timeline` (its `pg_wal/<TLI>.history`), when it is above 1 and known:
+   * where each earlier timeline ended on this member's lineage.
+   */
+  history?: HistoryLine[];
+  /** The promotion marker of the data directory: which member's promotion made `timeline` (when it records that timeline). */
+  promotedBy?: string;
 }
 
 /** Verdict of the divergence check. */
@@ -66,6 +78,25 @@ export type Divergence = { kind: 'ok' } | { kind: 'diverged'; reason: string } |
  */
 export function checkDivergence(local: LocalPosition, leaderTimeline: number, history: HistoryEntry[] | undefined): Divergence {
   if (leaderTimeline === 0) return { kind: 'unknown', reason: 'leader timeline unknown' };
+  // Same numbers, other lineage: a timeline forked twice (two members promoted from the same
+  // parent) has the same number on both sides but ends its parents at other points.
+  for (const line of local.history ?? []) {
+    const theirs = history?.find((e) => e[0] === line.timeline);
+    if (!theirs) return { kind: 'unknown', reason: `the leader's history does not describe timeline ${line.timeline} yet` };
+    if (BigInt(theirs[1]) !== line.switchLsn) {
+      return {
+        kind: 'diverged',
+        reason: `timeline ${line.timeline} ends at ${line.switchLsn} in the local history but at ${theirs[1]} in the leader's: another timeline ${line.timeline + 1}`,
+      };
+    }
+  }
+  // The same timeline number made by two promotions: the leader's history names who made it.
+  if (local.promotedBy !== undefined && local.timeline > 1) {
+    const made = history?.find((e) => e[0] === local.timeline - 1);
+    if (made && made[4] !== undefined && made[4] !== local.promotedBy) {
+      return { kind: 'diverged', reason: `timeline ${local.timeline} here was made by ${local.promotedBy}'s promotion, the leader's by ${made[4]}'s` };
+    }
+  }
   if (local.timeline === leaderTimeline) return { kind: 'ok' };
   if (local.timeline > leaderTimeline) return { kind: 'diverged', reason: `local timeline ${local.timeline} is ahead of the leader's ${leaderTimeline}` };
   const entry = history?.find((e) => e[0] === local.timeline);

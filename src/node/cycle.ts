@@ -9,7 +9,7 @@ import { decideCycle, type CycleDecision, type CycleInput } from '../domain/ha-c
 import type { PeerStatus } from '../domain/leader-race.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { DatabaseState } from '../domain/states.ts';
-import type { LocalPosition } from '../domain/timeline-history.ts';
+import { parseHistoryFile, type HistoryLine, type LocalPosition } from '../domain/timeline-history.ts';
 import { BUSY_STATES } from '../machines/database.ts';
 import type { AdminCommands } from './admin.ts';
 import type { ConfigApplier } from './config-apply.ts';
@@ -75,6 +75,8 @@ export class HaCycle {
       walBytes: walOf(facts.probe),
       timeline: facts.probe?.inRecovery ? Math.max(facts.probe.timeline, st.replicaTimeline) : (facts.probe?.timeline ?? facts.local?.timeline ?? 0),
       ...(facts.local ? { local: facts.local } : {}),
+      ...(facts.replicaHistory ? { localHistory: facts.replicaHistory } : {}),
+      ...(facts.replicaPromotedBy ? { localPromotedBy: facts.replicaPromotedBy } : {}),
       demoted: st.demoted,
       initializedByMe: st.initializedByMe,
       ...(st.sysid ? { sysid: st.sysid } : {}),
@@ -124,7 +126,9 @@ export class HaCycle {
     if (reading === 'mine') {
       const r = await lock.renew();
       if (r === 'lost') this.core.notice('lock.lost', 'lost the leader lock: the key is gone or is not the one this member created');
-      return { view: deps.dcs.view(), dcsOk, holdsLock: true, renewal: r === 'ok' ? 'ok' : 'failed' };
+      // A lost lock is not held from here on (the view may still name us: decideCycle then waits
+      // for the key to clear); a renewal the DCS did not answer still is, until it runs out.
+      return { view: deps.dcs.view(), dcsOk, holdsLock: r !== 'lost', renewal: r === 'ok' ? 'ok' : 'failed' };
     }
     if (reading === 'adoptable') {
       try {
@@ -155,6 +159,8 @@ export class HaCycle {
     hasData: boolean;
     probe: PgStatus | undefined;
     local: LocalPosition | undefined;
+    replicaHistory?: HistoryLine[];
+    replicaPromotedBy?: string;
   }> {
     const { core } = this;
     const { pg } = core.deps;
@@ -169,7 +175,16 @@ export class HaCycle {
       try {
         const cd = await pg.controlData();
         core.state.sysid = cd.systemIdentifier;
-        local = { clusterState: cd.clusterState, timeline: cd.checkpointTimeline, checkpointLsn: cd.checkpointLsn, minRecoveryLsn: cd.minRecoveryLsn };
+        const history = await this.localHistory(cd.checkpointTimeline);
+        const promotedBy = await this.promotedBy(cd.checkpointTimeline);
+        local = {
+          clusterState: cd.clusterState,
+          timeline: cd.checkpointTimeline,
+          checkpointLsn: cd.checkpointLsn,
+          minRecoveryLsn: cd.minRecoveryLsn,
+          ...(history ? { history } : {}),
+          ...(promotedBy ? { promotedBy } : {}),
+        };
       } catch {
         local = undefined;
       }
@@ -179,7 +194,36 @@ export class HaCycle {
     else st.notStreamingSinceMs ??= nowMs;
     if (state !== 'running' || !probe?.inRecovery) st.replicaTimeline = 0;
     else st.replicaTimeline = Math.max(st.replicaTimeline, probe.timeline);
-    return { state, role: snap.context.role, busy, hasData, probe, local };
+    const replicaTl = probe?.inRecovery ? Math.max(probe.timeline, st.replicaTimeline) : 0;
+    const replicaHistory = replicaTl ? await this.localHistory(replicaTl) : undefined;
+    const replicaPromotedBy = replicaTl ? await this.promotedBy(replicaTl) : undefined;
+    return {
+      state,
+      role: snap.context.role,
+      busy,
+      hasData,
+      probe,
+      local,
+      ...(replicaHistory ? { replicaHistory } : {}),
+      ...(replicaPromotedBy ? { replicaPromotedBy } : {}),
+    };
+  }
+
+  /** The member whose promotion made `timeline`, when the data directory's marker records that timeline. */
+  private async promotedBy(timeline: number): Promise<string | undefined> {
+    if (timeline <= 1) return undefined;
+    const marker = await this.core.deps.pg.readPromotion().catch(() => undefined);
+    return marker?.timeline === timeline ? marker.member : undefined;
+  }
+
+  /** The local history file of `timeline` (above 1), parsed; undefined when absent or unreadable. */
+  private async localHistory(timeline: number): Promise<HistoryLine[] | undefined> {
+    if (timeline <= 1) return undefined;
+    try {
+      return parseHistoryFile(await this.core.deps.pg.readTimelineHistory(timeline));
+    } catch {
+      return undefined;
+    }
   }
 
   /**

@@ -21,6 +21,8 @@ export interface EffectContext {
   configureFor: (role: 'primary' | 'replica') => ConfigureOptions;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
   afterStop: () => Promise<void>;
+  /** This member's name (recorded in the promotion marker). */
+  memberName: string;
   /** Timeouts, ms. */
   startTimeoutMs: () => number;
   stopTimeoutMs: () => number;
@@ -39,6 +41,21 @@ async function startWithRetry(pg: PgControl, timeoutMs: number, clock: Clock): P
       if (clock.now() + 200 >= deadline) throw e;
       await sleepOn(clock, 200);
     }
+  }
+}
+
+/**
+ * Records in the data directory that this member's promotion made its current timeline
+ * (PromotionMarker). The promotion already happened: a marker that cannot be written only loses
+ * the extra divergence check, so failures are swallowed.
+ */
+async function markPromotion(pg: PgControl, ctx: EffectContext): Promise<void> {
+  const clock = ctx.clock ?? systemClock;
+  try {
+    const s = await pg.probe(2000);
+    if (!s.inRecovery && s.timeline > 1) await pg.writePromotion({ timeline: s.timeline, member: ctx.memberName, atMs: clock.now() });
+  } catch {
+    // The marker only adds a divergence check; the promotion stands without it.
   }
 }
 
@@ -70,7 +87,10 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.configure(ctx.configureFor(input.role));
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
-        if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await pg.promote(ctx.startTimeoutMs());
+        if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) {
+          await pg.promote(ctx.startTimeoutMs());
+          await markPromotion(pg, ctx);
+        }
       }),
       stop: fromPromise(async ({ input }: { input: StopInput }) => {
         await pg.stop(input.mode, ctx.stopTimeoutMs());
@@ -83,6 +103,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       promote: fromPromise(async () => {
         await pg.promote(ctx.startTimeoutMs());
+        await markPromotion(pg, ctx);
       }),
     } as never,
   });

@@ -236,6 +236,7 @@ export class HaNode {
     if (stored) state.config = sanitizeDynamicConfig(stored, state.config).config;
     const machine = databaseMachineWithEffects({
       pg,
+      memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
       cloneSource: () => state.cloneFrom,
@@ -249,11 +250,13 @@ export class HaNode {
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });
     this.db = db;
     let prevKey = '';
+    let prevValue = '';
     db.subscribe((s) => {
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
-        this.noteStartOutcome(String(s.value));
+        this.noteStartOutcome(prevValue, String(s.value));
+        prevValue = String(s.value);
         this.emitChange();
         this.wake();
       }
@@ -377,19 +380,20 @@ export class HaNode {
   }
 
   /**
-   * Start back-off: after each failed start the next one waits loop_wait × 2^(failures−1),
-   * at most 5 minutes, so a start that keeps failing is not retried hundreds of times a second.
+   * Start back-off: after each failed start (or clone: creating_replica → stopped) the next one
+   * waits loop_wait × 2^(failures−1), at most 5 minutes, so a start that keeps failing is not
+   * retried hundreds of times a second.
    */
-  private noteStartOutcome(value: string): void {
+  private noteStartOutcome(prev: string, value: string): void {
     const st = this.core.state;
     if (value === 'running') {
       st.startFailures = 0;
       st.nextStartAtMs = undefined;
-    } else if (value === 'start_failed') {
+    } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
       st.startFailures += 1;
       const waitMs = Math.min(st.config.loop_wait * 1000 * 2 ** Math.min(st.startFailures - 1, 16), 300_000);
       st.nextStartAtMs = this.core.now() + waitMs;
-      if (st.startFailures > 1) this.core.notice('start.backoff', `start failed ${st.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
+      if (st.startFailures > 1) this.core.notice('start.backoff', `start or clone failed ${st.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
     }
   }
 

@@ -48,6 +48,7 @@ export class LeaderDuties {
       const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(now()).toISOString(), newLeader: name });
       await dcs.setHistory(entries);
       this.historyTimeline = timeline;
+      log.info({ timeline, entries: entries.length }, `wrote the history key for timeline ${timeline}`);
     } catch (e) {
       log.warn({ err: String(e), timeline }, 'could not write the history key');
     }

@@ -4,7 +4,7 @@
  * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
 import { writeAgentConfig, type NodeConf } from './conf-files.ts';
@@ -28,7 +28,10 @@ import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
 import { quoteIdent, quoteLiteral } from './sql-quote.ts';
-import type { ConfigureOptions, ControlData, PgControl, RoleAuth, Upstream } from './types.ts';
+import type { ConfigureOptions, ControlData, PgControl, PromotionMarker, RoleAuth, Upstream } from './types.ts';
+
+/** The promotion marker's file in the data directory (PgControl.readPromotion). */
+const PROMOTION_FILE = 'ha.promotion.json';
 
 /** Constructor options of LocalPostgres. */
 export interface LocalPostgresOptions {
@@ -128,6 +131,22 @@ export class LocalPostgres implements PgControl {
     const fh = await open(this.logFile, 'a', 0o600);
     await fh.close();
     await chownToPg(this.logFile);
+  }
+
+  async readPromotion(): Promise<PromotionMarker | undefined> {
+    try {
+      const v = JSON.parse(await readFile(join(this.dataDir, PROMOTION_FILE), 'utf8')) as Partial<PromotionMarker>;
+      return typeof v.timeline === 'number' && typeof v.member === 'string' && typeof v.atMs === 'number' ? { timeline: v.timeline, member: v.member, atMs: v.atMs } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async writePromotion(marker: PromotionMarker): Promise<void> {
+    const file = join(this.dataDir, PROMOTION_FILE);
+    await writeFile(file, JSON.stringify(marker), { mode: 0o600 });
+    // pg_basebackup reads it as the postgres user on the source.
+    await chownToPg(file);
   }
 
   async hasStandbySignal(): Promise<boolean> {

@@ -49,6 +49,19 @@ export interface ConfigureOptions {
   parameters: Record<string, string | number>;
 }
 
+/**
+ * Who made a timeline: written by the agent into the data directory right after its promotion.
+ * Two members promoted from the same parent at the same point make two timelines with the same
+ * number and identical history files; the marker tells them apart (docs/ha.md "Divergence").
+ */
+export interface PromotionMarker {
+  timeline: number;
+  /** The member whose promotion made `timeline`. */
+  member: string;
+  /** Epoch ms of the promotion. */
+  atMs: number;
+}
+
 export interface PgControl {
   /** Absolute data directory. */
   readonly dataDir: string;
@@ -137,6 +150,16 @@ export interface PgControl {
 
   /** Closes connections. */
   close(): Promise<void>;
+
+  /**
+   * The promotion marker of the data directory (`ha.promotion.json`): which member's promotion made
+   * the timeline it records. Copied by a base backup with the rest of the directory. Undefined
+   * when absent or unreadable.
+   */
+  readPromotion(): Promise<PromotionMarker | undefined>;
+
+  /** Writes the promotion marker (after a promotion succeeded). */
+  writePromotion(marker: PromotionMarker): Promise<void>;
 
   /** The data directory holds `standby.signal` (a postmaster found running is then a replica). */
   hasStandbySignal(): Promise<boolean>;

@@ -14,7 +14,7 @@
  */
 import type { PgStatus, ReplicationRow } from '../domain/pg-status.ts';
 import { formatLsn } from '../domain/lsn.ts';
-import type { ConfigureOptions, ControlData, PgControl, Upstream } from '../postgres/types.ts';
+import type { ConfigureOptions, ControlData, PgControl, Upstream, PromotionMarker } from '../postgres/types.ts';
 import type { Prng } from './prng.ts';
 import type { SimClock } from './sim-clock.ts';
 
@@ -34,6 +34,8 @@ export interface WalData {
   lsn: bigint;
   /** Starts of the checkpoint records in the WAL, ascending. */
   checkpoints: bigint[];
+  /** The agent's promotion marker (a file of the data directory: copied by a base backup). */
+  promotion?: PromotionMarker;
 }
 
 /** An acknowledged commit: where its record lies and in which piece of history. */
@@ -120,7 +122,7 @@ export function holdsCommit(data: WalData | undefined, c: Commit): boolean {
 }
 
 function copyData(d: WalData): WalData {
-  return { sysid: d.sysid, segments: d.segments.map((s) => ({ ...s })), lsn: d.lsn, checkpoints: [...d.checkpoints] };
+  return { sysid: d.sysid, segments: d.segments.map((s) => ({ ...s })), lsn: d.lsn, checkpoints: [...d.checkpoints], ...(d.promotion ? { promotion: { ...d.promotion } } : {}) };
 }
 
 function pgTimeText(ms: number): string {
@@ -220,7 +222,8 @@ export class SimPg implements PgControl {
       if (!next || next.start < d.lsn) return this.setStreaming(false);
     }
     this.setStreaming(true);
-    this.data = { sysid: s.sysid, segments: s.segments.map((x) => ({ ...x })), lsn: s.lsn, checkpoints: [...s.checkpoints] };
+    // Streaming copies WAL, not files: the local promotion marker stays as it was.
+    this.data = { sysid: s.sysid, segments: s.segments.map((x) => ({ ...x })), lsn: s.lsn, checkpoints: [...s.checkpoints], ...(d.promotion ? { promotion: d.promotion } : {}) };
     this.minRecoveryLsn = s.lsn;
     return src;
   }
@@ -431,6 +434,14 @@ export class SimPg implements PgControl {
   }
 
   async close(): Promise<void> {}
+
+  async readPromotion(): Promise<PromotionMarker | undefined> {
+    return this.data?.promotion ? { ...this.data.promotion } : undefined;
+  }
+
+  async writePromotion(marker: PromotionMarker): Promise<void> {
+    if (this.data) this.data.promotion = { ...marker };
+  }
 
   async hasStandbySignal(): Promise<boolean> {
     return this.configured?.role === 'replica';

@@ -85,7 +85,8 @@ const BOOTSTRAP_DCS = {
   database: { remove_data_directory_on_diverged_timelines: true },
 };
 const SCOPE = 'sim';
-const SILENT = pino({ level: 'silent' });
+/** The agents' logger: silent, unless HA_SIM_LOG names a pino level (debugging one schedule: the lines carry real time, not simulated). */
+const SILENT = pino({ level: process.env['HA_SIM_LOG'] ?? 'silent' }, pino.destination(2));
 
 /** Member names n1…nK. */
 export function memberNames(k: number): string[] {

@@ -9,6 +9,12 @@ const member = (name: string, extra: Partial<MemberData> = {}) => ({
   data: { conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`, api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`, state: 'running', role: 'replica', version: '0.1.0', ...extra } as MemberData,
 });
 
+/** The view with the leader's member key showing it running as primary (its promotion finished), unless the key says otherwise. */
+function withLeaderRunning(view: ClusterView): ClusterView {
+  const leader = view.leader?.name;
+  return { ...view, members: view.members.map((m) => (m.name === leader && m.data.role === 'replica' && !m.data.timeline ? { ...m, data: { ...m.data, role: 'primary' } } : m)) };
+}
+
 /** A cycle's facts; unless told, this agent holds the lock exactly when the view names it (n1). */
 function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}): CycleInput {
   return {
@@ -16,7 +22,7 @@ function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}):
     name: 'n1',
     nowMs: 1_000_000,
     config: withDefaults({}),
-    view: { members: [member('n1'), member('n2')], initialize: '7000000000000000001', history: [], ...view },
+    view: withLeaderRunning({ members: [member('n1'), member('n2')], initialize: '7000000000000000001', history: [], ...view }),
     dcsOk: true,
     db: { state: 'running', role: 'replica', busy: false },
     hasData: true,
@@ -330,5 +336,32 @@ describe('decideCycle: lock ownership, ghost leaders, start back-off and diverge
       const k = kinds(input({}, { ...leaderIs('n2'), failoverInvalid: { reason: 'bad', revision: '8' } }));
       expect(k).toEqual(['follow']);
     });
+  });
+});
+
+describe('decideCycle: a leader whose promotion has not finished', () => {
+  const promoting = { leader: { name: 'n2', leaseId: '1', revision: '1', createRevision: '1' }, members: [member('n1'), member('n2', { role: 'replica', timeline: 1 })] };
+  it('a stopped member waits instead of starting as its replica (its member key still shows the old timeline)', () => {
+    const i = input({ db: { state: 'stopped', role: 'replica', busy: false }, local: { clusterState: 'shut down', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, promoting);
+    const dec = decideCycle(i);
+    expect(dec.actions).toEqual([]);
+    expect(dec.message).toMatch(/waiting for leader n2 to run as primary/);
+  });
+  it('a running replica does not re-point at it yet', () => {
+    const dec = decideCycle(input({ replication: { upstream: undefined, streaming: false } }, promoting));
+    expect(dec.actions).toEqual([]);
+    expect(dec.message).toMatch(/waiting for leader n2 to run as primary/);
+  });
+});
+
+describe('decideCycle: clone back-off', () => {
+  const empty = { db: { state: 'stopped' as const, role: 'uninitialized' as const, busy: false }, hasData: false };
+  const leader = { leader: { name: 'n2', leaseId: '1', revision: '1', createRevision: '1' } };
+  it('a clone that failed is not tried again before nextStartAtMs', () => {
+    expect(kinds(input({ ...empty, nextStartAtMs: 1_000_000 + 4000 }, leader))).toEqual([]);
+    expect(decideCycle(input({ ...empty, nextStartAtMs: 1_000_000 + 4000 }, leader)).message).toBe('clone failed: next attempt in 4 s');
+  });
+  it('after nextStartAtMs the clone runs', () => {
+    expect(kinds(input({ ...empty, nextStartAtMs: 1_000_000 - 1 }, leader))).toEqual(['clone']);
   });
 });

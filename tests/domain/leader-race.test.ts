@@ -26,6 +26,8 @@ describe('isHealthiest', () => {
     ['lag above maximum', base({ leaderOptimeBytes: 100n + 1048577n }), false],
     ['lag at maximum', base({ leaderOptimeBytes: 100n + 1048576n }), true],
     ['check_timeline and behind', base({ checkTimeline: true, clusterTimeline: 3 }), false],
+    ['behind the cluster timeline, no check_timeline: still not healthy (a second timeline with a used number)', base({ clusterTimeline: 3 }), false],
+    ['behind the cluster timeline but the operator names it in a failover', base({ clusterTimeline: 3, failover: { member: 'a' } }), true],
     ['manual failover to a reachable other member', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }), false],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
   ])('%s → %s', (_n, i, healthy) => {
