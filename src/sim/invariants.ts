@@ -6,6 +6,12 @@
  *   the timeline of the writable primary never goes down over the run;
  * - diverged-streaming: a replica never streams from an upstream whose history (ground truth, not
  *   timeline numbers) diverged from its own WAL;
+ * - leader-lease: a PostgreSQL accepts writes only while the DCS store (ground truth, read
+ *   without expiring anything) holds the leader key in its member's name on a lease that has not
+ *   run out, i.e. renewed within ttl (a bootstrap in progress excepted);
+ * - promotion-lag: at each promotion, the promoted WAL end is within maximum_lag_on_failover of
+ *   the leader's last `status.optime` in the store and of the WAL of every member it could reach
+ *   (a promotion whose candidate an operator named excepted);
  * - liveness-bootstrap / liveness-primary / liveness-replicas: the cluster bootstraps, and after
  *   every fault healed there is one writable primary and every other member streams from it
  *   within the bounds below (formulas of ttl, loop_wait and retry_timeout).
@@ -14,7 +20,7 @@
  */
 import { divergencePoint, type SimPg } from './sim-pg.ts';
 
-export const INVARIANTS = ['single-writer', 'timeline-monotonic', 'diverged-streaming', 'liveness-bootstrap', 'liveness-primary', 'liveness-replicas'] as const;
+export const INVARIANTS = ['single-writer', 'leader-lease', 'promotion-lag', 'timeline-monotonic', 'diverged-streaming', 'liveness-bootstrap', 'liveness-primary', 'liveness-replicas'] as const;
 export type InvariantName = (typeof INVARIANTS)[number];
 
 /** One broken invariant. */
@@ -111,6 +117,45 @@ export class InvariantChecker {
         'diverged-streaming',
         `${replica.name} (timeline ${before.segments[before.segments.length - 1]!.timeline}, WAL to ${before.lsn}) streams from ${upstream.name} (timeline ${upstream.timeline}) although their histories differ from byte ${p}`,
       );
+    }
+  }
+
+  /**
+   * leader-lease: every PostgreSQL that accepts writes belongs to the member the store's leader
+   * key names, on a live lease. `lock` is the store's truth at this instant (holder: the key's
+   * value; liveUntilMs: when its lease runs out), undefined without a key; `bootstrapping`: the
+   * `initialize` key holds no system identifier yet (the initializer runs PostgreSQL before it
+   * takes the lock, as the reference does).
+   */
+  checkLease(pgs: readonly SimPg[], nowMs: number, lock: { holder: string; liveUntilMs: number } | undefined, bootstrapping: boolean, agentOf: (name: string) => string): void {
+    if (bootstrapping || this.seen.has('leader-lease')) return;
+    for (const pg of pgs) {
+      if (!pg.acceptsWrites()) continue;
+      if (lock && lock.holder === pg.name && lock.liveUntilMs > nowMs) continue;
+      const why = !lock
+        ? 'no leader key in the DCS'
+        : lock.holder !== pg.name
+          ? `the leader key names ${lock.holder}`
+          : `its leader key's lease ran out ${nowMs - lock.liveUntilMs} ms ago (not renewed within ttl)`;
+      this.record('leader-lease', `${pg.name} (timeline ${pg.timeline}) accepts writes as primary but ${why}; its agent: ${agentOf(pg.name)}`);
+    }
+  }
+
+  /**
+   * promotion-lag: `pg` promotes at WAL end `lsn`. `optime`: the store's `status.optime` (0 when
+   * none); `reachable`: WAL ends of the members it could reach (agent answering, network
+   * connected, PostgreSQL running); `maxLag`: maximum_lag_on_failover of the cluster config.
+   */
+  checkPromotion(pg: SimPg, lsn: bigint, optime: bigint, maxLag: bigint, reachable: readonly { name: string; lsn: bigint }[]): void {
+    if (optime - lsn > maxLag) {
+      this.record('promotion-lag', `${pg.name} promoted at WAL ${lsn}, ${optime - lsn} bytes behind the leader's last optime ${optime} (maximum_lag_on_failover ${maxLag})`);
+      return;
+    }
+    for (const r of reachable) {
+      if (r.lsn - lsn > maxLag) {
+        this.record('promotion-lag', `${pg.name} promoted at WAL ${lsn}, ${r.lsn - lsn} bytes behind ${r.name} (WAL ${r.lsn}) which it could reach (maximum_lag_on_failover ${maxLag})`);
+        return;
+      }
     }
   }
 }

@@ -29,7 +29,7 @@ export interface SimulateOptions {
   out: (line: string) => void;
   err: (line: string) => void;
   /** Planted bugs (tests). */
-  plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs'>;
+  plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs' | 'writeBytes'>;
 }
 
 /** The summary of a simulation (also what the tests read). */

@@ -67,12 +67,28 @@ export interface SimPgWorld {
    * the shutdown checkpoint before the postmaster exits (what makes a switchover lose nothing).
    */
   flushStandbys(pg: SimPg): void;
+  /** Just before a change that may end a writable period (stop, crash): the invariants judge the state that ends. */
+  changing?(pg: SimPg): void;
+  /** A promotion completes at WAL end `lsn` (before its new timeline and checkpoint): the promotion-lag invariant. */
+  promoting?(pg: SimPg, lsn: bigint): void;
 }
 
 /** Deliberately broken behaviours, to check that the simulator catches them (tests). */
 export interface SimPgBugs {
   /** A primary still accepts writes after its stop (as if backends were never terminated). */
   writableAfterStop?: boolean;
+  /**
+   * Per member: bytes added to the WAL positions this PostgreSQL reports as a replica (probe:
+   * received/replayed LSN), so that its agent (and its peers, through its status document) see it
+   * more advanced than it is. Planted bug "promoting a lagging member".
+   */
+  inflateReplicaWal?: Record<string, number>;
+  /**
+   * The promotion marker (ha.promotion.json) is never found: readPromotion answers nothing.
+   * Planted bug "following a diverged leader" (two "timeline 2"s made by two promotions at one
+   * switch point: only the marker tells them apart).
+   */
+  losePromotionMarker?: boolean;
 }
 
 /** Size of a checkpoint record, bytes. */
@@ -188,6 +204,7 @@ export class SimPg implements PgControl {
   /** The postmaster dies (SIGKILL): no shutdown checkpoint, the control file says what it said. */
   crash(): void {
     if (this.run === 'stopped') return;
+    this.world.changing?.(this);
     this.crashes++;
     this.epoch++;
     this.run = 'stopped';
@@ -307,6 +324,7 @@ export class SimPg implements PgControl {
     const epoch = ++this.epoch;
     const wasRunning = this.run === 'running';
     const wasPrimary = this.role === 'primary';
+    this.world.changing?.(this);
     if (this.bugs.writableAfterStop && wasRunning && wasPrimary) this.ghostWritable = true;
     this.run = 'stopping';
     this.streaming = false;
@@ -338,6 +356,7 @@ export class SimPg implements PgControl {
     if (epoch !== this.epoch || this.run !== 'running' || !this.data) throw new Error('promote: server is not running');
     if ((this.role as string) === 'primary') return;
     const d = this.data;
+    this.world.promoting?.(this, d.lsn);
     // The new timeline: the highest one this data directory knows of, plus one.
     const newest = Math.max(...d.segments.map((s) => s.timeline));
     d.segments.push({ timeline: newest + 1, uid: this.world.nextUid(), start: d.lsn });
@@ -408,12 +427,13 @@ export class SimPg implements PgControl {
       for (const s of this.slots) slots[s] = 0n;
       return { ...base, inRecovery: false, flushLsn: d.lsn, streaming: false, replication, slots };
     }
+    const reported = d.lsn + BigInt(this.bugs.inflateReplicaWal?.[this.name] ?? 0);
     return {
       ...base,
       inRecovery: true,
-      receiveLsn: d.lsn,
-      replayLsn: d.lsn,
-      latestEndLsn: d.lsn,
+      receiveLsn: reported,
+      replayLsn: reported,
+      latestEndLsn: reported,
       replayTimestamp: null,
       replayPaused: false,
       streaming: this.streaming,
@@ -436,6 +456,7 @@ export class SimPg implements PgControl {
   async close(): Promise<void> {}
 
   async readPromotion(): Promise<PromotionMarker | undefined> {
+    if (this.bugs.losePromotionMarker) return undefined;
     return this.data?.promotion ? { ...this.data.promotion } : undefined;
   }
 

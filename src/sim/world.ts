@@ -10,6 +10,8 @@
  */
 import pino from 'pino';
 import type { Dcs } from '../dcs/dcs.ts';
+import type { StoredKv } from '../dcs/view.ts';
+import { DYNAMIC_DEFAULTS } from '../domain/dynamic-config.ts';
 import { InMemoryDcs, InMemoryStore } from '../dcs/memory.ts';
 import { buildStatusDocument } from '../http/status-document.ts';
 import { HaNode } from '../node/ha-node.ts';
@@ -59,6 +61,8 @@ export interface WorldOptions {
   pgBugs?: SimPgBugs;
   /** Keep every journal entry (for the JSONL dump of a failing run). */
   keepJournal?: boolean;
+  /** Size range of the client's one write per step, bytes. Default DEFAULT_WRITE_BYTES. */
+  writeBytes?: readonly [number, number];
 }
 
 /** The outcome of one run. */
@@ -77,6 +81,13 @@ export interface RunResult {
   faultsFromMs?: number;
 }
 
+/**
+ * The client's write per step: 1–64 KiB, so that a replica that stops streaming for about 30
+ * steps falls behind by more than maximum_lag_on_failover (1 MiB): the leader race's lag rule
+ * and the promotion-lag invariant are reachable by the drawn schedules.
+ */
+export const DEFAULT_WRITE_BYTES = [1024, 65_536] as const;
+
 export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
 const BOOTSTRAP_DCS = {
   ttl: TIMING.ttl,
@@ -87,6 +98,32 @@ const BOOTSTRAP_DCS = {
 const SCOPE = 'sim';
 /** The agents' logger: silent, unless HA_SIM_LOG names a pino level (debugging one schedule: the lines carry real time, not simulated). */
 const SILENT = pino({ level: process.env['HA_SIM_LOG'] ?? 'silent' }, pino.destination(2));
+
+/**
+ * Reads a key of the store and when its lease runs out, WITHOUT expiring anything (every public
+ * read of InMemoryStore expires due leases, which would deliver deletes to the agents earlier
+ * than their own operations do and so change the run). InMemoryStore has no such read: this
+ * reaches its private maps, and throws if they are not there any more.
+ */
+function peekStore(store: InMemoryStore, key: string): { value: string; liveUntilMs: number } | undefined {
+  const s = store as unknown as { kv?: unknown; leases?: unknown };
+  if (!(s.kv instanceof Map) || !(s.leases instanceof Map)) throw new Error('InMemoryStore no longer keeps `kv` and `leases` maps: update peekStore (src/sim/world.ts)');
+  const kv = (s.kv as Map<string, StoredKv>).get(key);
+  if (!kv) return undefined;
+  if (kv.lease === '0') return { value: kv.value, liveUntilMs: Number.POSITIVE_INFINITY };
+  const lease = (s.leases as Map<string, { expiresAtMs: number }>).get(kv.lease);
+  return { value: kv.value, liveUntilMs: lease ? lease.expiresAtMs : Number.NEGATIVE_INFINITY };
+}
+
+function parseJson(text: string | undefined): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Member names n1…nK. */
 export function memberNames(k: number): string[] {
@@ -218,7 +255,12 @@ export class World {
       nextCommitId: () => ++this.commitId,
       peer: (name: string) => this.byName.get(name)?.pg,
       canConnect: (a: string, b: string) => this.connected(a, b),
-      changed: () => this.checker.checkWriters(this.pgs),
+      changed: () => {
+        this.checker.checkWriters(this.pgs);
+        this.checkLease();
+      },
+      changing: () => this.checkLease(),
+      promoting: (pg: SimPg, lsn: bigint) => this.checkPromotion(pg, lsn),
       flushStandbys: (primary: SimPg) => {
         for (const pg of this.pgs) if (pg !== primary && pg.streaming && pg.activeUpstream?.name === primary.name) this.ship(pg);
       },
@@ -313,13 +355,50 @@ export class World {
     for (let i = 0; i < k; i++) {
       const pg = this.pgs[(this.writeTurn + i) % k]!;
       if (!pg.acceptsWrites()) continue;
-      const c = pg.write(this.rng.int(100, 2000));
+      const [lo, hi] = this.opts.writeBytes ?? DEFAULT_WRITE_BYTES;
+      const c = pg.write(this.rng.int(lo, hi));
       if (c) this.acked.push(c);
       break;
     }
     this.writeTurn++;
     this.checker.checkWriters(this.pgs);
+    this.checkLease();
     this.checker.checkTimelines(this.pgs);
+  }
+
+  /** leader-lease against the store's truth at this instant. */
+  private checkLease(): void {
+    const prefix = this.operator.prefix;
+    const init = peekStore(this.store, `${prefix}initialize`);
+    const key = peekStore(this.store, `${prefix}leader`);
+    const now = this.clock.now();
+    this.checker.checkLease(this.pgs, now, key && { holder: key.value, liveUntilMs: key.liveUntilMs }, !init || init.value === '', (name) => {
+      const m = this.byName.get(name)!;
+      if (!m.up || !m.node) return 'down (crashed)';
+      const until = m.node.snapshot().leaderUntilMs;
+      return `${m.view?.isFrozen ? 'frozen' : 'up'}, ${until > now ? `believes it holds the lock for ${until - now} ms more` : 'does not hold the lock'}`;
+    });
+  }
+
+  /** promotion-lag: `pg` promotes at `lsn`; judged against the store's optime and the members it could reach. */
+  private checkPromotion(pg: SimPg, lsn: bigint): void {
+    const prefix = this.operator.prefix;
+    const failover = parseJson(peekStore(this.store, `${prefix}failover`)?.value);
+    // An operator named this candidate (failover or switchover): the reference's candidate races
+    // without the lag rule (a switchover's leader applied it when it chose the candidate).
+    if (failover && failover['member'] === pg.name) return;
+    const config = parseJson(peekStore(this.store, `${prefix}config`)?.value);
+    const maxLagRaw = config?.['maximum_lag_on_failover'];
+    const maxLag = BigInt(typeof maxLagRaw === 'number' && maxLagRaw >= 0 ? Math.trunc(maxLagRaw) : DYNAMIC_DEFAULTS.maximum_lag_on_failover);
+    const optimeRaw = parseJson(peekStore(this.store, `${prefix}status`)?.value)?.['optime'];
+    const optime = typeof optimeRaw === 'number' ? BigInt(optimeRaw) : 0n;
+    const reachable: { name: string; lsn: bigint }[] = [];
+    for (const m of this.members) {
+      if (m.pg === pg || !m.up || !m.node || m.view?.isFrozen || !this.connected(pg.name, m.name)) continue;
+      if (m.pg.run !== 'running' || !m.pg.data) continue;
+      reachable.push({ name: m.name, lsn: m.pg.data.lsn });
+    }
+    this.checker.checkPromotion(pg, lsn, optime, maxLag, reachable);
   }
 
   /** One step of WAL shipping to `pg`, checked against diverged-streaming. */

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Dcs } from '../../src/dcs/dcs.ts';
+import { InvariantChecker } from '../../src/sim/invariants.ts';
 import { runSchedule, simulate, type RunOptions } from '../../src/sim/run.ts';
+import type { SimPg } from '../../src/sim/sim-pg.ts';
 import { flushContinuations, SimClock } from '../../src/sim/sim-clock.ts';
 import { Prng } from '../../src/sim/prng.ts';
 import { drawFaults, type Fault, type FaultKind } from '../../src/sim/world.ts';
@@ -69,6 +71,38 @@ describe('SimClock', () => {
     const a = new Prng(42);
     const b = new Prng(42);
     expect(Array.from({ length: 5 }, () => a.next())).toEqual(Array.from({ length: 5 }, () => b.next()));
+  });
+});
+
+describe('invariants', () => {
+  const pg = (name: string, writable: boolean) => ({ name, timeline: 1, acceptsWrites: () => writable }) as unknown as SimPg;
+  const agent = () => 'up';
+
+  it('leader-lease: a writer needs the leader key in its name on a live lease, except while bootstrapping', () => {
+    const c = new InvariantChecker(() => 0);
+    const pgs = [pg('n1', true), pg('n2', false)];
+    c.checkLease(pgs, 1000, { holder: 'n1', liveUntilMs: 1001 }, false, agent);
+    c.checkLease(pgs, 1000, undefined, true, agent);
+    c.checkLease([pg('n1', false)], 1000, undefined, false, agent);
+    expect(c.violations).toEqual([]);
+    c.checkLease(pgs, 1000, { holder: 'n1', liveUntilMs: 1000 }, false, agent);
+    expect(c.violations.map((v) => v.message)).toEqual(["n1 (timeline 1) accepts writes as primary but its leader key's lease ran out 0 ms ago (not renewed within ttl); its agent: up"]);
+    const d = new InvariantChecker(() => 0);
+    d.checkLease(pgs, 1000, { holder: 'n2', liveUntilMs: 5000 }, false, agent);
+    expect(d.violations[0]!.message).toContain('the leader key names n2');
+  });
+
+  it('promotion-lag: behind the optime or a reachable member by more than maximum_lag_on_failover', () => {
+    const c = new InvariantChecker(() => 0);
+    const p = pg('n2', false);
+    c.checkPromotion(p, 1000n, 1100n, 100n, [{ name: 'n3', lsn: 1100n }]);
+    c.checkPromotion(p, 1000n, 0n, 100n, []);
+    expect(c.violations).toEqual([]);
+    c.checkPromotion(p, 1000n, 1101n, 100n, []);
+    expect(c.violations[0]!.message).toBe("n2 promoted at WAL 1000, 101 bytes behind the leader's last optime 1101 (maximum_lag_on_failover 100)");
+    const d = new InvariantChecker(() => 0);
+    d.checkPromotion(p, 1000n, 900n, 100n, [{ name: 'n3', lsn: 1200n }]);
+    expect(d.violations[0]!.message).toBe('n2 promoted at WAL 1000, 200 bytes behind n3 (WAL 1200) which it could reach (maximum_lag_on_failover 100)');
   });
 });
 
@@ -138,18 +172,65 @@ describe('ha simulate', () => {
     expect(await partitionEachMember(undefined)).toEqual([]);
   });
 
+  /** A DCS client whose renewals always succeed: its agent keeps leading after it lost its lock. */
+  const alwaysRenews = (dcs: Dcs): Dcs =>
+    new Proxy(dcs, {
+      get(t, prop) {
+        if (prop === 'keepalive') return () => t.keepalive().catch(() => undefined);
+        if (prop === 'updateLeader') return (rev: string) => t.updateLeader(rev).then(() => true, () => true);
+        const v = (t as unknown as Record<string | symbol, unknown>)[prop];
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+
   it('planted bug: a DCS client whose renewals always succeed (a leader that keeps running after losing its lock)', async () => {
-    const wrapDcs = (dcs: Dcs): Dcs =>
-      new Proxy(dcs, {
-        get(t, prop) {
-          if (prop === 'keepalive') return () => t.keepalive().catch(() => undefined);
-          if (prop === 'updateLeader') return (rev: string) => t.updateLeader(rev).then(() => true, () => true);
-          const v = (t as unknown as Record<string | symbol, unknown>)[prop];
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-        },
-      });
-    const found = await partitionEachMember({ wrapDcs });
+    const found = await partitionEachMember({ wrapDcs: alwaysRenews });
     expect(found.map((f) => f.invariant)).toContain('single-writer');
+    expect(found.map((f) => f.invariant)).toContain('leader-lease');
+  });
+
+  it('planted bug: renewals that always succeed, every member cut from the DCS: leader-lease catches it with no second writer', async () => {
+    // Nobody can take over, so single-writer cannot see it while the partition lasts: the leader
+    // writes on a lease the store let run out ttl after its last real renewal.
+    const faults: Fault[] = ['n1', 'n2', 'n3'].map((node) => ({ kind: 'dcs-partition', at: 2, node, steps: 40 }));
+    const clean = await runSchedule(7, { ...BASE, faults });
+    expect(clean.result.violations).toEqual([]);
+    const { result } = await runSchedule(7, { ...BASE, faults, plant: { wrapDcs: alwaysRenews } });
+    const partitionEndMs = (result.faultsFromMs ?? 0) + 42 * 500;
+    const during = result.violations.filter((v) => v.atMs < partitionEndMs);
+    expect(during.map((v) => v.invariant)).toEqual(['leader-lease']);
+    expect(during[0]!.message).toMatch(/lease ran out \d+ ms ago/);
+  });
+
+  it('planted bug: a member whose PostgreSQL reports more WAL than it has wins the race while lagging (promotion-lag)', async () => {
+    // Seed 7 bootstraps with n1 leading. n3 is cut from n1 (it stops streaming and lags by about
+    // 2 MiB: writes of 40–80 kB a step), then n1 loses the DCS: n2 (up to date) and n3 race.
+    const faults: Fault[] = [
+      { kind: 'net-partition', at: 2, node: 'n1', peer: 'n3', steps: 45 },
+      { kind: 'dcs-partition', at: 40, node: 'n1', steps: 20 },
+    ];
+    const writeBytes = [40_000, 80_000] as const;
+    // The real agent: n3 refuses (its lag behind the leader's optime exceeds maximum_lag_on_failover), n2 wins.
+    const clean = await runSchedule(7, { ...BASE, faults, plant: { writeBytes } });
+    expect(clean.result.violations).toEqual([]);
+    // n3's PostgreSQL reports 8 MiB more than it has: n3 looks within the lag and ahead of n2.
+    const { result } = await runSchedule(7, { ...BASE, faults, plant: { writeBytes, pgBugs: { inflateReplicaWal: { n3: 8 << 20 } } } });
+    expect(result.violations.map((v) => v.invariant)).toEqual(['promotion-lag']);
+    expect(result.violations[0]!.message).toMatch(/^n3 promoted at WAL \d+, \d+ bytes behind the leader's last optime/);
+    expect(result.lost).toBeGreaterThan(clean.result.lost);
+  });
+
+  it('planted bug: a data directory whose promotion marker is never read follows a diverged leader (diverged-streaming)', async () => {
+    // Finding 3 of docs/simulation.md: two "timeline 2"s made at one switch point; identical
+    // history files, only the promotion marker tells them apart.
+    const faults: Fault[] = [
+      { kind: 'switchover', at: 0, node: 'n3' },
+      { kind: 'dcs-partition', at: 1, node: 'n3', steps: 29 },
+    ];
+    const clean = await runSchedule(197, { ...BASE, faults });
+    expect(clean.result.violations).toEqual([]);
+    const { result } = await runSchedule(197, { ...BASE, faults, plant: { pgBugs: { losePromotionMarker: true } } });
+    expect(result.violations.map((v) => v.invariant)).toContain('diverged-streaming');
   });
 
   it('planted bug: a PostgreSQL that accepts writes after its demotion', async () => {
