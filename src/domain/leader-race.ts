@@ -87,8 +87,12 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   const isCandidate = failover?.member === self.name;
   if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
   if (failover?.member && !isCandidate) {
+    // The named candidate races alone only while it can promote (patroni.md §3.5: "if it is
+    // healthy"); a candidate that is down, or has no running database, does not hold up the race.
     const cand = peers.find((p) => p.name === failover.member);
-    if (cand?.reachable) return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
+    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0) {
+      return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
+    }
   }
   if (failover?.leader === self.name && !isCandidate) {
     const other = peers.some((p) => p.reachable && p.state === 'running' && failoverPriority(p.tags) > 0);

@@ -29,6 +29,7 @@ describe('isHealthiest', () => {
     ['behind the cluster timeline, no check_timeline: still not healthy (a second timeline with a used number)', base({ clusterTimeline: 3 }), false],
     ['behind the cluster timeline but the operator names it in a failover', base({ clusterTimeline: 3, failover: { member: 'a' } }), true],
     ['manual failover to a reachable other member', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }), false],
+    ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
