@@ -24,8 +24,10 @@ export interface GlobalOptions {
 
 /** The resolved target: etcd endpoints, namespace, cluster name and how to call the members. */
 export interface Target {
-  /** etcd endpoints (carrying the etcd3 TLS and user settings of the file, see securedHosts). */
+  /** etcd endpoints (`https://` when the file's etcd3 section says so). */
   hosts: string[];
+  /** TLS credentials and etcd user of the file's etcd3 section, when a file was read. */
+  etcd?: EtcdSecurity;
   namespace: string;
   scope: string;
   /** TLS and credentials for the members' APIs (`ctl`, else `restapi`, of the file). */
@@ -144,7 +146,7 @@ export async function resolveTarget(opts: GlobalOptions, cluster: string | undef
   }
   const namespace = `/${opts.namespace ?? file?.namespace ?? '/service/'}/`.replace(/\/+/g, '/');
   const hosts = file ? securedHosts(plainHosts, file.etcd) : plainHosts;
-  return { hosts, namespace, scope, client: file?.client ?? {} };
+  return { hosts, namespace, scope, client: file?.client ?? {}, ...(file && Object.keys(file.etcd).length > 0 ? { etcd: file.etcd } : {}) };
 }
 
 /**
@@ -155,6 +157,7 @@ export async function openDcs(t: Target, retryTimeoutMs = 5000): Promise<Dcs> {
   const dcs = createDcs({
     kind: 'etcd3',
     hosts: t.hosts,
+    ...(t.etcd ? { security: t.etcd } : {}),
     namespace: t.namespace,
     scope: t.scope,
     name: 'hactl',

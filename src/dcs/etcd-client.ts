@@ -30,30 +30,19 @@ export interface EtcdSecurity {
 }
 
 /**
- * Security settings attached to a hosts list by {@link securedHosts}. Why a side table: EtcdDcs
- * (etcd.ts) creates its client from `options.hosts` alone; until it passes settings explicitly,
- * the hosts array it is given carries them (same array object, looked up by identity).
- */
-const securityByHosts = new WeakMap<readonly string[], EtcdSecurity>();
-
-/**
- * Returns a copy of `hosts` that carries `security` to {@link createEtcdClient}: pass it as
- * `hosts` to createDcs / EtcdDcs. With `protocol: 'https'` bare `host:port` entries become
- * `https://host:port`.
+ * The endpoints of `hosts` for `security`: with `protocol: 'https'` bare `host:port` entries
+ * become `https://host:port`; others are kept.
  */
 export function securedHosts(hosts: readonly string[], security: EtcdSecurity): string[] {
   const https = security.protocol === 'https';
-  const out = hosts.map((h) => (https && !/^https?:\/\//.test(h) ? `https://${h}` : h));
-  securityByHosts.set(out, security);
-  return out;
+  return hosts.map((h) => (https && !/^https?:\/\//.test(h) ? `https://${h}` : h));
 }
 
 /**
  * An etcd3 client with quick reconnect (stack.md §2.2). `hosts`: `host:port`, `http://host:port`
- * or `https://host:port`. `security` (or the settings attached by {@link securedHosts}) adds TLS
- * credentials and etcd authentication.
+ * or `https://host:port`. `security` adds TLS credentials and etcd authentication.
  */
-export function createEtcdClient(hosts: string[], security: EtcdSecurity | undefined = securityByHosts.get(hosts)): Etcd3 {
+export function createEtcdClient(hosts: string[], security?: EtcdSecurity): Etcd3 {
   const tls = security?.protocol === 'https' && (security.ca !== undefined || security.cert !== undefined);
   return new Etcd3({
     hosts,

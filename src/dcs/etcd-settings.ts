@@ -26,9 +26,10 @@ export async function etcdSecurityOf(etcd3: Etcd3Config): Promise<EtcdSecurity> 
 }
 
 /**
- * The etcd hosts of `etcd3` carrying its security settings (see securedHosts): pass the result
- * as `hosts` to createDcs. Throws TlsFileError as {@link etcdSecurityOf}.
+ * The etcd endpoints and security settings of `etcd3`: pass both to createDcs
+ * (`{ kind: 'etcd3', hosts, security }`). Throws TlsFileError as {@link etcdSecurityOf}.
  */
-export async function etcdHostsOf(etcd3: Etcd3Config): Promise<string[]> {
-  return securedHosts(etcd3.hosts, await etcdSecurityOf(etcd3));
+export async function etcdBackendOf(etcd3: Etcd3Config): Promise<{ hosts: string[]; security: EtcdSecurity }> {
+  const security = await etcdSecurityOf(etcd3);
+  return { hosts: securedHosts(etcd3.hosts, security), security };
 }

@@ -24,13 +24,15 @@ import { ViewCache, type KvChange } from './cache.ts';
 import { encodeJson, encodeMember, encodeStatus } from './codec.ts';
 import { clusterPrefix, DcsError, type AcquireResult, type Dcs, type DcsEvent, type DcsOptions } from './dcs.ts';
 import { DcsEmitter } from './emitter.ts';
-import { boundedCall, createEtcdClient, errorMessage } from './etcd-client.ts';
+import { boundedCall, createEtcdClient, errorMessage, type EtcdSecurity } from './etcd-client.ts';
 import { KEY, absoluteKey, memberKey, relativeKey } from './keys.ts';
 import type { StoredKv } from './view.ts';
 
 /** Options of EtcdDcs: etcd endpoints (`host:port` or `http://host:port`) plus DcsOptions. */
 export interface EtcdDcsOptions extends DcsOptions {
   hosts: string[];
+  /** TLS credentials and etcd authentication (src/dcs/etcd-settings.ts builds them from `etcd3`). */
+  security?: EtcdSecurity;
   /** Pause before re-listing after a watch failure, and between failed re-lists, ms. Default 500. */
   resyncDelayMs?: number;
 }
@@ -77,7 +79,7 @@ export class EtcdDcs implements Dcs {
     this.retryTimeoutMs = options.retryTimeoutMs;
     this.resyncDelayMs = options.resyncDelayMs ?? 500;
     this.now = options.now ?? Date.now;
-    this.client = createEtcdClient(options.hosts);
+    this.client = createEtcdClient(options.hosts, options.security);
   }
 
   /** Current lease id (decimal string), undefined before the grant (tests, diagnostics). */

@@ -9,12 +9,13 @@ import { InMemoryDcs, type InMemoryStore } from './memory.ts';
 
 export * from './dcs.ts';
 export { EtcdDcs, type EtcdDcsOptions } from './etcd.ts';
+import type { EtcdSecurity } from './etcd-client.ts';
 export { InMemoryDcs, InMemoryStore, type InMemoryDcsOptions, type InMemoryStoreOptions } from './memory.ts';
 export { buildClusterView, type StoredKv, type RawKeys } from './view.ts';
 export { isEmptyFailover } from './codec.ts';
 
 /** Which store a Dcs talks to: etcd v3 endpoints (`host:port`), or a shared in-process store. */
-export type DcsBackend = { kind: 'etcd3'; hosts: string[] } | { kind: 'memory'; store: InMemoryStore };
+export type DcsBackend = { kind: 'etcd3'; hosts: string[]; security?: EtcdSecurity } | { kind: 'memory'; store: InMemoryStore };
 
 /** Backend plus the options shared by both implementations. */
 export type DcsConfig = DcsBackend & DcsOptions;

@@ -10,7 +10,7 @@ import { pino, type Logger } from 'pino';
 import type { AgentConfig } from '../config/index.ts';
 import { parseHostPort } from '../config/index.ts';
 import { createDcs, type Dcs } from '../dcs/index.ts';
-import { etcdHostsOf } from '../dcs/etcd-settings.ts';
+import { etcdBackendOf } from '../dcs/etcd-settings.ts';
 import type { InMemoryStore } from '../dcs/memory.ts';
 import { buildClusterDocument, createNodeApp } from '../http/app.ts';
 import { createObserveRoutes } from '../observe/app.ts';
@@ -79,7 +79,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
   }
   const dcs = opts.memoryStore
     ? createDcs({ kind: 'memory', store: opts.memoryStore, ...dcsBase })
-    : createDcs({ kind: 'etcd3', hosts: await etcdHostsOf(config.etcd3), ...dcsBase });
+    : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
   const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
   const journal = new Journal({ path: join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`) });
   // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Etcd3Config } from '../../src/config/index.ts';
 import { DcsError } from '../../src/dcs/dcs.ts';
-import { etcdHostsOf } from '../../src/dcs/etcd-settings.ts';
+import { etcdBackendOf } from '../../src/dcs/etcd-settings.ts';
 import { createDcs, type Dcs } from '../../src/dcs/index.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
 import { makeCerts, type TestCerts } from './support/certs.ts';
@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 async function dcsFor(etcd3: Etcd3Config, name: string): Promise<Dcs> {
-  const dcs = createDcs({ kind: 'etcd3', hosts: await etcdHostsOf(etcd3), namespace: '/sec/', scope: 'sec', name, ttlSeconds: 10, retryTimeoutMs: 2000 });
+  const dcs = createDcs({ kind: 'etcd3', ...(await etcdBackendOf(etcd3)), namespace: '/sec/', scope: 'sec', name, ttlSeconds: 10, retryTimeoutMs: 2000 });
   opened.push(dcs);
   return dcs;
 }
