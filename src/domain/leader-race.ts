@@ -88,9 +88,11 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
   if (failover?.member && !isCandidate) {
     // The named candidate races alone only while it can promote (patroni.md §3.5: "if it is
-    // healthy"); a candidate that is down, or has no running database, does not hold up the race.
+    // healthy"); a candidate that is down, has no running database, or (in a switchover) is behind
+    // the cluster timeline does not hold up the race.
     const cand = peers.find((p) => p.name === failover.member);
-    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0) {
+    const candBehind = !!failover.leader && cand?.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline;
+    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind) {
       return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
     }
   }
@@ -101,12 +103,15 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   if (!isCandidate && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > BigInt(input.maxLagBytes)) {
     return { healthy: false, reason: 'my wal position exceeds maximum replication lag' };
   }
-  if (!isCandidate && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
+  // Only an operator's failover (a candidate without a leader) may take a member behind the cluster
+  // timeline; a switchover candidate may not.
+  const operatorFailover = isCandidate && !failover?.leader;
+  if (!operatorFailover && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
     // A member behind the cluster timeline that promotes forks a second timeline with a number
     // already used (PostgreSQL picks the next free number it knows of), often at the very same
     // switch point: two lineages no history file can tell apart. Never automatically, whatever
-    // check_timeline says; an operator's failover naming this member still may (docs/ha.md
-    // "Leader race").
+    // check_timeline says, nor as a switchover's candidate; an operator's failover naming this
+    // member still may (docs/ha.md "Leader race").
     return { healthy: false, reason: `my timeline ${self.timeline} is behind the cluster timeline ${input.clusterTimeline}` };
   }
   for (const p of peers) {

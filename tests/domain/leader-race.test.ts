@@ -28,8 +28,10 @@ describe('isHealthiest', () => {
     ['check_timeline and behind', base({ checkTimeline: true, clusterTimeline: 3 }), false],
     ['behind the cluster timeline, no check_timeline: still not healthy (a second timeline with a used number)', base({ clusterTimeline: 3 }), false],
     ['behind the cluster timeline but the operator names it in a failover', base({ clusterTimeline: 3, failover: { member: 'a' } }), true],
+    ['behind the cluster timeline as the candidate of a switchover (a leader named): not healthy', base({ clusterTimeline: 3, failover: { leader: 'b', member: 'a' } }), false],
     ['manual failover to a reachable other member', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }), false],
     ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
+    ['switchover to a member behind the cluster timeline: the others race anyway', base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }), true],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
