@@ -22,6 +22,8 @@ export class LocalWatch {
   private probing = false;
   private checking = false;
   private stopped = false;
+  /** The newest timeline this running replica was seen on (see withReplicaTimeline). */
+  private replicaTimeline = 0;
   /** The wiped data directory was reported; reset once it is back or the database stops running. */
   private goneReported = false;
   private readonly timers: (() => void)[] = [];
@@ -65,16 +67,32 @@ export class LocalWatch {
     const db = this.deps.database();
     if (db && db.value !== 'running') {
       this.probe = undefined;
+      this.replicaTimeline = 0;
       return;
     }
     this.probing = true;
     try {
-      this.probe = await this.deps.pg.probe(this.deps.probeTimeoutMs());
+      this.probe = this.withReplicaTimeline(await this.deps.pg.probe(this.deps.probeTimeoutMs()));
     } catch {
       this.probe = undefined;
     } finally {
       this.probing = false;
     }
+  }
+
+  /**
+   * A replica's timeline is the newest it has replayed into: pg_stat_wal_receiver.received_tli
+   * while streaming, but once the receiver is gone the probe only has the last restartpoint's
+   * timeline, which may be older. The newest one seen since the database started is kept, so /ha,
+   * the member key and the leader race never report a replica behind where it is.
+   */
+  private withReplicaTimeline(p: PgStatus): PgStatus {
+    if (!p.inRecovery) {
+      this.replicaTimeline = 0;
+      return p;
+    }
+    this.replicaTimeline = Math.max(this.replicaTimeline, p.timeline);
+    return p.timeline === this.replicaTimeline ? p : { ...p, timeline: this.replicaTimeline };
   }
 
   /**

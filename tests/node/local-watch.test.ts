@@ -143,4 +143,20 @@ describe('LocalWatch', () => {
     expect(gone).not.toHaveBeenCalled();
     w.stop();
   });
+
+  it("keeps a replica's newest timeline once its WAL receiver is gone (the probe then has the restartpoint's)", async () => {
+    let reported = { inRecovery: true, timeline: 2, streaming: true } as PgStatus;
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({ pg: fakePg({ probe: async () => reported }), database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined });
+    await w.probeOnce();
+    expect(w.probe?.timeline).toBe(2);
+    reported = { inRecovery: true, timeline: 1, streaming: false } as PgStatus;
+    await w.probeOnce();
+    expect(w.probe?.timeline).toBe(2);
+    state.value = 'stopped';
+    await w.probeOnce();
+    state.value = 'running';
+    await w.probeOnce();
+    expect(w.probe?.timeline).toBe(1);
+  });
 });
