@@ -228,6 +228,8 @@ export class World {
   private readonly pgs: SimPg[];
   private readonly netCut = new Map<string, number>();
   private readonly dcsCut = new Map<string, number>();
+  /** Candidates the operator named in a switchover request, with when (promotion-lag exemption). */
+  private readonly namedCandidates = new Map<string, number>();
   private readonly opts: Required<Pick<WorldOptions, 'nodes' | 'steps' | 'stepMs' | 'freeze'>> & WorldOptions;
   private readonly startMs: number;
   private uid = 0;
@@ -387,6 +389,10 @@ export class World {
     // An operator named this candidate (failover or switchover): the reference's candidate races
     // without the lag rule (a switchover's leader applied it when it chose the candidate).
     if (failover && failover['member'] === pg.name) return;
+    // The new leader clears the key when it takes the lock, before its promotion completes: a
+    // candidate the operator named within the last 2 × ttl is exempt as well.
+    const namedAt = this.namedCandidates.get(pg.name);
+    if (namedAt !== undefined && this.clock.now() - namedAt <= 2 * TIMING.ttl * 1000) return;
     const config = parseJson(peekStore(this.store, `${prefix}config`)?.value);
     const maxLagRaw = config?.['maximum_lag_on_failover'];
     const maxLag = BigInt(typeof maxLagRaw === 'number' && maxLagRaw >= 0 ? Math.trunc(maxLagRaw) : DYNAMIC_DEFAULTS.maximum_lag_on_failover);
@@ -490,6 +496,7 @@ export class World {
         if (!leader || leader === f.node) return;
         const pending = this.store.get(`${this.operator.prefix}failover`);
         if (pending && pending.value !== '{}') return;
+        this.namedCandidates.set(f.node, this.clock.now());
         void this.operator.setFailover({ leader, member: f.node }, pending?.modRevision ?? '0').catch(() => undefined);
         return;
       }

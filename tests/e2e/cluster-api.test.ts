@@ -263,7 +263,8 @@ describe('pause mode on a real cluster', () => {
   it('pause: ha_is_paused, no scheduling, a switchover needs a candidate; resume', async () => {
     expect((await req(leader, 'PATCH', '/config', { pause: true })).status).toBe(200);
     await waitFor(async () => (await c.get(replica, '/ha')).json()?.pause === true, 20_000, 'pause visible');
-    expect((await c.get(leader, '/metrics')).body).toMatch(/ha_is_paused\{[^}]*\} 1/);
+    // Each member applies the DCS config in its own next cycle: wait for the leader's too.
+    await waitFor(async () => /ha_is_paused\{[^}]*\} 1/.test((await c.get(leader, '/metrics')).body), 20_000, 'ha_is_paused 1 on the leader');
     expect((await req(leader, 'POST', '/switchover', { leader })).status).toBe(400);
     expect((await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: new Date(Date.now() + 60_000).toISOString() })).status).toBe(400);
     const old = leader;
