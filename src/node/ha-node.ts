@@ -361,6 +361,9 @@ export class HaNode {
     switch (e.type) {
       case 'dcs.leaderChanged':
         schedules?.observeLeader(e.leader);
+        // A new leader is a new clone source and upstream: failed starts and clones start over.
+        this.core.state.startFailures = 0;
+        this.core.state.nextStartAtMs = undefined;
         this.wake();
         break;
       case 'dcs.failoverChanged':
@@ -381,8 +384,8 @@ export class HaNode {
 
   /**
    * Start back-off: after each failed start (or clone: creating_replica → stopped) the next one
-   * waits loop_wait × 2^(failures−1), at most 5 minutes, so a start that keeps failing is not
-   * retried hundreds of times a second.
+   * waits loop_wait × 2^(failures−1), at most max(ttl, 4 × loop_wait), so a start that keeps
+   * failing is not retried hundreds of times a second; a new leader (a new clone source) resets it.
    */
   private noteStartOutcome(prev: string, value: string): void {
     const st = this.core.state;
@@ -391,7 +394,8 @@ export class HaNode {
       st.nextStartAtMs = undefined;
     } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
       st.startFailures += 1;
-      const waitMs = Math.min(st.config.loop_wait * 1000 * 2 ** Math.min(st.startFailures - 1, 16), 300_000);
+      const capMs = Math.max(st.config.ttl, 4 * st.config.loop_wait) * 1000;
+      const waitMs = Math.min(st.config.loop_wait * 1000 * 2 ** Math.min(st.startFailures - 1, 16), capMs);
       st.nextStartAtMs = this.core.now() + waitMs;
       if (st.startFailures > 1) this.core.notice('start.backoff', `start or clone failed ${st.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
     }
