@@ -235,6 +235,12 @@ export function decideCycle(i: CycleInput): CycleDecision {
       if (db.state === 'start_failed' && db.role === 'primary') {
         return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
       }
+      // A data directory that last ran as a replica (a promotion cut short by a crash) starts as a
+      // replica and is promoted by the next cycle, so this leader makes its own timeline instead
+      // of writing on one another member made.
+      if (i.local && /recovery/.test(i.local.clusterState)) {
+        return d('starting as a replica to finish the promotion cut short', { kind: 'start', role: 'replica' });
+      }
       return d('starting primary after failure', { kind: 'start', role: 'primary' });
     }
     if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {

@@ -365,3 +365,18 @@ describe('decideCycle: clone back-off', () => {
     expect(kinds(input({ ...empty, nextStartAtMs: 1_000_000 - 1 }, leader))).toEqual(['clone']);
   });
 });
+
+describe('decideCycle: the lock holder whose promotion a crash cut short', () => {
+  const mine = { leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' } };
+  it('starts as a replica (the next cycle promotes it) when its data directory last ran as a replica', () => {
+    const dec = decideCycle(input({ db: { state: 'crashed', role: 'replica', busy: false }, local: { clusterState: 'in archive recovery', timeline: 2, checkpointLsn: 10n, minRecoveryLsn: 20n } }, mine));
+    expect(dec.actions).toEqual([{ kind: 'start', role: 'replica' }]);
+  });
+  it('a crashed primary starts as primary in place', () => {
+    const dec = decideCycle(input({ db: { state: 'crashed', role: 'primary', busy: false }, local: { clusterState: 'in production', timeline: 2, checkpointLsn: 10n, minRecoveryLsn: 0n } }, mine));
+    expect(dec.actions).toEqual([{ kind: 'start', role: 'primary' }]);
+  });
+  it('once running as a replica with the lock, it promotes', () => {
+    expect(kinds(input({ lockRenewal: 'ok' }, mine))).toEqual(['promote']);
+  });
+});
