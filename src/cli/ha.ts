@@ -15,8 +15,8 @@ import { databaseMachine } from '../machines/database.ts';
 import { restartMachine } from '../machines/restart.ts';
 import { switchoverMachine } from '../machines/switchover.ts';
 import { startAgent } from '../node/agent.ts';
-import { stateName } from '../node/journaled-actor.ts';
-import { parseJournal, replayMachine } from '../node/replay.ts';
+import { stateName } from '../journal/journaled-actor.ts';
+import { parseJournal, replayMachine } from '../journal/replay.ts';
 import { VERSION } from '../version.ts';
 import { runDemo } from './demo.ts';
 

@@ -43,9 +43,9 @@ export {
 } from './restart.ts';
 export { DATABASE_STATES, databaseStateNumber, isDatabaseState, type DatabaseState, type Role } from '../domain/states.ts';
 export type { RestartRequest } from '../domain/restart-conditions.ts';
-export { Journal, toJournalValue, type JournalEntry, type JournalOptions, type NewJournalEntry, type Term } from '../node/journal.ts';
-export { startJournaledActor, stateName } from '../node/journaled-actor.ts';
-export { replayMachine, parseJournal } from '../node/replay.ts';
+export { Journal, toJournalValue, type JournalEntry, type JournalOptions, type JournalSink, type NewJournalEntry, type Term } from '../journal/journal.ts';
+export { startJournaledActor, stateName } from '../journal/journaled-actor.ts';
+export { replayMachine, parseJournal } from '../journal/replay.ts';
 export {
   renderChart,
   chartModel,

@@ -21,7 +21,8 @@ import { VERSION } from '../version.ts';
 import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
 import { HaNode } from './ha-node.ts';
-import { Journal } from './journal.ts';
+import { Journal } from '../journal/journal.ts';
+import { fileJournalSink } from './journal-file.ts';
 import { fetchStatusDocument } from './peers.ts';
 
 /** A running agent. */
@@ -81,7 +82,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     ? createDcs({ kind: 'memory', store: opts.memoryStore, ...dcsBase })
     : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
   const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
-  const journal = new Journal({ path: join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`) });
+  const journal = new Journal({ sink: fileJournalSink(join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`)) });
   // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
   // PATCH/PUT /config check database.parameters against it, and the node drops invalid ones
   // that reach it from the DCS or ha.yml before writing postgresql.conf; unloadable → not checked.

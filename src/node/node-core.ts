@@ -14,7 +14,7 @@ import type { PgStatus } from '../domain/pg-status.ts';
 import type { databaseMachine } from '../machines/database.ts';
 import type { PgControl, Upstream } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
-import type { Journal } from './journal.ts';
+import type { Journal } from '../journal/journal.ts';
 import type { LeaderDuties } from './leader-duties.ts';
 import type { LeaderLock } from './leader-lock.ts';
 import type { ScheduledWork } from './schedules.ts';

@@ -11,8 +11,8 @@ import { parseRestartRequest, type RestartRequest } from '../domain/restart-cond
 import { restartMachine, restartPlanned, scheduledRestartOf } from '../machines/restart.ts';
 import { switchoverMachine, STALE } from '../machines/switchover.ts';
 import type { Clock, TimerHandle } from './clock.ts';
-import type { Journal, Term } from './journal.ts';
-import { startJournaledActor } from './journaled-actor.ts';
+import type { Journal, Term } from '../journal/journal.ts';
+import { startJournaledActor } from '../journal/journaled-actor.ts';
 
 /** Where the leader stands with a switchover request (input of decideCycle). */
 export type SwitchoverPhase = 'wait' | 'run' | 'stale';

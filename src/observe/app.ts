@@ -12,7 +12,7 @@
 import { Hono } from 'hono';
 import type { AnyStateMachine } from 'xstate';
 import { isChartFormat, renderChart, toDot, toSvg, type ChartFormat } from '../charts/index.ts';
-import type { Journal } from '../node/journal.ts';
+import type { Journal } from '../journal/journal.ts';
 import { streamJournal } from './event-stream.ts';
 import { activeIdsOf, cachedChartModel, machineDocument, type ObservedMachine } from './machines-doc.ts';
 import { parseLimit, parseSince } from './query.ts';

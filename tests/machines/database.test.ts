@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, waitFor } from 'xstate';
 import { databaseMachine } from '../../src/machines/database.ts';
 import { DATABASE_STATES } from '../../src/domain/states.ts';
-import { Journal } from '../../src/node/journal.ts';
-import { startJournaledActor } from '../../src/node/journaled-actor.ts';
-import { replayMachine } from '../../src/node/replay.ts';
+import { Journal } from '../../src/journal/journal.ts';
+import { startJournaledActor } from '../../src/journal/journaled-actor.ts';
+import { replayMachine } from '../../src/journal/replay.ts';
 
 /** Fake effects: each resolves (or rejects when listed in `fail`) and records its call. */
 function fakes(fail: string[] = []) {

@@ -1,14 +1,13 @@
 /**
- * The node's journal: every event a machine receives and every transition it makes, appended as
- * JSON lines to a file beside the data directory, bounded in size (one rotated predecessor is
- * kept as `<file>.1`). Recent entries are also kept in memory for GET /events and its live stream.
+ * The journal: every event a machine receives and every transition it makes, kept in memory for
+ * GET /events and its live stream, and handed as JSON lines to an optional sink (the agent's is a
+ * file beside the data directory with rotation: src/node/journal-file.ts). No I/O here, so the
+ * `ha/machines` library entry stays free of it.
  *
  * Replaying the `event` entries of one machine through `transition()` from its recorded input
  * rebuilds the same state (see replay.ts); for that, machines keep time as data and error payloads
  * are journaled as `{ message }`.
  */
-import { appendFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
 
 /** Term of the node when an entry was written: its timeline and the leader lock holder. */
 export interface Term {
@@ -35,12 +34,21 @@ export type JournalEntry =
 /** Distributes Omit over the union. */
 export type NewJournalEntry = JournalEntry extends infer E ? (E extends JournalEntry ? Omit<E, 'seq' | 'time'> : never) : never;
 
+/**
+ * Where journal lines go besides memory (one JSON line per entry, in order). The agent's file
+ * with rotation is src/node/journal-file.ts; this module does no I/O.
+ */
+export interface JournalSink {
+  /** Appends one line (with its trailing newline), synchronously so the order is the order of events. */
+  write(line: string): void;
+  /** Path of the file behind it, if any. */
+  readonly path?: string;
+}
+
 /** Options of a journal. */
 export interface JournalOptions {
-  /** File path; undefined keeps the journal in memory only. */
-  path?: string;
-  /** Rotate when the file exceeds this many bytes. Default 8 MiB. */
-  maxBytes?: number;
+  /** Where lines go besides memory; undefined keeps the journal in memory only. */
+  sink?: JournalSink;
   /** Entries kept in memory. Default 2000. */
   keep?: number;
   /** Clock, epoch ms. */
@@ -62,40 +70,25 @@ export function toJournalValue(v: unknown): unknown {
 
 export class Journal {
   private seq = 0;
-  private size = 0;
   private readonly recentEntries: JournalEntry[] = [];
   private readonly listeners = new Set<(e: JournalEntry) => void>();
-  private readonly maxBytes: number;
   private readonly keep: number;
   private readonly now: () => number;
 
   constructor(private readonly opts: JournalOptions = {}) {
-    this.maxBytes = opts.maxBytes ?? 8 * 1024 * 1024;
     this.keep = opts.keep ?? 2000;
     this.now = opts.now ?? Date.now;
-    if (opts.path) {
-      mkdirSync(dirname(opts.path), { recursive: true });
-      this.size = existsSync(opts.path) ? statSync(opts.path).size : 0;
-    }
   }
 
   /** Path of the file, if any. */
   get path(): string | undefined {
-    return this.opts.path;
+    return this.opts.sink?.path;
   }
 
   /** Appends an entry (synchronously, so the file order is the order of events). */
   append(entry: NewJournalEntry): JournalEntry {
     const full = { ...entry, seq: ++this.seq, time: new Date(this.now()).toISOString() } as JournalEntry;
-    if (this.opts.path) {
-      const line = JSON.stringify(full) + '\n';
-      if (this.size + line.length > this.maxBytes && this.size > 0) {
-        renameSync(this.opts.path, this.opts.path + '.1');
-        this.size = 0;
-      }
-      appendFileSync(this.opts.path, line);
-      this.size += Buffer.byteLength(line);
-    }
+    this.opts.sink?.write(JSON.stringify(full) + '\n');
     this.recentEntries.push(full);
     if (this.recentEntries.length > this.keep) this.recentEntries.splice(0, this.recentEntries.length - this.keep);
     for (const l of this.listeners) l(full);
