@@ -13,6 +13,22 @@ export interface EtcdServer {
   stop(): Promise<void>;
 }
 
+/** Arguments of a one-member etcd in `dir`, serving clients on `url` and peers on loopback port `peer`. */
+export function singleNodeEtcdArgs(dir: string, url: string, peer: number): string[] {
+  // prettier-ignore
+  return [
+    '--name', 's1',
+    '--data-dir', join(dir, 'data'),
+    '--listen-client-urls', url,
+    '--advertise-client-urls', url,
+    '--listen-peer-urls', `http://127.0.0.1:${peer}`,
+    '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+    '--initial-cluster', `s1=http://127.0.0.1:${peer}`,
+    '--initial-cluster-state', 'new',
+    '--log-level', 'error',
+  ];
+}
+
 /** Starts etcd and waits until it answers /health. */
 export async function startEtcd(): Promise<EtcdServer> {
   const dir = await makeTempDir('ha-etcd-');
@@ -20,17 +36,7 @@ export async function startEtcd(): Promise<EtcdServer> {
   const url = `http://127.0.0.1:${client}`;
   const child = spawn(
     'etcd',
-    [
-      '--name', 's1',
-      '--data-dir', join(dir, 'data'),
-      '--listen-client-urls', url,
-      '--advertise-client-urls', url,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `s1=http://127.0.0.1:${peer}`,
-      '--initial-cluster-state', 'new',
-      '--log-level', 'error',
-    ],
+    singleNodeEtcdArgs(dir, url, peer!),
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';

@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:https';
-import { join } from 'node:path';
 import { freePorts } from '../../support/ports.ts';
+import { singleNodeEtcdArgs } from '../../support/etcd.ts';
 import { run, stopPid, waitFor } from '../../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../../support/tmp.ts';
 import type { TestCerts } from './certs.ts';
@@ -50,18 +50,7 @@ export async function startSecureEtcd(opts: { tls?: TestCerts; rootPassword?: st
     : [];
   const child = spawn(
     'etcd',
-    [
-      '--name', 's1',
-      '--data-dir', join(dir, 'data'),
-      '--listen-client-urls', url,
-      '--advertise-client-urls', url,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `s1=http://127.0.0.1:${peer}`,
-      '--initial-cluster-state', 'new',
-      '--log-level', 'error',
-      ...tlsArgs,
-    ],
+    [...singleNodeEtcdArgs(dir, url, peer!), ...tlsArgs],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
