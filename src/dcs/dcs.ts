@@ -93,8 +93,25 @@ export interface Dcs {
   /** Epoch ms of the last successful contact with the store (read, write, keepalive, watch event); 0 if never. */
   lastSeenMs(): number;
 
-  /** Epoch ms, on the agent's own clock, of the last successful lease keepalive or grant; 0 if never. */
+  /**
+   * Epoch ms, on the agent's own clock, at which the last successful lease keepalive or grant was
+   * SENT (not answered): the store extended the lease at or after this instant, so the lease (and
+   * every key on it) cannot expire before `lastKeepaliveMs() + ttl`. 0 if never.
+   */
   lastKeepaliveMs(): number;
+
+  /**
+   * Changes the bound of every later call (retry_timeout changed in the dynamic configuration).
+   */
+  setRetryTimeout(ms: number): void;
+
+  /**
+   * The leader cycle's deadline (docs/ha.md "DCS outage"): while set, every call is bounded by
+   * min(retryTimeoutMs, deadline() − now) and a call made at or after `deadline()` rejects at once
+   * with DcsError('dcs_unavailable') without reaching the store. `deadline` is read at each call
+   * (epoch ms on the agent's clock); undefined clears it.
+   */
+  setDeadline(deadline: (() => number) | undefined): void;
 
   /** Subscribes to events; returns the unsubscribe function. */
   subscribe(listener: (event: DcsEvent) => void): () => void;

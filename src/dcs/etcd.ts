@@ -6,8 +6,9 @@
  * - The lease is granted with `autoKeepAlive: false` and kept alive only by `keepalive()` (one
  *   keepaliveOnce per HA loop), so a frozen agent loses its member and leader keys after ttl.
  *   An answer "lease not found" grants a new lease; keys are then re-put by their owners.
- * - Every call is bounded by retryTimeoutMs (gRPC deadline + Promise timer) and every failure,
- *   including cockatiel's BrokenCircuitError, becomes DcsError('dcs_unavailable').
+ * - Every call is bounded by retryTimeoutMs (gRPC deadline + Promise timer), and by the leader
+ *   cycle's deadline while one is set (setDeadline); every failure, including cockatiel's
+ *   BrokenCircuitError, becomes DcsError('dcs_unavailable').
  * - The leader lock is our own key, never etcd3's Election (stack.md §2.3): create-only txn to
  *   acquire, value compare to release, re-put with our lease only when value == our name.
  * - The cache is one linearizable range read, then one watch from revision + 1 with prev_kv. Any
@@ -56,7 +57,8 @@ export class EtcdDcs implements Dcs {
   readonly prefix: string;
   private readonly client: Etcd3;
   private readonly now: () => number;
-  private readonly retryTimeoutMs: number;
+  private retryTimeoutMs: number;
+  private deadline: (() => number) | undefined;
   private readonly resyncDelayMs: number;
   private ttlSeconds: number;
   private readonly cache = new ViewCache();
@@ -138,12 +140,21 @@ export class EtcdDcs implements Dcs {
     return this.cache.view();
   }
 
+  setRetryTimeout(ms: number): void {
+    this.retryTimeoutMs = ms;
+  }
+
+  setDeadline(deadline: (() => number) | undefined): void {
+    this.deadline = deadline;
+  }
+
   async keepalive(): Promise<void> {
     const lease = this.lease;
     if (!lease) return this.grant();
     try {
+      const sent = this.now();
       await this.call('lease keepalive', (deadline) => lease.keepaliveOnce({ deadline }), isLeaseInvalid);
-      if (this.lease === lease) this.lastKeepalive = this.now();
+      if (this.lease === lease) this.lastKeepalive = sent;
     } catch (err) {
       if (!isLeaseInvalid(err)) throw err;
       await this.grant();
@@ -307,8 +318,14 @@ export class EtcdDcs implements Dcs {
   /** One bounded call; success updates lastSeen and reachability, failure reports unreachable. */
   private async call<T>(what: string, attempt: (deadline: Date) => Promise<T>, passThrough?: (e: unknown) => boolean): Promise<T> {
     if (this.closed) throw new DcsError('dcs_unavailable', `DCS client ${this.name} is closed`);
+    let timeoutMs = this.retryTimeoutMs;
+    if (this.deadline) {
+      const left = this.deadline() - this.now();
+      if (left <= 0) throw new DcsError('dcs_unavailable', `etcd ${what} not sent: the leader cycle's deadline passed ${-left} ms ago`);
+      timeoutMs = Math.min(timeoutMs, left);
+    }
     try {
-      const result = await boundedCall(what, this.retryTimeoutMs, attempt, passThrough);
+      const result = await boundedCall(what, timeoutMs, attempt, passThrough);
       this.contact();
       return result;
     } catch (err) {
@@ -333,13 +350,14 @@ export class EtcdDcs implements Dcs {
   private async grant(): Promise<void> {
     const ttl = this.ttlSeconds;
     let lease: Lease | undefined;
+    const sent = this.now();
     const id = await this.call('lease grant', (deadline) => {
       lease = this.client.lease(ttl, { autoKeepAlive: false, deadline });
       return lease.grant();
     });
     this.lease = lease;
     this.leaseId = id;
-    this.lastKeepalive = this.now();
+    this.lastKeepalive = sent;
   }
 
   private async casPut(rel: string, value: string, expectedRevision: string | undefined): Promise<boolean> {

@@ -33,6 +33,8 @@ export class InMemoryDcs implements Dcs {
   private readonly store: InMemoryStore;
   private readonly now: () => number;
   private ttlSeconds: number;
+  private retryTimeoutMs: number;
+  private deadline: (() => number) | undefined;
   private readonly cache = new ViewCache();
   private readonly emitter = new DcsEmitter();
   private leaseId: string | undefined;
@@ -49,7 +51,21 @@ export class InMemoryDcs implements Dcs {
     this.name = options.name;
     this.prefix = clusterPrefix(options.namespace, options.scope);
     this.ttlSeconds = options.ttlSeconds;
+    this.retryTimeoutMs = options.retryTimeoutMs;
     this.now = options.now ?? Date.now;
+  }
+
+  /** The current bound of a call, ms (calls here answer at once; kept for the contract and tests). */
+  get retryTimeout(): number {
+    return this.retryTimeoutMs;
+  }
+
+  setRetryTimeout(ms: number): void {
+    this.retryTimeoutMs = ms;
+  }
+
+  setDeadline(deadline: (() => number) | undefined): void {
+    this.deadline = deadline;
   }
 
   /** Current lease id (decimal string), undefined before the grant (tests, diagnostics). */
@@ -225,6 +241,9 @@ export class InMemoryDcs implements Dcs {
   private async call<T>(fn: () => T): Promise<T> {
     await Promise.resolve();
     if (this.closed) throw new DcsError('dcs_unavailable', `DCS client ${this.name} is closed`);
+    if (this.deadline && this.now() >= this.deadline()) {
+      throw new DcsError('dcs_unavailable', `in-memory DCS call of ${this.name} not made: the leader cycle's deadline passed`);
+    }
     if (!this.store.isReachable(this.name)) {
       throw new DcsError('dcs_unavailable', `in-memory DCS unreachable from ${this.name} (simulated partition)`);
     }

@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterView } from '../../src/domain/cluster.ts';
+import { withDefaults } from '../../src/domain/dynamic-config.ts';
+import {
+  answerFailsafe,
+  failsafeKeyAction,
+  failsafeMembers,
+  failsafeRaceVeto,
+  failsafeTargets,
+  failsafeUrl,
+  parseFailsafeRequest,
+} from '../../src/domain/failsafe.ts';
+import { decideCycle, type CycleInput } from '../../src/domain/ha-cycle.ts';
+import type { MemberData } from '../../src/domain/member.ts';
+
+const member = (name: string, role = 'replica') => ({
+  name,
+  data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/ha`, state: 'running', role, version: '0.1.0' } as MemberData,
+});
+const view = (over: Partial<ClusterView> = {}): ClusterView => ({ members: [member('n1', 'primary'), member('n2'), member('n3')], initialize: '7000000000000000001', history: [], ...over });
+const on = withDefaults({ failsafe_mode: true });
+const off = withDefaults({});
+
+function input(over: Partial<CycleInput> = {}, v: Partial<ClusterView> = {}): CycleInput {
+  return {
+    holdsLock: false,
+    name: 'n1',
+    nowMs: 1_000_000,
+    config: on,
+    view: view(v),
+    dcsOk: true,
+    db: { state: 'running', role: 'replica', busy: false },
+    hasData: true,
+    walBytes: 1000n,
+    timeline: 1,
+    demoted: false,
+    initializedByMe: false,
+    tags: {},
+    peers: [],
+    ...over,
+  };
+}
+const kinds = (i: CycleInput) => decideCycle(i).actions.map((a) => a.kind);
+
+describe('the failsafe key', () => {
+  it('lists every member with an api_url, the leader included, sorted', () => {
+    const v = view({ members: [member('n3'), member('n2')] });
+    expect(failsafeMembers(v, { name: 'n1', apiUrl: 'http://n1:8008/ha' })).toEqual({ n1: 'http://n1:8008/ha', n2: 'http://n2:8008/ha', n3: 'http://n3:8008/ha' });
+    expect(Object.keys(failsafeMembers(v, { name: 'n1', apiUrl: 'x' }))).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('is written when failsafe mode is on and it differs, deleted when off, left alone otherwise', () => {
+    const self = { name: 'n1', apiUrl: 'http://n1:8008/ha' };
+    const current = failsafeMembers(view(), self);
+    expect(failsafeKeyAction(on, view(), self)).toEqual({ kind: 'write', value: current });
+    expect(failsafeKeyAction(on, view({ failsafe: current }), self)).toEqual({ kind: 'none' });
+    expect(failsafeKeyAction(on, view({ failsafe: { ...current, n4: 'http://n4:8008/ha' } }), self).kind).toBe('write');
+    expect(failsafeKeyAction(off, view({ failsafe: current }), self)).toEqual({ kind: 'delete' });
+    expect(failsafeKeyAction(off, view(), self)).toEqual({ kind: 'none' });
+  });
+
+  it('names the members a round calls; none when the key does not list the leader', () => {
+    expect(failsafeTargets({ n1: 'a', n2: 'b' }, 'n1')).toEqual([{ name: 'n2', apiUrl: 'b' }]);
+    expect(failsafeTargets({ n1: 'a' }, 'n1')).toEqual([]);
+    expect(failsafeTargets({ n2: 'b' }, 'n1')).toBeUndefined();
+    expect(failsafeTargets(undefined, 'n1')).toBeUndefined();
+    expect(failsafeUrl('http://10.0.0.2:8008/ha')).toBe('http://10.0.0.2:8008/failsafe');
+    expect(failsafeUrl('https://h:1/x/y')).toBe('https://h:1/failsafe');
+  });
+});
+
+describe('POST /failsafe on a member', () => {
+  const body = { name: 'n1', conn_url: 'postgres://n1:5432/postgres', api_url: 'http://n1:8008/ha', slots: { n2: 100 } };
+  const replica = { name: 'n2', runningPrimary: false, holdsLock: false, promoting: false };
+
+  it('accepts the leader while failsafe mode is on', () => {
+    expect(answerFailsafe(on, replica, body)).toEqual({ answer: { status: 200, text: 'Accepted' }, request: body });
+  });
+  it('answers 502 with failsafe mode off, 400 for a bad body', () => {
+    expect(answerFailsafe(off, replica, body).answer.status).toBe(502);
+    expect(answerFailsafe(on, replica, { name: 'n1' }).answer).toEqual({ status: 400, text: 'conn_url must be a non-empty string' });
+    expect(parseFailsafeRequest({ ...body, slots: { a: 'x' } })).toBe('slots.a must be a number');
+    expect(parseFailsafeRequest({ ...body, slots: null })).toEqual({ name: 'n1', conn_url: body.conn_url, api_url: body.api_url });
+  });
+  it('refuses with 500 `Running as a leader` when it runs as primary, holds the lock or is being promoted', () => {
+    for (const self of [{ ...replica, runningPrimary: true }, { ...replica, holdsLock: true }, { ...replica, promoting: true }]) {
+      expect(answerFailsafe(on, self, body).answer).toEqual({ status: 500, text: 'Running as a leader' });
+    }
+  });
+});
+
+describe('failsafe in the leader race', () => {
+  it('a member that accepted a POST /failsafe within ttl does not race', () => {
+    expect(failsafeRaceVeto({ name: 'n2', config: on, view: view(), acceptedLeader: 'n1' })).toMatch(/n1 runs as the leader in failsafe mode/);
+    expect(kinds(input({ name: 'n2', failsafeLeader: 'n1' }))).toEqual([]);
+    expect(decideCycle(input({ name: 'n2', failsafeLeader: 'n1' })).message).toMatch(/^following no leader: n1 runs as the leader/);
+  });
+  it('a member not listed in a non-empty failsafe key never wins the race', () => {
+    expect(kinds(input({ name: 'n4' }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual([]);
+    expect(kinds(input({ name: 'n2' }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual(['acquireLock']);
+    expect(kinds(input({ name: 'n4' }, { failsafe: {} }))).toEqual(['acquireLock']);
+    // a running primary that is vetoed demotes, as one that is not the healthiest
+    expect(kinds(input({ name: 'n4', db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a' } }))).toEqual(['demote']);
+  });
+  it('has no effect with failsafe mode off', () => {
+    expect(failsafeRaceVeto({ name: 'n4', config: off, view: view({ failsafe: { n1: 'a' } }), acceptedLeader: 'n1' })).toBeUndefined();
+    expect(kinds(input({ name: 'n4', config: off, failsafeLeader: 'n1' }, { failsafe: { n1: 'a' } }))).toEqual(['acquireLock']);
+  });
+  it('the old leader, listed in the key, takes the lock back after the outage', () => {
+    expect(kinds(input({ db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual(['acquireLock']);
+  });
+});
+
+describe('DCS unreachable', () => {
+  const primary = { db: { state: 'running' as const, role: 'primary' as const, busy: false }, dcsOk: false, holdsLock: false };
+  it('a primary whose failsafe round every member accepted goes on', () => {
+    const d = decideCycle(input({ ...primary, failsafeAccepted: true }));
+    expect(d.actions).toEqual([]);
+    expect(d.message).toBe('continue to run as a leader because failsafe mode is enabled and all members are accessible');
+  });
+  it('otherwise it demotes (offline), as without failsafe', () => {
+    expect(decideCycle(input({ ...primary, failsafeAccepted: false })).actions).toEqual([{ kind: 'demote', mode: 'offline', releaseLock: false }]);
+    expect(decideCycle(input({ ...primary })).message).toBe('demoted self because DCS is not accessible and I was a leader');
+  });
+});
