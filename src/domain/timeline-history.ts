@@ -62,6 +62,11 @@ export interface LocalPosition {
   history?: HistoryLine[];
   /** The promotion marker of the data directory: which member's promotion made `timeline` (when it records that timeline). */
   promotedBy?: string;
+  /**
+   * pg_rewind can work on this data directory: false when pg_controldata shows neither
+   * `wal_log_hints` on nor data checksums; undefined when unknown (pg_rewind then decides).
+   */
+  rewindable?: boolean;
 }
 
 /** Verdict of the divergence check. */

@@ -7,6 +7,10 @@
  * (`initdb`, `customBootstrap`, `clone`, `start`, `stop`, `restart`, `promote`); every invoke has
  * onError, so a failed effect is a state, never a crash.
  *
+ * pg_rewind has no state of its own (the 15 are fixed): it runs in `creating_replica`, as the
+ * `clone` actor with input `{ method: 'rewind' }` — it makes this member's data directory a
+ * replica's of the leader, as a base backup does, from the data it already has.
+ *
  * Time is data: every command and observation carries `at` (epoch ms); the machine never reads a
  * clock, so replaying a journal of its events through `transition()` rebuilds the same state.
  */
@@ -26,6 +30,14 @@ export type AfterStop = { kind: 'none' } | { kind: 'start'; role: StartRole } | 
 /** Input of the actors that start PostgreSQL. */
 export interface StartInput {
   role: StartRole;
+}
+
+/** How `creating_replica` makes the replica's data directory: a new base backup, or pg_rewind of the existing one. */
+export type ReplicaMethod = 'basebackup' | 'rewind';
+
+/** Input of the clone actor. */
+export interface CloneInput {
+  method: ReplicaMethod;
 }
 
 /** Input of the stop actor. */
@@ -51,6 +63,8 @@ export interface DatabaseContext {
   sinceMs: number;
   /** A promotion is in progress (spawned `promote` actor). */
   promoting: boolean;
+  /** How the next (or current) `creating_replica` makes the data directory; `rewind` only after cmd.rewind. */
+  replicaMethod: ReplicaMethod;
 }
 
 /** Input of the machine. */
@@ -76,6 +90,8 @@ export type DatabaseEvent =
   | ({ type: 'cmd.promote' } & Cmd)
   | ({ type: 'cmd.demote'; mode: 'fast' | 'immediate' } & Cmd)
   | ({ type: 'cmd.reinitialize' } & Cmd)
+  /** Rewind the stopped data directory from the leader (pg_rewind), then start as its replica. */
+  | ({ type: 'cmd.rewind' } & Cmd)
   /** The postmaster of a running database is gone. */
   | ({ type: 'pg.died' } & Cmd)
   /** At agent start: a postmaster is already running with this role. */
@@ -101,19 +117,22 @@ const AFTER_FAILED_BOOTSTRAP = {
   'cmd.clone': { target: 'creating_replica', actions: 'note' },
 } as const;
 
-/** What a failed start or restart accepts: start again, stop, clone, or reinitialize. */
+/** What a failed start or restart accepts: start again, stop, clone, reinitialize, or rewind. */
 const AFTER_FAILED_START = {
   'cmd.start': { target: 'starting', actions: ['note', 'setStartRole'] },
   'cmd.stop': { target: 'stopping', actions: ['note', 'stopOnly'] },
   'cmd.clone': { target: 'creating_replica', actions: 'note' },
   'cmd.reinitialize': { target: 'stopping', actions: ['note', 'stopThenClone'] },
+  'cmd.rewind': { target: 'creating_replica', actions: ['note', 'byRewind'] },
 } as const;
 
 /**
  * The machine. Provide the effects with `databaseMachine.provide({ actors: { … } })`:
  * - `initdb`: initialise a new cluster, configure it, start it as primary and run post-bootstrap;
  * - `customBootstrap`: run the configured custom bootstrap command;
- * - `clone`: create a replica (pg_basebackup from the leader or a clonefrom member) and configure it;
+ * - `clone` (input CloneInput): create a replica's data directory — `basebackup`: pg_basebackup from
+ *   the leader or a clonefrom member into an emptied directory; `rewind`: pg_rewind of the existing
+ *   data directory from the leader (after crash recovery when it was not shut down cleanly);
  * - `start` (input StartInput): configure for the role and start; resolve when it accepts connections;
  * - `stop` (input StopInput): stop; resolve when the postmaster is gone;
  * - `restart`: stop (fast) and start with the current role;
@@ -128,7 +147,7 @@ export const databaseMachine = setup({
   actors: {
     initdb: notProvided('initdb'),
     customBootstrap: notProvided('customBootstrap'),
-    clone: notProvided('clone'),
+    clone: notProvided('clone') as ReturnType<typeof fromPromise<unknown, CloneInput>>,
     start: notProvided('start') as ReturnType<typeof fromPromise<unknown, StartInput>>,
     stop: notProvided('stop') as ReturnType<typeof fromPromise<unknown, StopInput>>,
     restart: notProvided('restart') as ReturnType<typeof fromPromise<unknown, StartInput>>,
@@ -140,6 +159,7 @@ export const databaseMachine = setup({
     afterStopDemoted: ({ context }) => context.afterStop.kind === 'demoted',
     isReplica: ({ context }) => context.role === 'replica' && !context.promoting,
     isPrimary: ({ context }) => context.role === 'primary',
+    isRewind: ({ context }) => context.replicaMethod === 'rewind',
   },
   actions: {
     note: assign(({ event }) => ('reason' in event ? { reason: event.reason, sinceMs: event.at } : {})),
@@ -151,6 +171,8 @@ export const databaseMachine = setup({
     stopOnly: assign(({ event }) => (event.type === 'cmd.stop' ? { stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop } : {})),
     /** cmd.reinitialize from a failed state: stop whatever runs (immediate), then clone. */
     stopThenClone: assign({ stopMode: 'immediate', afterStop: { kind: 'clone' } }),
+    /** cmd.rewind: the next creating_replica rewinds the existing data directory. */
+    byRewind: assign({ replicaMethod: 'rewind' }),
   },
 }).createMachine({
   id: 'database',
@@ -163,6 +185,7 @@ export const databaseMachine = setup({
     reason: 'agent started',
     sinceMs: input.at,
     promoting: false,
+    replicaMethod: 'basebackup',
   }),
   states: {
     initdb: {
@@ -200,10 +223,17 @@ export const databaseMachine = setup({
       invoke: {
         id: 'clone',
         src: 'clone',
-        onDone: { target: 'starting', actions: [assign({ startRole: 'replica' }), 'clearError'] },
-        // No "clone failed" state among the 15: a failed clone leaves an empty, stopped node that
-        // the HA loop retries.
-        onError: { target: 'stopped', actions: [assign({ role: 'uninitialized' }), 'failed'] },
+        input: ({ context }) => ({ method: context.replicaMethod }),
+        onDone: { target: 'starting', actions: [assign({ startRole: 'replica', replicaMethod: 'basebackup' }), 'clearError'] },
+        onError: [
+          // A failed rewind leaves the data directory as pg_rewind left it (possibly unusable), stopped:
+          // the HA loop remembers the failure and never rewinds again from the same leader timeline
+          // (docs/ha.md "Rewind").
+          { guard: 'isRewind', target: 'stopped', actions: [assign({ role: 'replica', replicaMethod: 'basebackup' }), 'failed'] },
+          // No "clone failed" state among the 15: a failed clone leaves an empty, stopped node that
+          // the HA loop retries.
+          { target: 'stopped', actions: [assign({ role: 'uninitialized' }), 'failed'] },
+        ],
       },
     },
     starting: {
@@ -288,6 +318,7 @@ export const databaseMachine = setup({
         'cmd.customBootstrap': { target: 'custom_bootstrap', actions: 'note' },
         'cmd.clone': { target: 'creating_replica', actions: 'note' },
         'cmd.reinitialize': { target: 'creating_replica', actions: 'note' },
+        'cmd.rewind': { target: 'creating_replica', actions: ['note', 'byRewind'] },
         'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
         'pg.found': { target: 'running', actions: ['note', assign(({ event }) => ({ role: event.role }))] },
       },
@@ -297,6 +328,7 @@ export const databaseMachine = setup({
         'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
         'cmd.clone': { target: 'creating_replica', actions: 'note' },
         'cmd.reinitialize': { target: 'creating_replica', actions: 'note' },
+        'cmd.rewind': { target: 'creating_replica', actions: ['note', 'byRewind'] },
         'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
       },
     },

@@ -4,7 +4,7 @@
  * promotes or clones PostgreSQL.
  */
 import { fromPromise } from 'xstate';
-import { databaseMachine, type StartInput, type StopInput } from '../machines/database.ts';
+import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '../machines/database.ts';
 import { sleepOn, systemClock, type Clock } from './clock.ts';
 import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
 
@@ -15,8 +15,10 @@ export interface EffectContext {
   initdbOptions: () => string[];
   /** Custom bootstrap command, when bootstrap.method names one. */
   customBootstrapCommand: () => string | undefined;
-  /** Where to clone from (set by the HA loop before cmd.clone / cmd.reinitialize). */
+  /** Where to clone (or rewind) from (set by the HA loop before cmd.clone / cmd.reinitialize / cmd.rewind). */
   cloneSource: () => Upstream | undefined;
+  /** Told how a pg_rewind ended (the node remembers a failure so that it never loops; docs/ha.md "Rewind"). */
+  rewound?: (outcome: { ok: true; from: string } | { ok: false; from: string; error: string }) => void;
   /** Configuration for starting with a role (upstream, slot, parameters). */
   configureFor: (role: 'primary' | 'replica') => ConfigureOptions;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
@@ -75,8 +77,21 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         if (!cmd) throw new Error('no custom bootstrap command configured');
         await pg.customBootstrap(cmd);
       }),
-      clone: fromPromise(async () => {
+      clone: fromPromise(async ({ input }: { input: CloneInput }) => {
         const from = ctx.cloneSource();
+        if (input?.method === 'rewind') {
+          if (!from) throw new Error('no leader to rewind from');
+          try {
+            // pg_rewind rewrites the data directory in place: never under a live postmaster.
+            await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
+            await pg.rewind(from);
+          } catch (e) {
+            ctx.rewound?.({ ok: false, from: from.name, error: e instanceof Error ? e.message : String(e) });
+            throw e;
+          }
+          ctx.rewound?.({ ok: true, from: from.name });
+          return;
+        }
         if (!from) throw new Error('no member to clone from');
         // Never under a live postmaster: stop the one this node knows of (immediate, by PID if its
         // postmaster.pid is gone); fail when an unknown server holds the port or socket.

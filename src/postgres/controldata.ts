@@ -35,6 +35,8 @@ export function parseControlData(text: string): ControlData {
     checkpointLsn: parseLsn(get('Latest checkpoint location')),
     checkpointTimeline: timeline,
     minRecoveryLsn: parseLsn(get('Minimum recovery ending location')),
+    ...(f.has('wal_log_hints setting') ? { walLogHints: f.get('wal_log_hints setting') === 'on' } : {}),
+    ...(f.has('Data page checksum version') ? { dataChecksumVersion: Number(f.get('Data page checksum version')) } : {}),
   };
 }
 

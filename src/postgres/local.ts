@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
-import { writeAgentConfig, type NodeConf } from './conf-files.ts';
+import { renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
 import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
@@ -52,8 +52,8 @@ export interface LocalPostgresOptions {
   pgHba: string[];
   /** Server log; default `<dataDir>/../<name>.log`. */
   logFile?: string;
-  /** Told when a stop has to escalate by PID (pino-compatible `warn(obj, msg)`); optional. */
-  log?: { warn(obj: object, msg: string): void };
+  /** Told when a stop has to escalate by PID (pino-compatible `warn(obj, msg)`), and how long a rewind's steps took (`info`); optional. */
+  log?: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -435,6 +435,113 @@ export class LocalPostgres implements PgControl {
       throw e;
     }
     await chmod(this.dataDir, 0o700);
+  }
+
+  /**
+   * pg_rewind of the stopped data directory from `from` (see PgControl.rewind): refuses while a
+   * server of this node runs; checks wal_log_hints / data checksums in pg_controldata; brings a
+   * data directory that was not shut down cleanly to a clean state by single-user crash recovery;
+   * then `pg_rewind --target-pgdata=<data> --source-server='host port user dbname'` as the
+   * superuser (PGPASSWORD). pg_rewind's own output is returned in the error when it fails.
+   * @throws PostmasterRunningError; Error (no wal_log_hints nor checksums); PgToolError
+   *         (single-user recovery or pg_rewind failed, with its stderr).
+   */
+  async rewind(from: Upstream): Promise<void> {
+    const running = await this.liveServerProblem();
+    if (running) throw new PostmasterRunningError(`pg_rewind: refusing to rewrite data directory ${this.dataDir}: ${running}`);
+    const cd = await this.controlData();
+    if (cd.walLogHints === false && (cd.dataChecksumVersion ?? 0) === 0) {
+      throw new Error(`pg_rewind: data directory ${this.dataDir} has neither wal_log_hints = on nor data checksums: it cannot be rewound`);
+    }
+    const t0 = Date.now();
+    if (cd.clusterState !== 'shut down' && cd.clusterState !== 'shut down in recovery') await this.singleUserRecovery(cd.clusterState);
+    const t1 = Date.now();
+    await this.checkpointOn(from);
+    const t2 = Date.now();
+    const { stdout, stderr } = await runAsPg(
+      join(this.binDir, 'pg_rewind'),
+      [
+        `--target-pgdata=${this.dataDir}`,
+        // --progress: pg_rewind then says how much it copies ("need to copy N MB (total source directory size is M MB)").
+        '--progress',
+        `--source-server=${renderConninfo([
+          ['host', from.host],
+          ['port', String(from.port)],
+          ['user', this.opts.superuser.username],
+          ['dbname', 'postgres'],
+          ['connect_timeout', '10'],
+          ['application_name', `${this.opts.name}-rewind`],
+        ])}`,
+      ],
+      { env: { PGPASSWORD: this.opts.superuser.password, LC_ALL: 'C', LANG: 'C' } },
+    );
+    await chmod(this.dataDir, 0o700);
+    const outcome = /no rewind required/.test(stdout + stderr) ? 'no rewind required' : 'rewound';
+    const copy = /need to copy (\d+) MB \(total source directory size is (\d+) MB\)/.exec(stdout + stderr);
+    this.opts.log?.info?.(
+      {
+        source: from.name,
+        crashRecoveryMs: t1 - t0,
+        sourceCheckpointMs: t2 - t1,
+        pgRewindMs: Date.now() - t2,
+        state: cd.clusterState,
+        ...(copy ? { copiedMb: Number(copy[1]), sourceMb: Number(copy[2]) } : {}),
+      },
+      `pg_rewind from ${from.name}: ${outcome}`,
+    );
+  }
+
+  /**
+   * CHECKPOINT on the rewind source: right after a promotion its control file still names the
+   * old timeline until the first checkpoint, and pg_rewind reads the source's timeline from there
+   * (the reference waits for the leader's post-promotion checkpoint for the same reason). A
+   * failure here is left to pg_rewind to report.
+   */
+  private async checkpointOn(from: Upstream): Promise<void> {
+    const sql = createLocalPool({
+      socketDir: from.host,
+      port: from.port,
+      username: this.opts.superuser.username,
+      password: this.opts.superuser.password,
+      applicationName: `${this.opts.name}-rewind`,
+      connectTimeoutSeconds: 10,
+      statementTimeoutMs: 300_000,
+    });
+    try {
+      await bounded(sql.unsafe('CHECKPOINT') as never, 300_000);
+    } catch (e) {
+      this.opts.log?.warn({ source: from.name, err: String(e) }, 'CHECKPOINT on the rewind source failed');
+    } finally {
+      await sql.end({ timeout: 1 }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Crash recovery in single-user mode, as the reference does before pg_rewind (PostgreSQL 15's
+   * pg_rewind refuses a target that was not shut down cleanly): `postgres --single -D <data>
+   * -c archive_mode=on -c archive_command=false postgres < /dev/null`. The signal files are removed
+   * first (single-user mode does not support standby mode; the replica configuration is written
+   * again after the rewind); archive_mode=on with a failing archive_command keeps every WAL
+   * segment the recovery's checkpoint would otherwise recycle, which pg_rewind reads back to the
+   * last common checkpoint.
+   */
+  private async singleUserRecovery(state: string): Promise<void> {
+    // A crashed postmaster's children may still hold its shared memory for a moment.
+    await waitForOldSharedMemory(this.dataDir, 10_000);
+    await rm(join(this.dataDir, 'standby.signal'), { force: true });
+    await rm(join(this.dataDir, 'recovery.signal'), { force: true });
+    await rm(join(this.dataDir, 'postmaster.pid'), { force: true });
+    try {
+      await runAsPg(join(this.binDir, 'postgres'), ['--single', '-D', this.dataDir, '-c', 'archive_mode=on', '-c', 'archive_command=false', 'postgres'], {
+        env: { LC_ALL: 'C', LANG: 'C' },
+      });
+    } catch (e) {
+      throw new Error(`crash recovery in single-user mode (cluster state was '${state}') failed before pg_rewind: ${String(e instanceof Error ? e.message : e)}`);
+    }
+    const after = await this.controlData();
+    if (after.clusterState !== 'shut down') {
+      throw new Error(`crash recovery in single-user mode left the cluster state '${after.clusterState}', not 'shut down': pg_rewind would refuse it`);
+    }
   }
 
   /** Removes everything inside the data directory (the directory itself stays, 0700, owned by the PostgreSQL user). */

@@ -22,6 +22,10 @@ export interface ControlData {
   checkpointTimeline: number;
   /** "Minimum recovery ending location", bytes. */
   minRecoveryLsn: bigint;
+  /** "wal_log_hints setting" (`on`): what the server last ran with. Undefined when not reported. */
+  walLogHints?: boolean;
+  /** "Data page checksum version" (0: no data checksums). Undefined when not reported. */
+  dataChecksumVersion?: number;
 }
 
 /** Credentials of one role. */
@@ -113,6 +117,21 @@ export interface PgControl {
 
   /** pg_basebackup -X stream from the upstream into the (empty) data directory, as the replication user. */
   basebackup(from: Upstream): Promise<void>;
+
+  /**
+   * Rewinds the stopped data directory onto the timeline of `from` (docs/ha.md "Rewind"):
+   * `pg_rewind --target-pgdata=<data> --source-server='<conninfo of from, as the superuser>'`.
+   * pg_rewind needs a target shut down cleanly: a data directory that crashed (pg_controldata
+   * `in production`, `in archive recovery`, …) is first brought to a clean state by crash recovery
+   * in single-user mode (`postgres --single … < /dev/null`, with standby.signal/recovery.signal
+   * removed and archive_mode=on, archive_command=false so the local WAL pg_rewind reads is kept).
+   * The data directory then holds `from`'s files as of the copy (its postgresql.conf, pg_hba.conf
+   * and promotion marker included, as after a base backup): `configure()` for a replica, then
+   * start. Resolves too when pg_rewind finds nothing to do ("no rewind required").
+   * Rejects (the data directory may be left unusable) when a postmaster runs, the source cannot
+   * be reached, the data has neither wal_log_hints nor checksums, or pg_rewind fails.
+   */
+  rewind(from: Upstream): Promise<void>;
 
   /** Removes the data directory's content (reinitialize, diverged timeline). */
   removeData(): Promise<void>;

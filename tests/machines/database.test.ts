@@ -60,7 +60,7 @@ describe('database lifecycle machine', () => {
     a.send({ type: 'cmd.clone', reason: 'leader exists', at });
     await waitFor(a, (s) => s.value === 'running');
     expect(a.getSnapshot().context.role).toBe('replica');
-    expect(calls).toEqual(['clone', 'start:replica']);
+    expect(calls).toEqual(['clone:basebackup', 'start:replica']);
   });
 
   it('a failed start is start_failed; a failed clone leaves the node stopped', async () => {
@@ -116,7 +116,32 @@ describe('database lifecycle machine', () => {
     a.send({ type: 'pg.found', role: 'replica', reason: 'x', at });
     a.send({ type: 'cmd.reinitialize', reason: 'api', at });
     await waitFor(a, (s) => s.value === 'running' && calls.length === 3);
-    expect(calls).toEqual(['stop:fast', 'clone', 'start:replica']);
+    expect(calls).toEqual(['stop:fast', 'clone:basebackup', 'start:replica']);
+  });
+
+  it('rewinds in creating_replica (no state of its own), then starts as a replica', async () => {
+    const { machine, calls } = fakes();
+    const a = createActor(machine, { input: { at } }).start();
+    a.send({ type: 'pg.found', role: 'primary', reason: 'x', at });
+    a.send({ type: 'pg.died', reason: 'gone', at });
+    expect(a.getSnapshot().value).toBe('crashed');
+    a.send({ type: 'cmd.rewind', reason: 'running pg_rewind from n2', at });
+    expect(a.getSnapshot().value).toBe('creating_replica');
+    expect(a.getSnapshot().context.replicaMethod).toBe('rewind');
+    await waitFor(a, (s) => s.value === 'running');
+    expect(a.getSnapshot().context).toMatchObject({ role: 'replica', replicaMethod: 'basebackup' });
+    expect(calls).toEqual(['clone:rewind', 'start:replica']);
+  });
+
+  it('a failed rewind leaves the data stopped (role replica, error kept); the next clone is a base backup', async () => {
+    const { machine, calls } = fakes(['clone']);
+    const a = createActor(machine, { input: { at } }).start();
+    a.send({ type: 'cmd.rewind', reason: 'diverged', at });
+    await waitFor(a, (s) => s.value === 'stopped' && s.context.lastError === 'clone failed');
+    expect(a.getSnapshot().context).toMatchObject({ role: 'replica', replicaMethod: 'basebackup' });
+    a.send({ type: 'cmd.reinitialize', reason: 'remove_data_directory_on_rewind_failure', at });
+    await waitFor(a, (s) => s.value === 'stopped' && calls.length === 2);
+    expect(calls).toEqual(['clone:rewind', 'clone:basebackup']);
   });
 
   it('ignores a promote on a primary and a bootstrap while running', () => {

@@ -13,7 +13,16 @@ describe('parseControlData', () => {
       checkpointLsn: 0x1500718n,
       checkpointTimeline: 1,
       minRecoveryLsn: 0n,
+      walLogHints: false,
+      dataChecksumVersion: 0,
     });
+  });
+
+  it('reads wal_log_hints and the data checksum version (what pg_rewind needs)', () => {
+    const text = sample
+      .replace(/wal_log_hints setting:.*/, 'wal_log_hints setting:                on')
+      .replace(/Data page checksum version:.*/, 'Data page checksum version:           1');
+    expect(parseControlData(text)).toMatchObject({ walLogHints: true, dataChecksumVersion: 1 });
   });
 
   it('handles high LSNs and multi-word states', () => {

@@ -1,0 +1,176 @@
+/**
+ * Rejoin by pg_rewind (issue 10; docs/ha.md "Rewind"), on a real 3-node cluster (ttl 10,
+ * loop_wait 2, retry_timeout 3, `database.use_db_rewind: true`) with the write probe running
+ * (one INSERT per member every 100 ms):
+ *
+ * "The old primary crashed holding WAL nobody received, new writes on the new leader: with
+ * rewind it rejoins by pg_rewind and holds the new leader's rows and not its own lost ones."
+ *
+ * Recipe (WAL nobody received: as tests/e2e/diverged-primary.test.ts, the leader's walsenders are
+ * SIGSTOPped, so nothing more reaches the replicas while their walreceivers stay connected):
+ * 1. SIGSTOP the leader's walsenders; insert rows on the leader (psql): they exist only there.
+ * 2. SIGKILL the leader's agent, its postmaster and the frozen walsenders together (a crash:
+ *    pg_controldata says `in production`, no shutdown checkpoint).
+ * 3. A replica is promoted; rows are written on it.
+ * 4. The old node's agent is started again.
+ *
+ * Asserted: within REJOIN_BOUND_MS of the restart the old node is a streaming replica of the new
+ * leader, holds the new rows and none of its lost ones; its agent log says pg_rewind (crash
+ * recovery in single-user mode, then the rewind) and never a base backup; wal_log_hints is on; no
+ * probe round saw two members acknowledge writes; a new leader within FAILOVER_BOUND_MS.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep, waitFor } from '../../support/processes.ts';
+import { TestCluster } from '../support/cluster.ts';
+import { createSafetyTables, formatTransitions, startWriteProbe, type WriteProbe } from '../support/writer.ts';
+
+const TTL = 10;
+const LOOP_WAIT = 2;
+const RETRY_TIMEOUT = 3;
+/** A new writable primary after the crash: lease expiry (ttl) + a cycle (loop_wait) + two DCS calls (2 × retry_timeout) + promotion slack. */
+const FAILOVER_BOUND_MS = (TTL + LOOP_WAIT + 2 * RETRY_TIMEOUT) * 1000 + 5_000;
+/**
+ * Back as a streaming replica after the agent restart: the agent's start and first cycle
+ * (loop_wait), the divergence check (a cycle: loop_wait), crash recovery + pg_rewind + start as a
+ * replica (bounded by retry_timeout each for its DCS calls, 20 s allowance for the tools on a small
+ * database and a loaded 2-core machine), streaming seen within max(2 × loop_wait, retry_timeout).
+ */
+const REJOIN_BOUND_MS = (2 * LOOP_WAIT + 2 * RETRY_TIMEOUT + Math.max(2 * LOOP_WAIT, RETRY_TIMEOUT)) * 1000 + 20_000;
+const LOST = { from: 1, to: 50 };
+const NEW = { from: 1001, to: 1020 };
+const LOG_RE = /leader|lock|promot|demot|diverg|rewind|clone|bootstrap|reinit|secondary|stop|start/i;
+
+let c: TestCluster;
+let probe: WriteProbe | undefined;
+const frozen = new Set<number>();
+let tStart = 0;
+
+beforeAll(async () => {
+  c = await TestCluster.create({ nodes: 3, ttl: TTL, loopWait: LOOP_WAIT, retryTimeout: RETRY_TIMEOUT, dcsExtra: ['database: { use_db_rewind: true }'] });
+  c.startAll();
+  try {
+    const leader = await c.settled(120_000, LOG_RE);
+    await createSafetyTables(c, leader);
+    await c.psql(leader, 'create table ha_rewind (id int primary key, note text not null)');
+    for (const n of c.nodes) {
+      await waitFor(async () => (await c.psql(n.name, "select to_regclass('ha_rewind') is not null", 2000).catch(() => '')).trim() === 't', 30_000, `ha_rewind on ${n.name}`);
+    }
+    tStart = Date.now();
+    probe = startWriteProbe(c);
+  } catch (e) {
+    throw new Error(`${String(e)}\n${c.logs()}`);
+  }
+});
+
+afterAll(async () => {
+  for (const pid of frozen) {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      /* gone */
+    }
+  }
+  await probe?.stop();
+  await c?.destroy();
+});
+
+async function count(name: string, range: { from: number; to: number }): Promise<number | undefined> {
+  try {
+    return Number((await c.psql(name, `select count(*) from ha_rewind where id between ${range.from} and ${range.to}`, 2000)).trim());
+  } catch {
+    return undefined;
+  }
+}
+
+const hhmmss = (ms: number) => new Date(ms).toISOString().slice(11, 23);
+
+describe('a primary that crashed holding WAL nobody received', () => {
+  it(`rejoins by pg_rewind within ${REJOIN_BOUND_MS / 1000} s of its agent's restart, with the new leader's rows and not its lost ones; never two primaries`, async () => {
+    const old = await c.waitForLeader(10_000);
+    const replicas = c.nodes.map((n) => n.name).filter((n) => n !== old);
+    const agent = c.agentPid(old);
+    const postmaster = c.postmasterPid(old);
+    const senders = c.postgresChildren(old, 'walsender');
+    expect(agent).toBeGreaterThan(0);
+    expect(postmaster).toBeGreaterThan(0);
+    expect(senders.length, `walsenders on ${old}`).toBe(replicas.length);
+    expect((await c.psql(old, 'show wal_log_hints')).trim(), 'wal_log_hints with use_db_rewind').toBe('on');
+
+    // 1. WAL nobody receives.
+    for (const pid of senders) {
+      frozen.add(pid);
+      process.kill(pid, 'SIGSTOP');
+    }
+    await c.psql(old, `insert into ha_rewind select g, 'only on the old primary' from generate_series(${LOST.from}, ${LOST.to}) g`);
+    await sleep(1000);
+    for (const r of replicas) expect(await count(r, LOST), `the lost rows must not reach ${r} (recipe check)`).toBe(0);
+    expect(await count(old, LOST)).toBe(LOST.to - LOST.from + 1);
+
+    // 2. Crash: agent, postmaster and the frozen walsenders at once.
+    const tCrash = Date.now();
+    for (const pid of [agent!, postmaster!, ...senders]) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+      frozen.delete(pid);
+    }
+
+    // 3. A new leader, with rows of its own.
+    const next = await c.waitForLeader(FAILOVER_BOUND_MS, old).catch((e) => {
+      throw new Error(`no new leader within ${FAILOVER_BOUND_MS} ms of the crash: ${String(e)}\n${c.logsMatching(LOG_RE, tCrash).join('\n')}`);
+    });
+    await waitFor(
+      async () => {
+        await c.psql(next, `insert into ha_rewind select g, 'written on the new leader' from generate_series(${NEW.from}, ${NEW.to}) g on conflict do nothing`, 2000);
+        return true;
+      },
+      20_000,
+      `a write on ${next}`,
+    );
+    const tElected = Date.now();
+    expect(tElected - tCrash, `new leader within ${FAILOVER_BOUND_MS} ms`).toBeLessThan(FAILOVER_BOUND_MS + 20_000);
+
+    // 4. The old node's agent again.
+    const tRestart = Date.now();
+    c.start(old);
+    let rejoinedAt: number | undefined;
+    let last = '';
+    const samples: string[] = [];
+    while (Date.now() - tRestart < REJOIN_BOUND_MS) {
+      const ha = await c.get(old, '/ha');
+      const doc = ha.json();
+      const lost = await count(old, LOST);
+      const fresh = await count(old, NEW);
+      const sample = `${doc?.state ?? '-'}/${doc?.role ?? '-'} streaming=${doc?.replication_state ?? '-'} tl=${doc?.timeline ?? '-'} lost=${lost ?? '-'} new=${fresh ?? '-'}${doc?.diverged ? ` diverged=${doc.diverged}` : ''}`;
+      if (sample !== last) {
+        samples.push(`${hhmmss(Date.now())} ${sample}`);
+        last = sample;
+      }
+      if (doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming' && lost === 0 && fresh === NEW.to - NEW.from + 1) {
+        rejoinedAt = Date.now();
+        break;
+      }
+      await sleep(250);
+    }
+    const oldLog = c.logsMatching(/./, tRestart).filter((l) => l.includes(` ${old} `));
+    console.log(`${old} crashed at ${hhmmss(tCrash)}; ${next} elected by ${hhmmss(tElected)} (+${tElected - tCrash} ms); agent restarted at ${hhmmss(tRestart)}`);
+    console.log(`${old} after the restart:\n  ${samples.join('\n  ')}`);
+    console.log(`rejoined: ${rejoinedAt ? `+${rejoinedAt - tRestart} ms after the restart` : 'no'}`);
+    console.log(`agent log lines since the crash\n${c.logsMatching(LOG_RE, tCrash).join('\n')}`);
+    console.log(`writable members seen by the probe:\n${formatTransitions(probe!.transitions(), tCrash - 1000)}`);
+
+    expect(rejoinedAt, `${old} a streaming replica holding the new rows and not the lost ones within ${REJOIN_BOUND_MS} ms`).toBeDefined();
+    expect.soft(oldLog.some((l) => /running pg_rewind from/.test(l)), `${old}'s log says pg_rewind`).toBe(true);
+    expect.soft(oldLog.some((l) => /pg_rewind from \S+ done/.test(l)), `${old}'s log says the rewind succeeded`).toBe(true);
+    expect.soft(oldLog.filter((l) => /bootstrap from|reinitializ|basebackup/i.test(l)), `${old} was not copied again`).toEqual([]);
+    expect.soft(await c.primaries(), 'the only primary').toEqual([next]);
+    const other = replicas.find((r) => r !== next)!;
+    expect.soft(await count(other, LOST), `${other} lacks the lost rows`).toBe(0);
+    expect.soft(probe!.twoPrimaries(tStart), 'no probe round with two members acknowledging writes').toEqual([]);
+    // The rewound node follows the new leader's timeline.
+    const tl = async (n: string) => Number((await c.get(n, '/ha')).json()?.timeline ?? 0);
+    expect.soft(await tl(old)).toBe(await tl(next));
+  });
+});
