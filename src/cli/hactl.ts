@@ -5,8 +5,10 @@
  * Exit codes: 0 success, 1 refused or failed (the reason on stderr), 2 usage error.
  */
 import { Command, CommanderError, Option } from 'commander';
+import { readFile } from 'node:fs/promises';
 import { CtlError, EXIT, errorText, usageError } from '../ctl/errors.ts';
-import { openDcs, resolveTarget, type GlobalOptions } from '../ctl/context.ts';
+import { openDcs, resolveTarget, type GlobalOptions, type Target } from '../ctl/context.ts';
+import { checkMemberChoice, checkQueryOptions, MEMBER_ROLES, QUERY_FORMATS, runDsn, scopeQueryCommandFlag, runQuery, runVersion, type MemberRole, type QueryFormat } from '../ctl/query.ts';
 import { runEditConfig, runShowConfig } from '../ctl/config-commands.ts';
 import { runHistory } from '../ctl/history.ts';
 import { createStdIo, type CtlIo } from '../ctl/io.ts';
@@ -26,7 +28,7 @@ let openedDcs: Dcs | undefined;
 let watching = false;
 
 /** Resolves the target, opens the DCS and runs `fn` with a Session. */
-async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Session) => Promise<void>): Promise<void> {
+async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Session, t: Target) => Promise<void>): Promise<void> {
   const target = await resolveTarget(cmd.optsWithGlobals<GlobalOptions>(), cluster);
   setMemberClient(target.client);
   const dcs = await openDcs(target);
@@ -37,7 +39,7 @@ async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Se
     io,
     now: Date.now,
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-  });
+  }, target);
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -272,6 +274,65 @@ function buildProgram(): Command {
     .description('delete every key of the cluster from the DCS (asks for the cluster and leader names)')
     .action((cluster: string, _o: unknown, cmd: Command) => withSession(cmd, cluster, runRemove));
 
+  const memberRoleOption = () => new Option('-r, --role <role>', 'a member of this role (default: the leader)').choices(MEMBER_ROLES);
+
+  program
+    .command('query')
+    .argument('[cluster]', 'cluster name')
+    .description("run SQL on a member's PostgreSQL (the leader unless --role or --member)")
+    .addOption(memberRoleOption())
+    .option('-m, --member <name>', 'this member')
+    .option('-c, --command <sql>', 'the SQL to run')
+    .option('--file <file>', 'read the SQL from FILE (- for stdin)')
+    .option('-U, --username <user>', "login (default: the file's superuser, else $PGUSER, else postgres)")
+    .option('-d, --dbname <name>', 'database (default: $PGDATABASE, else postgres)')
+    .addOption(new Option('--format <format>', 'output format').choices(QUERY_FORMATS).default('tsv'))
+    .action(
+      (
+        cluster: string | undefined,
+        o: { role?: MemberRole; member?: string; command?: string; file?: string; username?: string; dbname?: string; format: QueryFormat },
+        cmd: Command,
+      ) => {
+        checkQueryOptions(o);
+        return withSession(cmd, cluster, (s, t) =>
+          runQuery(s, {
+            ...o,
+            ...(t.superuser ? { superuser: t.superuser } : {}),
+            readFile: (path) => (path === '-' ? readAllStdin() : readFile(path, 'utf8')),
+          }),
+        );
+      },
+    );
+
+  program
+    .command('dsn')
+    .argument('[cluster]', 'cluster name')
+    .description("print a member's connection string (the leader unless --role or --member)")
+    .addOption(memberRoleOption())
+    .option('-m, --member <name>', 'this member')
+    .action((cluster: string | undefined, o: { role?: MemberRole; member?: string }, cmd: Command) => {
+      checkMemberChoice(o);
+      return withSession(cmd, cluster, (s) => runDsn(s, o));
+    });
+
+  program
+    .command('version')
+    .argument('[cluster]', 'cluster name')
+    .argument('[members...]', 'members to ask (default: all)')
+    .description("print hactl's version, and with a cluster each member's agent and PostgreSQL versions")
+    .action(async (cluster: string | undefined, members: string[], _o: unknown, cmd: Command) => {
+      let known = cluster !== undefined;
+      if (!known) {
+        // A cluster known from --scope or the configuration file counts too; none: hactl's version only.
+        known = await resolveTarget(cmd.optsWithGlobals<GlobalOptions>(), undefined).then(
+          () => true,
+          () => false,
+        );
+      }
+      if (!known) return runVersion(undefined, VERSION, [], (l) => io.out(l));
+      return withSession(cmd, cluster, (s) => runVersion(s, VERSION, members, (l) => io.out(l)));
+    });
+
   return program;
 }
 
@@ -293,7 +354,7 @@ async function main(argv: string[]): Promise<never> {
   process.on('SIGINT', () => void finish(watching ? EXIT.ok : 130));
   const program = buildProgram();
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(scopeQueryCommandFlag(argv));
     return await finish(EXIT.ok);
   } catch (e) {
     if (e instanceof CommanderError) {

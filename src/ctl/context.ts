@@ -32,6 +32,8 @@ export interface Target {
   scope: string;
   /** TLS and credentials for the members' APIs (`ctl`, else `restapi`, of the file). */
   client: ApiClientOptions;
+  /** The agents' database superuser (`database.authentication.superuser` of a full ha.yml): `query`'s default login. */
+  superuser?: { username: string; password?: string };
 }
 
 /** What a configuration file tells hactl (scope may be absent when only the DCS is named). */
@@ -42,6 +44,7 @@ interface FileTarget {
   /** The file's etcd3 TLS and user settings (files read), applied to `--dcs-url` endpoints too. */
   etcd: EtcdSecurity;
   client: ApiClientOptions;
+  superuser?: { username: string; password?: string };
 }
 
 /** The file's etcd and member-call settings; a certificate file that cannot be read is a usage error. */
@@ -103,7 +106,13 @@ export function parseDcsUrl(text: string): string[] {
 async function readConfigTarget(path: string): Promise<FileTarget> {
   try {
     const c = await loadConfig(path);
-    return { hosts: c.etcd3.hosts, namespace: c.namespace, scope: c.scope, ...(await securityOf(c.etcd3, c)) };
+    return {
+      hosts: c.etcd3.hosts,
+      namespace: c.namespace,
+      scope: c.scope,
+      superuser: c.database.authentication.superuser,
+      ...(await securityOf(c.etcd3, c)),
+    };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     let doc: unknown;
@@ -146,7 +155,14 @@ export async function resolveTarget(opts: GlobalOptions, cluster: string | undef
   }
   const namespace = `/${opts.namespace ?? file?.namespace ?? '/service/'}/`.replace(/\/+/g, '/');
   const hosts = file ? securedHosts(plainHosts, file.etcd) : plainHosts;
-  return { hosts, namespace, scope, client: file?.client ?? {}, ...(file && Object.keys(file.etcd).length > 0 ? { etcd: file.etcd } : {}) };
+  return {
+    hosts,
+    namespace,
+    scope,
+    client: file?.client ?? {},
+    ...(file && Object.keys(file.etcd).length > 0 ? { etcd: file.etcd } : {}),
+    ...(file?.superuser ? { superuser: file.superuser } : {}),
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ClusterView } from '../domain/cluster.ts';
 import { withDefaults } from '../domain/dynamic-config.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { buildClusterDocument, type ClusterDocument, type ClusterMemberDocument, type LagValue } from '../http/cluster-document.ts';
+import { upstreamMember } from '../domain/upstream.ts';
 import { renderPretty, renderTsv, type Cell } from './table.ts';
 
 /** Output formats of `list` and `history`. */
@@ -82,11 +83,12 @@ function tagsText(t: ClusterMemberDocument['tags']): string | undefined {
 function topologyOrder(doc: ClusterDocument, view: ClusterView): Array<{ m: ClusterMemberDocument; depth: number }> {
   const names = new Set(doc.members.map((m) => m.name));
   const leader = view.leader?.name !== undefined && names.has(view.leader.name) ? view.leader.name : undefined;
+  // The member each one streams from, as the agents decide it (src/domain/upstream.ts): the
+  // `replicatefrom` member while it runs and streams, else the leader.
   const upstreamOf = (m: ClusterMemberDocument): string | undefined => {
     if (m.name === leader) return undefined;
-    const from = m.tags?.['replicatefrom'];
-    if (typeof from === 'string' && names.has(from) && from !== m.name) return from;
-    return leader;
+    const up = upstreamMember(view, m.name, leader !== undefined ? { leader } : {});
+    return up !== undefined && names.has(up) && up !== m.name ? up : leader;
   };
   const out: Array<{ m: ClusterMemberDocument; depth: number }> = [];
   const seen = new Set<string>();
