@@ -7,6 +7,7 @@
  * `bootstrap.methods` (the custom bootstrap sections).
  */
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
+import type { CallbackName } from './command-line.ts';
 import type { Tags } from '../domain/member.ts';
 
 /** Log levels accepted by `log.level` (pino's names). */
@@ -147,8 +148,12 @@ export interface AgentConfig {
     parameters: Record<string, string | number | boolean>;
     /** Local pg_hba.conf lines. */
     pg_hba: string[];
+    /** Programs run on database events, as lists of words (src/node/callbacks.ts); absent: none. */
+    callbacks?: Partial<Record<CallbackName, string[]>>;
   };
   /** Member tags; when `nofailover: true` and `failover_priority` are both set, nofailover wins. */
   tags: Tags;
+  /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/fencing.ts). */
+  watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number };
   log: { level: LogLevel };
 }

@@ -4,6 +4,7 @@
  * a value of the wrong type is the schema's to report, not these rules'.
  */
 import { dirname, join } from 'node:path';
+import { DYNAMIC_DEFAULTS } from '../domain/dynamic-config.ts';
 import { hostPortProblem, isWildcardHost, parseHostPort } from './host-port.ts';
 
 /** Longest unix socket path: sockaddr_un.sun_path is 108 bytes with the trailing NUL (Linux). */
@@ -42,6 +43,12 @@ export function crossCheck(doc: Record<string, unknown>): string[] {
   if (isObject(restapi)) problems.push(...restApiTlsProblems(restapi));
   const etcd3 = doc['etcd3'];
   if (isObject(etcd3)) problems.push(...etcdSecurityProblems(etcd3));
+  const tags = doc['tags'];
+  if (isObject(tags) && typeof tags['replicatefrom'] === 'string' && tags['replicatefrom'] === doc['name']) {
+    problems.push('tags.replicatefrom: names this member itself; name another member (or remove the tag to stream from the leader)');
+  }
+  const watchdog = doc['watchdog'];
+  if (isObject(watchdog)) problems.push(...watchdogProblems(watchdog, doc['bootstrap']));
   const db = doc['database'];
   if (isObject(db)) {
     problems.push(...socketProblems(db, str(doc['name'])));
@@ -111,4 +118,21 @@ function etcdSecurityProblems(e: Record<string, unknown>): string[] {
     problems.push('etcd3.protocol: is http but etcd3.cacert/cert are set; use https');
   }
   return problems;
+}
+
+/**
+ * watchdog.safety_margin must leave time within the lease: the fence fires at last renewal + ttl −
+ * safety_margin, so a margin of ttl or more would fire at once (docs/ha.md "Fencing"). Checked
+ * against bootstrap.dcs.ttl (default 30); a ttl changed later through the DCS is handled at run
+ * time (the margin becomes ttl / 2, with a notice).
+ */
+function watchdogProblems(w: Record<string, unknown>, bootstrap: unknown): string[] {
+  const margin = w['safety_margin'];
+  if (typeof margin !== 'number' || margin < 1) return [];
+  const dcs = isObject(bootstrap) ? bootstrap['dcs'] : undefined;
+  const ttl = isObject(dcs) && typeof dcs['ttl'] === 'number' ? dcs['ttl'] : DYNAMIC_DEFAULTS.ttl;
+  if (margin < ttl) return [];
+  return [
+    `watchdog.safety_margin: ${margin} s leaves no time within bootstrap.dcs.ttl ${ttl} s (the fence fires at last renewal + ttl − safety_margin); use less than ttl, e.g. 5, or -1 for ttl / 2`,
+  ];
 }

@@ -31,6 +31,7 @@ export const DynamicDatabaseSchema = mapping(v.looseObject(
     use_slots: v.optional(Bool),
     use_db_rewind: v.optional(Bool),
     remove_data_directory_on_diverged_timelines: v.optional(Bool),
+    remove_data_directory_on_rewind_failure: v.optional(Bool),
     parameters: v.optional(DynamicParameters),
   },
   (i) => `must be a mapping, got ${i.received}`,
@@ -47,8 +48,10 @@ function timingSeconds(max?: number) {
  * The field rules of the dynamic configuration, every key optional (defaults: DYNAMIC_DEFAULTS).
  * ttl, loop_wait, retry_timeout: integers >= 1 (seconds), at most TIMING_BOUNDS' maxima when
  * `withMaxima`; maximum_lag_on_failover: integer >= 0 (bytes); check_timeline, pause,
- * failsafe_mode: booleans; synchronous_mode: boolean or `quorum`; database.use_slots,
- * use_db_rewind, remove_data_directory_on_diverged_timelines: booleans; database.parameters:
+ * failsafe_mode, synchronous_mode_strict: booleans; synchronous_mode: boolean or `quorum`;
+ * synchronous_node_count: integer 1..100; maximum_lag_on_syncnode: integer >= -1 (bytes); database.use_slots,
+ * use_db_rewind, remove_data_directory_on_diverged_timelines, remove_data_directory_on_rewind_failure:
+ * booleans; database.parameters:
  * record of string|number|boolean.
  */
 function dynamicConfigEntries(withMaxima: boolean) {
@@ -63,9 +66,26 @@ function dynamicConfigEntries(withMaxima: boolean) {
     synchronous_mode: v.optional(
       v.union([v.boolean(), v.literal('quorum')], (i) => `must be true, false or "quorum", got ${i.received}`),
     ),
+    synchronous_mode_strict: v.optional(Bool),
+    synchronous_node_count: v.optional(
+      v.pipe(PositiveInteger, v.maxValue(SYNC_NODE_COUNT_MAX, (i) => `must be at most ${SYNC_NODE_COUNT_MAX}, got ${i.received}`)),
+    ),
+    maximum_lag_on_syncnode: v.optional(
+      v.pipe(
+        v.number((i) => `must be an integer, got ${i.received}`),
+        v.integer((i) => `must be an integer, got ${i.received}`),
+        v.minValue(-1, (i) => `must be -1 (no limit) or more, got ${i.received}`),
+      ),
+    ),
     database: v.optional(DynamicDatabaseSchema),
   };
 }
+
+/**
+ * Largest `synchronous_node_count`: PostgreSQL's synchronous_standby_names can name at most as
+ * many standbys as max_wal_senders allows (at most 262143); 100 is far above any real cluster.
+ */
+export const SYNC_NODE_COUNT_MAX = 100;
 
 const notMapping = (i: { received: string }) => `must be a mapping, got ${i.received}`;
 

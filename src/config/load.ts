@@ -8,6 +8,7 @@ import * as v from 'valibot';
 import YAML from 'yaml';
 import { withDefaults } from '../domain/dynamic-config.ts';
 import type { AgentConfig, CustomBootstrapMethod } from './agent-config.ts';
+import type { CallbackName } from './command-line.ts';
 import { ConfigError } from './config-error.ts';
 import { crossCheck, defaultSocketDir } from './cross-checks.ts';
 import { applyEnvOverrides, nameSource } from './env.ts';
@@ -88,6 +89,13 @@ function etcd3Of(e: FileConfig['etcd3']): AgentConfig['etcd3'] {
   return { ...e, protocol: 'https' };
 }
 
+/** The callbacks that are set (keys given as `null`/absent dropped). */
+function definedCallbacks(c: Partial<Record<CallbackName, string[] | undefined>>): Partial<Record<CallbackName, string[]>> {
+  const out: Partial<Record<CallbackName, string[]>> = {};
+  for (const [k, v] of Object.entries(c)) if (v !== undefined) out[k as CallbackName] = v;
+  return out;
+}
+
 /** Fills the derived fields; the input has passed the schema and the cross-key rules. */
 function toAgentConfig(f: FileConfig): AgentConfig {
   const { dcs, method, initdb, pg_hba, ...custom } = f.bootstrap;
@@ -115,8 +123,10 @@ function toAgentConfig(f: FileConfig): AgentConfig {
       authentication: db.authentication,
       parameters: db.parameters,
       pg_hba: db.pg_hba,
+      ...(db.callbacks !== undefined ? { callbacks: definedCallbacks(db.callbacks) } : {}),
     },
     tags: f.tags,
+    watchdog: { mode: f.watchdog.mode, safety_margin: f.watchdog.safety_margin },
     log: { level: f.log.level },
   };
 }

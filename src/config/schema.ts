@@ -10,6 +10,7 @@ import { LOG_LEVELS } from './agent-config.ts';
 import { DynamicConfigSchema } from './dynamic-schema.ts';
 import { Bool, HbaLines, isMapping, mapping, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
 import { InitdbOptionSchema } from './initdb.ts';
+import { CALLBACK_NAMES, splitCommandLine, type CallbackName } from './command-line.ts';
 
 const mappingMessage = (i: { received: string }) => `must be a mapping, got ${i.received}`;
 
@@ -114,6 +115,16 @@ const Tags = mapping(v.looseObject(
     clonefrom: v.optional(Bool),
     nosync: v.optional(Bool),
     failover_priority: v.optional(NonNegativeInteger),
+    // Cascading replication (docs/ha.md "Cascading replication"): the member to stream from.
+    replicatefrom: v.optional(KeySegment),
+    // A member that never streams needs archive recovery (restore_command), which this agent does
+    // not configure: `true` is refused rather than accepted and ignored.
+    nostream: v.optional(
+      v.pipe(
+        Bool,
+        v.check((b) => b === false, 'is not supported: a member without streaming needs archive recovery (restore_command), which this agent does not configure; remove the tag'),
+      ),
+    ),
   },
   mappingMessage,
 ));
@@ -144,6 +155,34 @@ const Bootstrap = v.pipe(
   ),
 );
 
+/**
+ * A callback program: a command line (split into words as a shell would, nothing expanded) or a
+ * list of words; always a non-empty list of words after validation.
+ */
+const CallbackCommand = v.pipe(
+  v.union([v.string(), v.array(v.string())], (i) => `must be a command line or a list of words, got ${i.received}`),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    let words: string[];
+    try {
+      words = typeof dataset.value === 'string' ? splitCommandLine(dataset.value) : dataset.value;
+    } catch (e) {
+      addIssue({ message: `cannot split the command line: ${(e as Error).message}` });
+      return NEVER;
+    }
+    if (words.length === 0 || words[0] === '') {
+      addIssue({ message: 'must name a program' });
+      return NEVER;
+    }
+    return words;
+  }),
+);
+
+/** `database.callbacks` (patroni.md §3.11): only the five known names; each a program run with `<action> <role> <scope>`. */
+const Callbacks = mapping(v.strictObject(
+  Object.fromEntries(CALLBACK_NAMES.map((n) => [n, v.optional(CallbackCommand)])) as Record<CallbackName, v.OptionalSchema<typeof CallbackCommand, undefined>>,
+  mappingMessage,
+));
+
 const Database = mapping(v.strictObject(
   {
     listen: HostPortString,
@@ -154,6 +193,28 @@ const Database = mapping(v.strictObject(
     authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
     parameters: v.optional(Parameters, {}),
     pg_hba: v.optional(HbaLines, []),
+    callbacks: v.optional(Callbacks),
+  },
+  mappingMessage,
+));
+
+/**
+ * `watchdog` (patroni.md §3.12; docs/ha.md "Fencing"): the software fence of this member's
+ * PostgreSQL. `mode` off | automatic | required (default automatic, as the reference);
+ * `safety_margin` seconds before the lease can expire at which the fence fires (default 5; −1 =
+ * ttl / 2, as the reference). `device` has no meaning here (there is no device) and is refused.
+ */
+const Watchdog = mapping(v.strictObject(
+  {
+    mode: v.optional(v.picklist(['off', 'automatic', 'required'], (i) => `must be one of off, automatic, required, got ${i.received}`), 'automatic'),
+    safety_margin: v.optional(
+      v.pipe(
+        v.number((i) => `must be a number of seconds, got ${i.received}`),
+        v.integer((i) => `must be an integer number of seconds, got ${i.received}`),
+        v.check((n) => n === -1 || n >= 1, (i) => `must be at least 1 second (or -1 for ttl / 2), got ${String(i.input)}`),
+      ),
+      5,
+    ),
   },
   mappingMessage,
 ));
@@ -170,6 +231,7 @@ export const FileSchema = v.strictObject(
     bootstrap: v.optional(Bootstrap, {}),
     database: Database,
     tags: v.optional(Tags, {}),
+    watchdog: v.optional(Watchdog, {}),
     log: v.optional(
       mapping(v.strictObject(
         { level: v.optional(v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`), 'info') },

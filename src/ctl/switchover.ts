@@ -7,7 +7,7 @@
  */
 import { mayPromote, type Member } from '../domain/member.ts';
 import { withDefaults } from '../domain/dynamic-config.ts';
-import { syncStandbyNames } from '../http/node-facts.ts';
+import { switchoverCandidates, syncAllowed } from '../domain/switchover-admission.ts';
 import { CtlError } from './errors.ts';
 import { askWithDefault, confirm } from './io.ts';
 import { renderList } from './list.ts';
@@ -60,7 +60,7 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
   }
   from ??= leader;
   if (from !== leader) throw new CtlError(`Member ${from} is not the leader of cluster ${s.scope}`);
-  const candidates = members.filter((m) => m.name !== leader && mayPromote(m.data.tags)).map((m) => m.name);
+  const candidates = switchoverCandidates(view, withDefaults(view.config?.value));
   if (candidates.length === 0) throw new CtlError('No candidates found to switchover to');
   let candidate = o.candidate;
   if (candidate === undefined && !o.force) {
@@ -71,6 +71,10 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
   if (candidate !== undefined) {
     if (candidate === leader) throw new CtlError(`Member ${candidate} is already the leader of cluster ${s.scope}`);
     if (!candidates.includes(candidate)) {
+      const synchronous = syncAllowed(view, withDefaults(view.config?.value), 'switchover');
+      if (synchronous && members.some((m) => m.name === candidate && mayPromote(m.data.tags))) {
+        throw new CtlError(`Member ${candidate} is not a synchronous standby of cluster ${s.scope} (sync key: ${synchronous.join(', ') || 'none'})`);
+      }
       throw new CtlError(`Member ${candidate} does not exist in cluster ${s.scope} or is tagged as nofailover`);
     }
   }
@@ -125,7 +129,8 @@ export async function runFailover(s: Session, o: FailoverOptions): Promise<void>
   }
   const config = withDefaults(view.config?.value);
   if (!o.force) {
-    if (config.synchronous_mode === true && !syncStandbyNames(view).includes(candidate)) {
+    const synchronous = syncAllowed(view, config, 'switchover');
+    if (synchronous && !synchronous.includes(candidate)) {
       if (!(await confirm(s.io, `Are you sure you want to failover to the asynchronous node ${candidate}?`))) throw aborted('failover');
     }
     s.io.out('Current cluster topology');

@@ -14,6 +14,12 @@ export interface DynamicDatabaseConfig {
    * from a running member, instead of staying stopped. Default false.
    */
   remove_data_directory_on_diverged_timelines: boolean;
+  /**
+   * Patroni's `remove_data_directory_on_rewind_failure`: when pg_rewind of a diverged member
+   * fails, its data directory is wiped and re-cloned from the leader, instead of the member
+   * staying stopped until an operator reinitializes it. Default false (docs/ha.md "Rewind").
+   */
+  remove_data_directory_on_rewind_failure: boolean;
   /** PostgreSQL parameter name -> value (string or integer). */
   parameters: Record<string, string | number>;
   [other: string]: unknown;
@@ -32,7 +38,17 @@ export interface DynamicConfig {
   check_timeline: boolean;
   database: DynamicDatabaseConfig;
   pause?: boolean;
+  /**
+   * Synchronous replication run by the leader (docs/ha.md "Synchronous replication"): true
+   * (`FIRST n (...)`), `quorum` (`ANY n (...)`), false (asynchronous).
+   */
   synchronous_mode?: boolean | 'quorum';
+  /** With no eligible standby the primary acknowledges nothing (instead of going asynchronous). Default false. */
+  synchronous_mode_strict?: boolean;
+  /** Standbys a commit waits for (`n` of FIRST n / ANY n). Default 1. */
+  synchronous_node_count?: number;
+  /** Bytes a standby may lag behind the best one and still be chosen as synchronous; -1 or 0: no limit. Default -1. */
+  maximum_lag_on_syncnode?: number;
   failsafe_mode?: boolean;
   [other: string]: unknown;
 }
@@ -44,7 +60,13 @@ export const DYNAMIC_DEFAULTS: DynamicConfig = {
   retry_timeout: 10,
   maximum_lag_on_failover: 1048576,
   check_timeline: false,
-  database: { use_slots: true, use_db_rewind: false, remove_data_directory_on_diverged_timelines: false, parameters: {} },
+  database: {
+    use_slots: true,
+    use_db_rewind: false,
+    remove_data_directory_on_diverged_timelines: false,
+    remove_data_directory_on_rewind_failure: false,
+    parameters: {},
+  },
 };
 
 /** Bounds of one timing setting, seconds (inclusive). */
@@ -119,6 +141,8 @@ export function withDefaults(stored: unknown): DynamicConfig {
         typeof db['remove_data_directory_on_diverged_timelines'] === 'boolean'
           ? (db['remove_data_directory_on_diverged_timelines'] as boolean)
           : false,
+      remove_data_directory_on_rewind_failure:
+        typeof db['remove_data_directory_on_rewind_failure'] === 'boolean' ? (db['remove_data_directory_on_rewind_failure'] as boolean) : false,
       parameters: isObject(db['parameters']) ? (db['parameters'] as Record<string, string | number>) : {},
     },
   };

@@ -6,11 +6,15 @@
  */
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import type { DynamicConfig } from './dynamic-config.ts';
+import { failsafeRaceVeto } from './failsafe.ts';
 import { isEligibleCandidate, isHealthiest, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
+import { syncKeyOf, syncSettings, type SyncRaceRule } from './sync-standby.ts';
+import { syncAllowed } from './switchover-admission.ts';
 import { checkDivergence, type LocalPosition } from './timeline-history.ts';
+import { upstreamMember } from './upstream.ts';
 
 /** Facts the node gathered for this cycle. */
 export interface CycleInput {
@@ -61,6 +65,16 @@ export interface CycleInput {
   nextStartAtMs?: number;
   /** Epoch ms since when the leader key has named a member without a member key (a ghost lock). */
   ghostLeaderSinceMs?: number;
+  /** DCS unreachable, failsafe mode: every member the `failsafe` key lists accepted this cycle's POST /failsafe in time (src/node/failsafe.ts). */
+  failsafeAccepted?: boolean;
+  /** Failsafe mode: the member whose POST /failsafe this member accepted less than ttl ago (it still leads: no race). */
+  failsafeLeader?: string;
+  /**
+   * The last pg_rewind that failed: from which leader, on which of its timelines, and why. A
+   * failed rewind is never tried again against the same leader timeline (docs/ha.md "Rewind");
+   * the node forgets it when an operator reinitializes the member or the rewind settings change.
+   */
+  rewindFailure?: RewindFailure;
   /** This agent won the `initialize` race in this process lifetime. */
   initializedByMe: boolean;
   /** System identifier of the local data, when known. */
@@ -86,13 +100,24 @@ export type CycleAction =
   | { kind: 'promote' }
   | { kind: 'demote'; mode: 'graceful' | 'immediate' | 'offline'; releaseLock: boolean }
   | { kind: 'releaseLock' }
-  | { kind: 'follow'; leader: string }
+  /** Point a running replica at `upstream` (a `replicatefrom` member, src/domain/upstream.ts) or else the leader. */
+  | { kind: 'follow'; leader: string; upstream?: string }
   | { kind: 'leaderDuties' }
   | { kind: 'clearFailover' }
   /** Stop the local database (a replica whose WAL diverged from the leader's timeline). */
   | { kind: 'stop'; reason: string }
   /** Delete a leader key naming a member that has had no member key for longer than ttl. */
-  | { kind: 'clearGhostLeader' };
+  | { kind: 'clearGhostLeader' }
+  /** pg_rewind the stopped, diverged data directory from `leader` (on `timeline`), then start as its replica. */
+  | { kind: 'rewind'; leader: string; timeline: number };
+
+/** A failed pg_rewind (CycleInput.rewindFailure). */
+export interface RewindFailure {
+  leader: string;
+  /** The leader's timeline the rewind was decided on. */
+  timeline: number;
+  reason: string;
+}
 
 /** The decision: actions plus the cycle's one sentence. */
 export interface CycleDecision {
@@ -166,6 +191,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
 
   if (!i.dcsOk) {
     if (!paused && db.role === 'primary' && db.state === 'running') {
+      if (i.failsafeAccepted === true) return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
       return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
     }
     return d('DCS is not accessible');
@@ -247,7 +273,11 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
     if (leader) {
-      if (!i.local) return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+      if (!i.local) {
+        // A rewind that failed may leave pg_controldata unreadable: still no loop, and still wiped when allowed.
+        if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
+        return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+      }
       if (!leaderIsPrimary(view)) return d(`waiting for leader ${leader} to run as primary before following it`);
       {
         const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
@@ -269,6 +299,11 @@ export function decideCycle(i: CycleInput): CycleDecision {
     const failover = view.failover?.value;
     // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
     if (paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
+    const failsafeVeto = failsafeRaceVeto({ name, config, view, ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}) });
+    if (failsafeVeto) {
+      if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
+      return d(`following no leader: ${failsafeVeto}`);
+    }
     const verdict = isHealthiest({
       self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
       peers: i.peers,
@@ -277,6 +312,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
       checkTimeline: config.check_timeline,
       clusterTimeline: clusterTimeline(view),
       ...(failover && (failover.member || failover.leader) ? { failover } : {}),
+      ...syncRule(i),
     });
     if (verdict.healthy) {
       return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
@@ -307,6 +343,16 @@ export function decideCycle(i: CycleInput): CycleDecision {
   return decideFollow(i, leader);
 }
 
+/**
+ * The race rule of synchronous mode: present while the mode is on and the `sync` key exists
+ * (without a key the primary never acknowledged synchronously: asynchronous rules).
+ */
+function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
+  const mode = syncSettings(i.config).mode;
+  if (mode === 'off' || !i.view.sync) return {};
+  return { sync: { mode, key: syncKeyOf(i.view.sync.value) } };
+}
+
 /** The history key lags the leader's published timeline (the new leader has not written it yet). */
 function historyPending(view: ClusterView): boolean {
   return leaderTimeline(view) > clusterTimeline(view) || currentHistory(view) === undefined;
@@ -319,7 +365,12 @@ function historyPending(view: ClusterView): boolean {
  */
 function decideFollow(i: CycleInput, leader: string): CycleDecision {
   const rep = i.replication;
-  const following = rep?.upstream === leader;
+  // A cascading replica streams from its `replicatefrom` member; the divergence checks below still
+  // compare against the leader's timeline, which that member replays too.
+  const upstream = upstreamMember(i.view, i.name, { tags: i.tags, leader }) ?? leader;
+  const follow: CycleAction = upstream === leader ? { kind: 'follow', leader } : { kind: 'follow', leader, upstream };
+  const via = upstream === leader ? '' : ` from ${upstream}`;
+  const following = rep?.upstream === upstream;
   const stalledMs = rep && !rep.streaming && rep.notStreamingSinceMs !== undefined ? i.nowMs - rep.notStreamingSinceMs : 0;
   const stalled = following && stalledMs >= notStreamingGraceMs(i.config);
   if (!following && !leaderIsPrimary(i.view)) return d(`waiting for leader ${leader} to run as primary before following it`);
@@ -334,9 +385,9 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
     }
   }
   if (stalled) {
-    return d(`following a leader (${leader}) but not streaming for ${Math.round(stalledMs / 1000)} s`, { kind: 'follow', leader });
+    return d(`following a leader (${leader})${via} but not streaming for ${Math.round(stalledMs / 1000)} s`, follow);
   }
-  return d(`no action. I am (${i.name}), a secondary, and following a leader (${leader})`, { kind: 'follow', leader });
+  return d(`no action. I am (${i.name}), a secondary, and following a leader (${leader})${via}`, follow);
 }
 
 /**
@@ -349,14 +400,70 @@ function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: numb
 }
 
 /**
- * What a member whose WAL diverged from the leader's timeline does (docs/ha.md "Divergence"):
- * re-clone when `database.remove_data_directory_on_diverged_timelines` allows it; otherwise a
- * running replica stops, and a stopped one stays stopped, saying why. Never runs as a replica
- * serving data the leader does not have.
+ * Why pg_rewind cannot repair this diverged data directory, or undefined when it can. pg_rewind
+ * needs wal_log_hints or data checksums, and it finds the fork by timeline numbers and switch
+ * points only (the history files): on the leader's own timeline number it answers "no rewind
+ * required", and a timeline with the leader's number and switch point but made by another
+ * member's promotion (the promotion marker tells) looks common to it, so it would rewind from the
+ * wrong point. Those fall back to re-clone or stop.
+ */
+function whyNotRewindable(local: LocalPosition, leaderTl: number, history: ClusterView['history']): string | undefined {
+  if (local.rewindable === false) return 'the data directory has neither wal_log_hints = on nor data checksums';
+  if (local.timeline === leaderTl) return `the local timeline has the leader's number ${leaderTl}: pg_rewind sees no fork`;
+  if (local.promotedBy !== undefined && local.timeline > 1) {
+    const made = history?.find((e) => e[0] === local.timeline - 1);
+    const mine = local.history?.find((l) => l.timeline === local.timeline - 1);
+    if (made && made[4] !== undefined && made[4] !== local.promotedBy && (!mine || BigInt(made[1]) === mine.switchLsn)) {
+      return `timeline ${local.timeline} was made here by ${local.promotedBy} and on the leader by ${made[4]} at the same switch point: pg_rewind cannot tell them apart`;
+    }
+  }
+  return undefined;
+}
+
+/** The failed rewind of this leader's current timeline, if any (a failure is never retried against it). */
+function rewindFailedFor(i: CycleInput, leader: string): RewindFailure | undefined {
+  const f = i.rewindFailure;
+  return f && f.leader === leader && f.timeline === leaderTimeline(i.view) ? f : undefined;
+}
+
+/**
+ * What a member whose WAL diverged from the leader's timeline does (docs/ha.md "Divergence",
+ * "Rewind"), the reference's order (patroni.md §3.9):
+ * 1. `database.use_db_rewind`: a running replica stops first; a stopped data directory that can be
+ *    rewound (wal_log_hints or checksums) is rewound from the leader (running as primary, checked
+ *    by the callers) and then follows it. A rewind that failed against this leader timeline is
+ *    never tried again: with `remove_data_directory_on_rewind_failure` the member is wiped and
+ *    re-cloned, otherwise it stays stopped, saying why;
+ * 2. otherwise (rewind off, or the data cannot be rewound): re-clone when
+ *    `database.remove_data_directory_on_diverged_timelines` allows it; otherwise a running
+ *    replica stops, and a stopped one stays stopped, saying why.
+ * Never runs as a replica serving data the leader does not have.
  */
 function diverged(i: CycleInput, leader: string, reason: string, running: boolean): CycleDecision {
-  const why = `diverged from leader ${leader}: ${reason}`;
-  if (i.config.database.remove_data_directory_on_diverged_timelines === true) {
+  let why = `diverged from leader ${leader}: ${reason}`;
+  const db = i.config.database;
+  if (db.use_db_rewind === true) {
+    const failed = rewindFailedFor(i, leader);
+    if (failed) {
+      const after = `${why}; pg_rewind from ${failed.leader} failed: ${failed.reason}`;
+      if (db.remove_data_directory_on_rewind_failure === true) {
+        return { ...d(`reinitializing after a failed rewind: ${after}`, { kind: 'reinitialize' }), diverged: after };
+      }
+      if (running) return { ...d(`stopping: ${after}`, { kind: 'stop', reason: after }), diverged: after };
+      return {
+        ...d(`not starting: ${after}; not retried: reinitialize this member (or set database.remove_data_directory_on_rewind_failure)`),
+        diverged: after,
+      };
+    }
+    // pg_rewind works on a stopped data directory: stop, and the next cycle rewinds.
+    if (running) return { ...d(`stopping to rewind: ${why}`, { kind: 'stop', reason: why }), diverged: why };
+    const cannot = i.local ? whyNotRewindable(i.local, leaderTimeline(i.view), currentHistory(i.view)) : 'pg_controldata cannot be read';
+    if (cannot === undefined) {
+      return { ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why };
+    }
+    why = `${why} (cannot rewind: ${cannot})`;
+  }
+  if (db.remove_data_directory_on_diverged_timelines === true) {
     return { ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why };
   }
   if (running) return { ...d(`stopping: ${why}`, { kind: 'stop', reason: why }), diverged: why };
@@ -390,7 +497,14 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
     clusterTimeline: i.timeline,
     failover: isFailover,
   };
-  const candidates = i.peers.filter((p) => (req.member ? p.name === req.member : p.name !== i.name) && isEligibleCandidate(p, opts));
+  // Synchronous mode: a switchover goes only to a member of the sync key (patroni.md §3.5; the
+  // same rule as the API's and hactl's, src/domain/switchover-admission.ts); an operator's
+  // failover may name an asynchronous one.
+  const allowed = syncAllowed(i.view, i.config, isFailover ? 'failover' : 'switchover');
+  const syncOk = (p: { name: string }) => !allowed || allowed.includes(p.name);
+  const candidates = i.peers.filter(
+    (p) => (req.member ? p.name === req.member : p.name !== i.name) && isEligibleCandidate(p, opts) && syncOk(p),
+  );
   if (candidates.length === 0) return d('no healthy members found: clearing the failover key', { kind: 'clearFailover' }, duties);
   return d(`manual ${isFailover ? 'failover' : 'switchover'}: demoting myself`, { kind: 'demote', mode: 'graceful', releaseLock: true });
 }

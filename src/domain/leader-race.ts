@@ -3,6 +3,7 @@
  * (patroni.md §3.3 "Healthiest-node test", seed 000 "A healthy member").
  */
 import { failoverPriority } from './member.ts';
+import { syncRaceRefusal, type SyncRaceRule } from './sync-standby.ts';
 import type { Tags } from './member.ts';
 
 /** What a peer told us through GET <api_url> (its status document), or that it did not answer. */
@@ -38,6 +39,11 @@ export interface RaceInput {
   clusterTimeline: number;
   /** The `failover` key when it names a candidate or the former leader. */
   failover?: { leader?: string; member?: string };
+  /**
+   * Synchronous mode on and the `sync` key present: who may be promoted without losing an
+   * acknowledged commit (src/domain/sync-standby.ts syncRaceRefusal). Absent: asynchronous rules.
+   */
+  sync?: SyncRaceRule;
 }
 
 /** Verdict with the one-sentence reason the HA cycle logs. */
@@ -78,7 +84,10 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * - its timeline is not behind the cluster timeline (with check_timeline never; without it only
  *   when no reachable member is on the cluster timeline);
  * - no reachable peer still runs as primary;
- * - no reachable peer is ahead in WAL; at equal WAL a peer with higher failover_priority wins.
+ * - synchronous mode with a `sync` key: the key lets it (listed; in quorum mode enough votes),
+ *   unless an operator's failover names it;
+ * - no reachable peer is ahead in WAL (the sync key's former leader excepted); at equal WAL a
+ *   peer with higher failover_priority wins.
  * Unreachable peers are ignored.
  */
 export function isHealthiest(input: RaceInput): RaceVerdict {
@@ -106,6 +115,12 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   // Only an operator's failover (a candidate without a leader) may take a member behind the cluster
   // timeline; a switchover candidate may not.
   const operatorFailover = isCandidate && !failover?.leader;
+  // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
+  // operator's failover naming a member may still take an asynchronous one (patroni.md §3.5).
+  if (input.sync && !operatorFailover) {
+    const refusal = syncRaceRefusal(input.sync, self, peers);
+    if (refusal) return { healthy: false, reason: refusal };
+  }
   if (!operatorFailover && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
     // A member behind the cluster timeline that promotes forks a second timeline with a number
     // already used (PostgreSQL picks the next free number it knows of), often at the very same
@@ -119,6 +134,8 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     if (p.role === 'primary' && p.state === 'running') return { healthy: false, reason: `primary (${p.name}) is still alive` };
     if (isCandidate) continue;
     if (p.walBytes === undefined) continue;
+    // The sync key's former leader may hold WAL it never had acknowledged: being behind it is fine.
+    if (input.sync && p.name === input.sync.key.leader) continue;
     if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
     if (p.walBytes === self.walBytes && failoverPriority(p.tags) > myPriority && p.name !== failover?.leader) {
       return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };

@@ -12,6 +12,10 @@ export interface Tags {
   nosync?: boolean;
   /** Higher wins at equal WAL position; `<= 0` means never promote. Default 1. */
   failover_priority?: number;
+  /** Stream from this member instead of the leader (cascading replication, src/domain/upstream.ts). */
+  replicatefrom?: string;
+  /** Refused by the configuration (no archive recovery); only `false` is accepted. */
+  nostream?: boolean;
   [custom: string]: unknown;
 }
 

@@ -28,6 +28,11 @@ export interface PgStatus {
   timeline: number;
   /** Primary: pg_current_wal_flush_lsn(). */
   flushLsn?: bigint;
+  /**
+   * Primary: `synchronous_standby_names` as this probe's backend sees it (after the last reload
+   * it processed). The synchronous-replication manager compares it with what it wrote.
+   */
+  synchronousStandbyNames?: string;
   /** Replica: pg_last_wal_receive_lsn(). */
   receiveLsn?: bigint;
   /** Replica: pg_last_wal_replay_lsn(). */

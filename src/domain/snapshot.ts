@@ -55,8 +55,18 @@ export interface NodeSnapshot {
    * "A leader key naming an unknown member"); absent otherwise.
    */
   ghostLeader?: string;
+  /**
+   * The fence of the local PostgreSQL (docs/ha.md "Fencing"): `watchdog.mode`, armed now, and
+   * `failed` when required but it could not be armed (the reference's `watchdog_failed`).
+   */
+  watchdog?: { mode: 'off' | 'automatic' | 'required'; armed: boolean; failed: boolean };
   /** Epoch ms since when this running replica's WAL receiver has not streamed; absent while it streams. */
   notStreamingSinceMs?: number;
-  /** True while DCS failsafe mode keeps this primary running. */
+  /**
+   * Synchronous mode on, this primary holding the lock: why commits are not acknowledged by a
+   * synchronous standby (asynchronous fallback, or waiting in strict mode); absent otherwise.
+   */
+  syncDegraded?: string;
+    /** True while DCS failsafe mode keeps this primary running. */
   failsafeActive?: boolean;
 }

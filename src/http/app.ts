@@ -16,6 +16,7 @@ import { apiGuard, openPolicy, type ApiGuardPolicy } from './api-guard.ts';
 import { buildClusterDocument } from './cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
+import { registerFailsafeRoutes } from './failsafe-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
 import { evaluateHealth, HEALTH_PATHS, type HealthPath } from './health.ts';
 import { createNodeMetrics } from './metrics.ts';
@@ -45,6 +46,7 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
   ['/restart', ['POST', 'DELETE']],
   ['/reload', ['POST']],
   ['/reinitialize', ['POST']],
+  ['/failsafe', ['POST']],
 ]);
 
 /** Hosts of every member's api_url in the snapshot's DCS view (for allowlist_include_members). */
@@ -133,6 +135,7 @@ export function createNodeApp(deps: {
   registerConfigRoutes(app, resolved);
   registerSwitchoverRoutes(app, resolved);
   registerRestartRoutes(app, resolved);
+  registerFailsafeRoutes(app, resolved);
 
   for (const [path, methods] of ROUTE_METHODS) {
     const allow = allowOf(methods);

@@ -74,4 +74,10 @@ export interface NodeCommands {
    * (`{ok: true}`) or with the reason it did not (`reinitialize already in progress`, …).
    */
   reinitialize(opts: ReinitializeOptions): Promise<CommandOutcome>;
+  /**
+   * POST /failsafe from the leader (patroni.md §3.7): accept it as leader for ttl, or refuse
+   * (`500 Running as a leader`, `502` with failsafe mode off, `400` for a bad body). Synchronous.
+   * Absent: the node does not implement failsafe mode (502).
+   */
+  acceptFailsafe?(body: Record<string, unknown>): { status: number; text: string; lsn?: string };
 }

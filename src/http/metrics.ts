@@ -47,6 +47,10 @@ export const HA_METRICS = [
   // Ours, beyond the seed's 26 (docs/ha.md "Divergence").
   ['ha_diverged', 'gauge', '1 if the local WAL diverged from the leader timeline (the member does not run as a replica)'],
   ['ha_replica_not_streaming_seconds', 'gauge', 'Seconds a running replica has not streamed from its leader; 0 while it streams'],
+  // Ours (docs/ha.md "Fencing").
+  ['ha_watchdog_armed', 'gauge', '1 if the fence (software watchdog) is armed on the local postmaster'],
+  ['ha_watchdog_failed', 'gauge', '1 if watchdog.mode is required and the fence could not be armed'],
+  ['ha_sync_degraded', 'gauge', '1 if synchronous mode is on and this primary has no synchronous standby (asynchronous, or waiting in strict mode)'],
 ] as const;
 
 /** One of the metric names (the seed's 26, plus ha_diverged and ha_replica_not_streaming_seconds). */
@@ -106,6 +110,9 @@ export function metricValues(s: NodeSnapshot, nowMs: number): Record<HaMetricNam
     ha_failover_priority: failoverPriority(s.tags),
     ha_diverged: bit(s.diverged !== undefined),
     ha_replica_not_streaming_seconds: s.notStreamingSinceMs !== undefined ? Math.max(0, Math.floor((nowMs - s.notStreamingSinceMs) / 1000)) : 0,
+    ha_watchdog_armed: bit(s.watchdog?.armed === true),
+    ha_watchdog_failed: bit(s.watchdog?.failed === true),
+    ha_sync_degraded: bit(s.syncDegraded !== undefined && f.isLeader),
   };
 }
 

@@ -10,7 +10,7 @@
  * `pending_restart_reason` (only when a restart is pending).
  * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
  * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
- * `scheduled_restart`. Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`.
+ * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`.
  */
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
@@ -55,6 +55,8 @@ export interface StatusDocument {
   tags?: Tags;
   database_system_identifier?: string;
   pending_restart?: true;
+  /** `watchdog.mode: required` and the fence could not be armed (patroni.md §1.3; such a member is no switchover candidate). */
+  watchdog_failed?: true;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
   scheduled_restart?: Omit<ScheduledRestartData, 'postmaster_start_time'>;
   /** Ours: why the local WAL diverged from the leader's timeline (docs/ha.md "Divergence"). */
@@ -63,6 +65,8 @@ export interface StatusDocument {
   not_streaming_since?: string;
   /** Ours: the member the leader key names while it has no member key (docs/ha.md "A leader key naming an unknown member"). */
   ghost_leader?: string;
+  /** Ours: synchronous mode on, this primary not acknowledging through a synchronous standby, and why (docs/ha.md "Synchronous replication"). */
+  synchronous_degraded?: string;
   ha: { version: string; scope: string; name: string };
 }
 
@@ -119,9 +123,11 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
     const { postmaster_start_time: _omit, ...shown } = s.scheduledRestart;
     doc.scheduled_restart = shown;
   }
+  if (s.watchdog?.failed === true) doc.watchdog_failed = true;
   if (s.diverged !== undefined) doc.diverged = s.diverged;
   if (s.notStreamingSinceMs !== undefined && s.state === 'running') doc.not_streaming_since = new Date(s.notStreamingSinceMs).toISOString();
   if (s.ghostLeader !== undefined) doc.ghost_leader = s.ghostLeader;
+  if (s.syncDegraded !== undefined && f.isLeader) doc.synchronous_degraded = s.syncDegraded;
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
   return doc;
 }

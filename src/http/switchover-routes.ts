@@ -20,7 +20,7 @@ import { mayPromote, type Tags } from '../domain/member.ts';
 import { formatScheduledAt, parseScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, readJsonObject } from './json-body.ts';
-import { syncMode, syncStandbyNames } from './node-facts.ts';
+import { admitHandover } from '../domain/switchover-admission.ts';
 import { message } from './responses.ts';
 
 type Action = 'switchover' | 'failover';
@@ -201,24 +201,14 @@ async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Respo
 
 /** Rows 5 of patroni.md §1.8; returns the 412 message, or undefined when the request may proceed. */
 async function memberChecks(req: SwitchoverRequest, view: ClusterView, deps: ResolvedDeps): Promise<string | undefined> {
-  const { action, leader, candidate } = req;
-  const mode = syncMode(deps.snapshot().config);
-  const syncNames = mode === 'on' ? syncStandbyNames(view) : [];
-  if (leader !== undefined && view.leader?.name !== leader) return 'leader name does not match';
-  let considered = view.members;
-  if (candidate !== undefined) {
-    if (action === 'switchover' && mode === 'on' && !syncNames.includes(candidate)) {
-      return 'candidate name does not match with sync_standby';
-    }
-    considered = view.members.filter((m) => m.name === candidate);
-    if (considered.length === 0) return 'candidate does not exists';
-  } else {
-    if (mode === 'on' && syncNames.length === 0) return `${action} is not possible: can not find sync_standby`;
-    considered = view.members.filter(
-      (m) => m.name !== view.leader?.name && m.data.api_url !== '' && (mode !== 'on' || syncNames.includes(m.name)),
-    );
-    if (considered.length === 0) return `${action} is not possible: cluster does not have members except leader`;
-  }
+  const { action } = req;
+  const admission = admitHandover(view, deps.snapshot().config, {
+    action,
+    ...(req.leader !== undefined ? { leader: req.leader } : {}),
+    ...(req.candidate !== undefined ? { candidate: req.candidate } : {}),
+  });
+  if (!admission.ok) return admission.refusal;
+  const considered = admission.considered;
   const answers = await Promise.all(considered.map((m) => deps.commands.fetchMemberStatus(m.data.api_url)));
   const good = answers.some(
     (doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true,

@@ -24,6 +24,8 @@ import { HaNode } from './ha-node.ts';
 import { Journal } from '../journal/journal.ts';
 import { fileJournalSink } from './journal-file.ts';
 import { fetchStatusDocument } from './peers.ts';
+import { ProcessFence, takeFenceLog } from '../watchdog/process-fence.ts';
+import { requestApi } from '../net/api-client.ts';
 
 /** A running agent. */
 export interface RunningAgent {
@@ -83,6 +85,19 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
   const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
   const journal = new Journal({ sink: fileJournalSink(join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`)) });
+  // The fence (docs/ha.md "Fencing"): a separate process, armed while this member leads. Firings it
+  // logged while no agent listened (this agent was killed) are journaled now.
+  const fenceLog = join(dirname(config.database.data_dir), `${config.name}.fence.jsonl`);
+  for (const f of takeFenceLog(fenceLog)) {
+    const at = (f as { at?: string }).at ?? 'an unknown time';
+    const text = `the fence stopped PostgreSQL at ${at} while no agent listened (${f.reason}): ${f.signals.join(' then ') || 'no signal needed'}, ${f.stopped ? 'stopped' : 'NOT stopped'} in ${f.tookMs} ms`;
+    log.warn({ notice: 'watchdog.firedWhileAway' }, text);
+    journal.append({ machine: 'ha', kind: 'event', event: { type: 'ha.watchdog.firedWhileAway', reason: text, at: Date.now() } });
+  }
+  const fence = config.watchdog.mode !== 'off' ? new ProcessFence({ logFile: fenceLog, warn: (text) => log.warn(text) }) : undefined;
+  // Started now, idle (and again whenever it ends): arming it before the leader race is then one
+  // line on its pipe, not a process start. A failure here is retried at the first arming.
+  fence?.start().catch((e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'the fence process did not start'));
   // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
   // PATCH/PUT /config check database.parameters against it, and the node drops invalid ones
   // that reach it from the DCS or ha.yml before writing postgresql.conf; unloadable → not checked.
@@ -103,12 +118,20 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     initdbOptions: config.bootstrap.initdb,
     ...(method !== 'initdb' && config.bootstrap.methods[method] ? { customBootstrapCommand: config.bootstrap.methods[method].command } : {}),
     localParameters: config.database.parameters,
+    ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),
     dcs,
     pg,
     journal,
     log,
     fetchStatus,
+    // POST /failsafe to members, with the member client's TLS material and credentials (a POST needs them under restapi.authentication).
+    postFailsafe: async (url, body, timeoutMs) => {
+      const r = await requestApi(url, { ...security.memberClient, method: 'POST', body, timeoutMs });
+      return r.reachable ? r.status : undefined;
+    },
     ...(settingsCatalogue ? { settingsCatalogue } : {}),
+    watchdog: config.watchdog,
+    ...(fence ? { fence } : {}),
   });
   let server: ServerType | undefined;
   const applyConfig = async (next: AgentConfig): Promise<void> => {
@@ -121,6 +144,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     }
     security = nextSecurity;
     node.applyLocalConfig(next.tags, next.database.parameters);
+    node.setCallbacks(next.database.callbacks ?? {});
   };
   const reload = async () => {
     if (!opts.reloadConfig) return;
@@ -155,6 +179,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     await node.start();
   } catch (e) {
     listening.close();
+    void fence?.close();
     throw e;
   }
   return {

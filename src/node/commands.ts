@@ -31,5 +31,6 @@ export function nodeCommands(
     cancelRestart: () => node.cancelRestart(),
     reload: reloadConfig,
     reinitialize: (opts: ReinitializeOptions): Promise<CommandOutcome> => node.reinitialize(opts),
+    acceptFailsafe: (body: Record<string, unknown>) => node.acceptFailsafe(body),
   };
 }

@@ -6,21 +6,42 @@
  */
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import type { ClusterView } from '../domain/cluster.ts';
+import type { DynamicConfig } from '../domain/dynamic-config.ts';
 import type { Tags } from '../domain/member.ts';
 import { filterParameters } from '../domain/pg-parameters.ts';
+import { syncSettings } from '../domain/sync-standby.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import type { ConfigureOptions } from '../postgres/types.ts';
 import type { NodeCore } from './node-core.ts';
 
+/** The dynamic settings that decide what a diverged member does (a change forgets a failed rewind). */
+function rewindSettings(c: DynamicConfig): string {
+  const db = c.database;
+  return `${db.use_db_rewind}/${db.remove_data_directory_on_rewind_failure}/${db.remove_data_directory_on_diverged_timelines}`;
+}
+
 export class ConfigApplier {
   private lastProblem = '';
   private lastDropped = '';
+  /**
+   * The ttl the lease was granted with and the bound the DCS client uses: at construction those
+   * of the configuration the node was built with (bootstrap.dcs, what the agent created the DCS
+   * client with), then whatever applyDynamic gave it. Compared with every applied configuration,
+   * not with the previous one: the stored configuration read at start (a ttl changed by PATCH
+   * /config before this agent started) is applied too.
+   */
+  private leaseTtl: number;
+  private clientRetryTimeout: number;
+  private ttlChanging = false;
 
   constructor(
     private readonly core: NodeCore,
     /** Re-publishes the member key (after a lease change). */
     private readonly republish: () => Promise<void>,
-  ) {}
+  ) {
+    this.leaseTtl = core.state.config.ttl;
+    this.clientRetryTimeout = core.state.config.retry_timeout;
+  }
 
   /**
    * Applies the dynamic configuration the DCS holds, through the same validation as the API:
@@ -40,16 +61,44 @@ export class ConfigApplier {
       if (problems.length) this.core.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
       else if (adjustments.length) this.core.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
     }
+    this.applyTiming(next);
     if (next === prev) return;
     state.config = next;
+    // A failed pg_rewind is tried again after the operator changes the rewind settings (docs/ha.md "Rewind").
+    if (rewindSettings(next) !== rewindSettings(prev)) state.rewindFailure = undefined;
     if (next.loop_wait !== prev.loop_wait) this.core.schedules()?.setLoopWait(next.loop_wait * 1000);
-    if (next.ttl !== prev.ttl) {
-      void deps.dcs.setTtl(next.ttl).then(
-        () => this.republish(),
-        (e) => deps.log.warn({ err: String(e) }, 'changing the lease TTL failed'),
-      );
+    const syncChanged = JSON.stringify(syncSettings(next)) !== JSON.stringify(syncSettings(prev));
+    if (syncChanged || JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters)) {
+      this.reconfigureRunning('applying parameters failed');
     }
-    if (JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters)) this.reconfigureRunning('applying parameters failed');
+    if (syncChanged) this.core.wake();
+  }
+
+  /**
+   * retry_timeout reaches the DCS client's bound of every call; a ttl other than the lease's
+   * re-grants the lease (the member and leader keys move to it: republished now, the leader key
+   * at the next renewal). A failed re-grant is tried again at the next cycle.
+   */
+  private applyTiming(c: DynamicConfig): void {
+    const { dcs, log } = this.core.deps;
+    if (c.retry_timeout !== this.clientRetryTimeout) {
+      this.clientRetryTimeout = c.retry_timeout;
+      dcs.setRetryTimeout(c.retry_timeout * 1000);
+    }
+    if (c.ttl === this.leaseTtl || this.ttlChanging) return;
+    const ttl = c.ttl;
+    this.ttlChanging = true;
+    void dcs.setTtl(ttl).then(
+      () => {
+        this.ttlChanging = false;
+        this.leaseTtl = ttl;
+        return this.republish();
+      },
+      (e) => {
+        this.ttlChanging = false;
+        log.warn({ err: String(e) }, 'changing the lease TTL failed');
+      },
+    ).catch((e) => log.warn({ err: String(e) }, 'publishing the member key after a lease change failed'));
   }
 
   /**
@@ -82,12 +131,24 @@ export class ConfigApplier {
       }
       parameters = kept;
     }
+    // pg_rewind needs wal_log_hints (or data checksums): on whenever use_db_rewind is (docs/ha.md "Rewind").
+    if (state.config.database.use_db_rewind) parameters['wal_log_hints'] = 'on';
+    // Synchronous mode on: the synchronous-replication manager owns synchronous_standby_names.
+    const sync = this.core.sync.parameterValue(role);
+    if (sync !== undefined) parameters['synchronous_standby_names'] = sync;
     return {
       role,
       ...(role === 'replica' && state.upstream ? { upstream: state.upstream } : {}),
       ...(role === 'replica' && state.config.database.use_slots ? { slotName: slotNameForMember(deps.name) } : {}),
       parameters,
     };
+  }
+
+  /** Writes the configuration for `role` and reloads PostgreSQL (awaited; rejects on failure). */
+  async writeAndReload(role: 'primary' | 'replica'): Promise<void> {
+    const { pg } = this.core.deps;
+    await pg.configure(this.configureOptions(role));
+    await pg.reload();
   }
 
   /** Rewrites the configuration of a running database for its role and reloads it. */

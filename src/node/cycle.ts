@@ -14,6 +14,7 @@ import { BUSY_STATES } from '../machines/database.ts';
 import type { AdminCommands } from './admin.ts';
 import type { ConfigApplier } from './config-apply.ts';
 import type { Executor } from './executor.ts';
+import type { Failsafe } from './failsafe.ts';
 import type { MemberKey } from './member-key.ts';
 import { walOf } from './member-data.ts';
 import type { NodeCore } from './node-core.ts';
@@ -29,7 +30,7 @@ export class HaCycle {
 
   constructor(
     private readonly core: NodeCore,
-    private readonly parts: { config: ConfigApplier; executor: Executor; memberKey: MemberKey; admin: AdminCommands; stopped: () => boolean },
+    private readonly parts: { config: ConfigApplier; executor: Executor; memberKey: MemberKey; admin: AdminCommands; stopped: () => boolean; failsafe?: Failsafe },
   ) {}
 
   /** Runs one cycle. Errors of single steps are logged; a failed DCS write rejects (the loop logs it). */
@@ -44,11 +45,14 @@ export class HaCycle {
       dcsOk = false;
       log.warn({ err: String(e) }, 'lease keepalive failed');
     }
+    if (dcsOk) await this.parts.failsafe?.dcsBack();
     let view = dcs.view();
     this.parts.config.applyDynamic(view);
     const lock = await this.lockFacts(view, dcsOk);
     view = lock.view;
     dcsOk = lock.dcsOk;
+    // Synchronous replication is managed only under the lock (a new leader starts from its own state).
+    if (!lock.holdsLock) core.sync.reset();
     this.trackGhostLeader(view, nowMs);
 
     const facts = await this.localFacts(nowMs);
@@ -62,7 +66,9 @@ export class HaCycle {
     schedules?.tick();
     const switchoverPhase = schedules?.switchoverPhase();
     const st = core.state;
+    const failsafe = (await this.parts.failsafe?.facts({ dcsOk, view, state: facts.state, role: facts.role })) ?? {};
     const input: CycleInput = {
+      ...failsafe,
       name,
       nowMs,
       config: st.config,
@@ -94,6 +100,7 @@ export class HaCycle {
         : {}),
       ...(st.nextStartAtMs !== undefined ? { nextStartAtMs: st.nextStartAtMs } : {}),
       ...(st.ghostLeader ? { ghostLeaderSinceMs: st.ghostLeader.sinceMs } : {}),
+      ...(st.rewindFailure ? { rewindFailure: st.rewindFailure } : {}),
     };
     const decision = decideCycle(input);
     this.noteDivergence(decision, facts);
@@ -102,12 +109,14 @@ export class HaCycle {
       await this.parts.executor.execute(action, view);
     }
     if (decision.actions.some((a) => a.kind === 'clearFailover')) schedules?.switchoverFailed(decision.message);
+    void this.core.fencing.sync();
     await this.parts.admin.runDueRestart();
     if (decision.message !== this.lastMessage) {
       log.info({ member: name, actions: decision.actions.map((a) => a.kind) }, decision.message);
       this.lastMessage = decision.message;
     }
     if (dcsOk) await this.parts.memberKey.publish().catch((e) => log.warn({ err: String(e) }, 'publishing the member key failed'));
+    if (dcsOk) await this.parts.failsafe?.afterCycle(dcs.view()).catch((e) => log.warn({ err: String(e) }, 'updating the failsafe key failed'));
   }
 
   /**
@@ -124,11 +133,19 @@ export class HaCycle {
     if (lock.releasePending) await lock.retryRelease();
     const reading = lock.read(view);
     if (reading === 'mine') {
+      // watchdog.mode required and the fence cannot be armed (fencing.ts): a running primary
+      // demotes as after a failed renewal; once no postmaster runs the lock is given up.
+      const fenceOk = this.core.fencing.mayLead();
+      if (!fenceOk && (await deps.pg.postmasterPid()) === undefined) {
+        await lock.release();
+        this.core.notice('watchdog.released', 'released the leader lock: watchdog.mode is required and the fence cannot be armed');
+        return { view: deps.dcs.view(), dcsOk, holdsLock: false };
+      }
       const r = await lock.renew();
       if (r === 'lost') this.core.notice('lock.lost', 'lost the leader lock: the key is gone or is not the one this member created');
       // A lost lock is not held from here on (the view may still name us: decideCycle then waits
       // for the key to clear); a renewal the DCS did not answer still is, until it runs out.
-      return { view: deps.dcs.view(), dcsOk, holdsLock: r !== 'lost', renewal: r === 'ok' ? 'ok' : 'failed' };
+      return { view: deps.dcs.view(), dcsOk, holdsLock: r !== 'lost', renewal: r === 'ok' && fenceOk ? 'ok' : 'failed' };
     }
     if (reading === 'adoptable') {
       try {
@@ -184,6 +201,8 @@ export class HaCycle {
           minRecoveryLsn: cd.minRecoveryLsn,
           ...(history ? { history } : {}),
           ...(promotedBy ? { promotedBy } : {}),
+          // pg_rewind needs wal_log_hints or data checksums (unknown: let pg_rewind decide).
+          ...(cd.walLogHints === false && (cd.dataChecksumVersion ?? 0) === 0 ? { rewindable: false } : {}),
         };
       } catch {
         local = undefined;
@@ -233,6 +252,8 @@ export class HaCycle {
    */
   private noteDivergence(decision: CycleDecision, facts: { state: DatabaseState; role: string; hasData: boolean; probe: PgStatus | undefined }): void {
     const st = this.core.state;
+    // A failed rewind is forgotten once the data directory is gone or runs again (re-cloned).
+    if (!facts.hasData || (facts.state === 'running' && (facts.role === 'primary' || facts.probe?.streaming === true))) st.rewindFailure = undefined;
     if (decision.diverged !== undefined) {
       if (decision.diverged !== st.divergedReason) this.core.notice('diverged', decision.diverged);
       st.divergedReason = decision.diverged;

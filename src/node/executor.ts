@@ -6,6 +6,9 @@
 import type { ClusterView } from '../domain/cluster.ts';
 import type { CycleAction } from '../domain/ha-cycle.ts';
 import { memberHostPort } from '../domain/member.ts';
+import { slotMembers } from '../domain/upstream.ts';
+import { slotNameForMember } from '../postgres/slots.ts';
+import { syncStateOf } from '../domain/sync-standby.ts';
 import type { Upstream } from '../postgres/types.ts';
 import type { ConfigApplier } from './config-apply.ts';
 import type { NodeCore } from './node-core.ts';
@@ -66,6 +69,20 @@ export class Executor {
         db.send({ type: 'cmd.reinitialize', reason: 'reinitializing from the leader', at });
         return;
       }
+      case 'rewind': {
+        // pg_rewind from the leader (creating_replica, clone actor with method 'rewind'), then
+        // start as its replica: the start configures primary_conninfo for st.upstream.
+        const up = upstreamOf(view, a.leader);
+        if (!up) return;
+        st.cloneFrom = up;
+        st.upstream = up;
+        st.configuredUpstream = a.leader;
+        st.demoted = false;
+        st.rewinding = { leader: a.leader, timeline: a.timeline };
+        core.notice('rewind', `running pg_rewind from ${a.leader} (timeline ${a.timeline})`);
+        db.send({ type: 'cmd.rewind', reason: `running pg_rewind from ${a.leader}`, at });
+        return;
+      }
       case 'start': {
         st.upstream = a.leader ? upstreamOf(view, a.leader) : undefined;
         st.configuredUpstream = st.upstream?.name;
@@ -74,12 +91,15 @@ export class Executor {
         return;
       }
       case 'acquireLock': {
+        // The fence is armed before the lock is taken (patroni.md §3.12); required: no fence, no race.
+        if (!(await core.fencing.beforeAcquire())) return;
         const r = await core.lock.acquire();
         if (!r.acquired) {
           log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
           return;
         }
         if (db.getSnapshot().context.role !== 'primary') {
+          if (!(await this.prepareSyncForPromotion(view))) return;
           db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
         }
         if (view.failover && (view.failover.value.leader || view.failover.value.member)) await dcs.setFailover({}).catch(() => undefined);
@@ -87,6 +107,7 @@ export class Executor {
         return;
       }
       case 'promote':
+        if (!(await this.prepareSyncForPromotion(view))) return;
         db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
         return;
       case 'demote': {
@@ -117,12 +138,14 @@ export class Executor {
         return;
       }
       case 'follow':
-        await this.follow(view, a.leader);
+        await this.follow(view, a.upstream ?? a.leader);
+        await this.syncCascadeSlots(view);
         return;
       case 'leaderDuties': {
         const probe = core.probe();
         if (!probe || probe.inRecovery) return;
         await core.duties.run(view, probe, st.config.database.use_slots);
+        await core.sync.run(view, probe, () => this.config.writeAndReload('primary'));
         return;
       }
       case 'clearFailover':
@@ -131,7 +154,41 @@ export class Executor {
     }
   }
 
-  /** Points a running replica at the leader: rewrites primary_conninfo and reloads (PostgreSQL ≥ 13 applies it without restart). */
+  /**
+   * Synchronous mode: writes the `sync` key naming this member as leader before it promotes
+   * (patroni.md §3.8), so no other member is promotable on the former key once this one takes
+   * writes. When the key cannot be written the lock is released and nothing is promoted.
+   * Returns whether the promotion may go on.
+   */
+  private async prepareSyncForPromotion(view: ClusterView): Promise<boolean> {
+    const { core } = this;
+    const key = core.sync.keyBeforePromotion(view);
+    if (!key) return true;
+    const { dcs, log } = core.deps;
+    try {
+      let ok = await dcs.setSync(syncStateOf(key), view.sync?.revision ?? '0');
+      if (!ok) {
+        const fresh = await dcs.refresh();
+        ok = await dcs.setSync(syncStateOf(key), fresh.sync?.revision ?? '0');
+      }
+      if (ok) {
+        core.sync.promoting();
+        core.notice('sync.key', `wrote the sync key before promoting: leader ${key.leader}, standbys ${key.members.join(', ') || 'none'}`);
+        return true;
+      }
+      log.warn('the sync key changed while writing it before the promotion: releasing the lock');
+    } catch (e) {
+      log.warn({ err: String(e) }, 'writing the sync key before the promotion failed: releasing the lock');
+    }
+    await core.lock.release().catch(() => false);
+    core.emitChange();
+    return false;
+  }
+
+  /**
+   * Points a running replica at `leader` (the leader, or the `replicatefrom` member it cascades
+   * from): rewrites primary_conninfo and reloads (PostgreSQL ≥ 13 applies it without restart).
+   */
   private async follow(view: ClusterView, leader: string): Promise<void> {
     const st = this.core.state;
     if (st.configuredUpstream === leader) return;
@@ -144,6 +201,37 @@ export class Executor {
     st.configuredUpstream = leader;
     st.demoted = false;
     log.info({ leader }, `following leader ${leader}`);
+  }
+
+  /**
+   * On a running replica, with use_slots: a physical slot for each member cascading from this one
+   * (`replicatefrom`, src/domain/upstream.ts), and none else (a former primary's member slots go).
+   * Failures are logged; the next cycle tries again.
+   */
+  private async syncCascadeSlots(view: ClusterView): Promise<void> {
+    const { state, deps } = this.core;
+    if (!state.config.database.use_slots) return;
+    const names = slotMembers(view, deps.name).map(slotNameForMember);
+    await deps.pg.syncSlots(names).catch((e) => deps.log.warn({ err: String(e) }, 'syncing the slots of cascading replicas failed'));
+  }
+
+  /**
+   * How the pg_rewind started by the `rewind` action ended (called by the clone actor). A failure
+   * is remembered with the leader timeline it was decided on, so decideCycle never runs it again
+   * against that timeline (docs/ha.md "Rewind"); a success forgets any earlier failure.
+   */
+  rewound(outcome: { ok: true; from: string } | { ok: false; from: string; error: string }): void {
+    const st = this.core.state;
+    const attempt = st.rewinding ?? { leader: outcome.from, timeline: 0 };
+    st.rewinding = undefined;
+    if (outcome.ok) {
+      st.rewindFailure = undefined;
+      this.core.notice('rewind.done', `pg_rewind from ${outcome.from} done: starting as its replica`);
+      return;
+    }
+    const reason = outcome.error.replace(/\s+/g, ' ').slice(0, 500);
+    st.rewindFailure = { leader: attempt.leader, timeline: attempt.timeline, reason };
+    this.core.notice('rewind.failed', `pg_rewind from ${outcome.from} failed (not retried against timeline ${attempt.timeline} of ${attempt.leader}): ${reason}`);
   }
 
   /** After a stop: a graceful demotion or shutdown publishes the checkpoint and releases the lock. */

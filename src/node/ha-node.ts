@@ -29,8 +29,10 @@ import { databaseMachine } from '../machines/database.ts';
 import { restartMachine } from '../machines/restart.ts';
 import { switchoverMachine } from '../machines/switchover.ts';
 import type { PgControl } from '../postgres/types.ts';
+import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { AdminCommands, type AdminOutcome } from './admin.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './callbacks.ts';
 import { ConfigApplier } from './config-apply.ts';
 import { HaCycle, isBusy } from './cycle.ts';
 import { databaseMachineWithEffects } from './effects.ts';
@@ -39,13 +41,21 @@ import { HaLoop } from './ha-loop.ts';
 import type { Journal } from '../journal/journal.ts';
 import { startJournaledActor } from '../journal/journaled-actor.ts';
 import { LeaderDuties } from './leader-duties.ts';
+import { SyncManager } from './sync-manager.ts';
+import { Fencing, type WatchdogSettings } from './fencing.ts';
 import { LeaderLock } from './leader-lock.ts';
+import { LeaderDeadline } from './leader-deadline.ts';
+import { Failsafe, type FailsafePost } from './failsafe.ts';
+import type { FailsafeAnswer } from '../domain/failsafe.ts';
 import { LocalWatch } from './local-watch.ts';
 import { MemberKey } from './member-key.ts';
 import { NodeState, type NodeCore, type NodeDeps } from './node-core.ts';
 import { fetchStatusDocument } from './peers.ts';
 import { ScheduledWork } from './schedules.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
+
+/** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
+const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
 
 /** Everything a node needs; the composition root (src/node/agent.ts) builds it from ha.yml. */
 export interface HaNodeOptions {
@@ -84,6 +94,20 @@ export interface HaNodeOptions {
    * DCS cannot make every later start fail. Undefined: parameters are written as given.
    */
   settingsCatalogue?: SettingsCatalogue;
+  /** POST of failsafe mode to a member (default: plain HTTP(S) without credentials; the agent passes its member client). */
+  postFailsafe?: FailsafePost;
+  /** database.callbacks (src/node/callbacks.ts); absent or empty: none run. */
+  callbacks?: CallbackCommands;
+  /** Starts callback programs (default: real processes); tests inject their own. */
+  spawnCallback?: CallbackSpawner;
+  /** How long a callback may run before it is killed, ms. Default 60 000. */
+  callbackTimeoutMs?: number;
+  /**
+   * The fence of the local PostgreSQL (docs/ha.md "Fencing"): `watchdog` settings and the fence
+   * device (src/watchdog/process-fence.ts). Default: none (mode off), as in the simulator.
+   */
+  watchdog?: WatchdogSettings;
+  fence?: FenceDevice;
 }
 
 /** A named state change for observers (demo output, tests). */
@@ -104,6 +128,9 @@ export class HaNode {
   private readonly admin: AdminCommands;
   private readonly snapshots: SnapshotBuilder;
   private readonly loop: HaLoop;
+  private readonly deadline: LeaderDeadline;
+  private readonly failsafe: Failsafe;
+  private readonly callbacks: CallbackRunner;
   private db: Actor<typeof databaseMachine> | undefined;
   private schedules: ScheduledWork | undefined;
   private unsubscribeDcs: (() => void) | undefined;
@@ -112,6 +139,17 @@ export class HaNode {
 
   constructor(opts: HaNodeOptions) {
     const clock = opts.clock ?? (opts.now ? { ...systemClock, now: opts.now } : systemClock);
+    this.callbacks = new CallbackRunner({
+      commands: opts.callbacks ?? {},
+      scope: opts.scope,
+      journal: opts.journal,
+      log: opts.log,
+      clock,
+      ...(opts.spawnCallback ? { spawn: opts.spawnCallback } : {}),
+      ...(opts.callbackTimeoutMs !== undefined ? { timeoutMs: opts.callbackTimeoutMs } : {}),
+    });
+    // on_reload after every reload the node makes (nothing runs while on_reload is not configured).
+    const pg = withReloadHook(opts.pg, () => this.callbacks.reloaded());
     this.deps = {
       name: opts.name,
       scope: opts.scope,
@@ -119,7 +157,7 @@ export class HaNode {
       apiUrl: opts.apiUrl,
       connUrl: opts.connUrl,
       dcs: opts.dcs,
-      pg: opts.pg,
+      pg,
       journal: opts.journal,
       log: opts.log,
       clock,
@@ -136,7 +174,27 @@ export class HaNode {
       localParameters: opts.localParameters,
     });
     const now = () => clock.now();
-    const lock = new LeaderLock({ dcs: opts.dcs, name: opts.name, now, ttlMs: () => state.config.ttl * 1000, leaseId: () => opts.dcs.currentLeaseId() });
+    const fencing: Fencing = new Fencing({
+      settings: opts.watchdog ?? { mode: 'off', safety_margin: 5 },
+      ...(opts.fence ? { device: opts.fence } : {}),
+      config: () => state.config,
+      postmasterPid: () => opts.pg.postmasterPid(),
+      lockHeld: () => lock.held,
+      primaryRunning: () => {
+        const s = this.db?.getSnapshot();
+        return s !== undefined && s.context.role === 'primary' && PRIMARY_UP_STATES.has(String(s.value));
+      },
+      notice: (type, text) => this.core.notice(type, text),
+      log: opts.log,
+    });
+    const lock: LeaderLock = new LeaderLock({
+      dcs: opts.dcs,
+      name: opts.name,
+      now,
+      ttlMs: () => state.config.ttl * 1000,
+      leaseId: () => opts.dcs.currentLeaseId(),
+      ...(fencing.mode !== 'off' ? { fence: { stamp: () => fencing.stamp(), held: (sent: number) => fencing.renewed(sent) } } : {}),
+    });
     const duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now });
     this.watch = new LocalWatch({
       pg: opts.pg,
@@ -155,11 +213,14 @@ export class HaNode {
         this.wake();
       },
     });
+    const sync = new SyncManager(() => this.core);
     this.core = {
       deps: this.deps,
       state,
       lock,
       duties,
+      sync,
+      fencing,
       db: () => {
         if (!this.db) throw new Error('the node has not started');
         return this.db;
@@ -179,18 +240,30 @@ export class HaNode {
     this.config = new ConfigApplier(this.core, () => this.memberKey.publish(true));
     this.executor = new Executor(this.core, this.config);
     this.admin = new AdminCommands(this.core, this.memberKey);
-    this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined);
+    this.deadline = new LeaderDeadline(this.core);
+    this.failsafe = new Failsafe(this.core, this.deadline, opts.postFailsafe);
+    this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined, this.failsafe);
     const cycle = new HaCycle(this.core, {
       config: this.config,
       executor: this.executor,
       memberKey: this.memberKey,
       admin: this.admin,
       stopped: () => this.loop.isStopped,
+      failsafe: this.failsafe,
     });
+    // One deadline per leader cycle, shared by every DCS call of it (src/node/leader-deadline.ts).
+    const deadline = this.deadline;
     this.loop = new HaLoop({
       clock,
       loopWaitMs: () => state.config.loop_wait * 1000,
-      cycle: () => cycle.run(),
+      cycle: async () => {
+        deadline.begin();
+        try {
+          await cycle.run();
+        } finally {
+          deadline.end();
+        }
+      },
       afterCycle: (atMs) => {
         state.lastLoopMs = atMs;
       },
@@ -240,6 +313,7 @@ export class HaNode {
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
       cloneSource: () => state.cloneFrom,
+      rewound: (outcome) => this.executor.rewound(outcome),
       configureFor: (role) => this.config.configureOptions(role),
       afterStop: () => this.executor.afterStop(),
       startTimeoutMs: () => this.deps.startTimeoutMs,
@@ -249,12 +323,15 @@ export class HaNode {
     const term = () => ({ timeline: this.watch.probe?.timeline, leader: dcs.view().leader?.name });
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });
     this.db = db;
+    this.callbacks.observe({ value: String(db.getSnapshot().value), role: db.getSnapshot().context.role });
     let prevKey = '';
     let prevValue = '';
     db.subscribe((s) => {
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
+        this.callbacks.observe({ value: String(s.value), role: s.context.role });
+        void this.core.fencing.sync();
         this.noteStartOutcome(prevValue, String(s.value));
         prevValue = String(s.value);
         this.emitChange();
@@ -289,6 +366,7 @@ export class HaNode {
     this.watch.stop();
     this.unsubscribeDcs?.();
     await this.loop.stop();
+    this.deadline.stop();
     const { dcs, pg, log } = this.deps;
     const { state, lock } = this.core;
     const db = this.db;
@@ -315,6 +393,8 @@ export class HaNode {
       await pg.stop('fast', 60_000).catch((e) => log.error({ err: String(e) }, 'stopping the leftover postmaster failed'));
       if (iLead && lock.held) await this.executor.releaseLockWithStatus();
     }
+    // The fence last: PostgreSQL is stopped now (or left running in pause, unfenced as the reference).
+    await this.core.fencing.stop();
     db?.stop();
     this.schedules?.stop();
     await dcs.close().catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
@@ -329,6 +409,11 @@ export class HaNode {
   /** Applies a re-read local configuration (POST /reload): tags and local parameters. */
   applyLocalConfig(tags: Tags, parameters: Record<string, string | number | boolean>): void {
     this.config.applyLocal(tags, parameters);
+  }
+
+  /** Replaces the callback programs (POST /reload); calls already running go on. */
+  setCallbacks(commands: CallbackCommands): void {
+    this.callbacks.setCommands(commands);
   }
 
   /** Restarts the local database now (POST /restart); resolves when it runs again or failed. */
@@ -347,6 +432,11 @@ export class HaNode {
   }
 
   /** Wipes the data directory and re-clones from the leader (POST /reinitialize). */
+  /** Answers a POST /failsafe from the leader (src/node/failsafe.ts). */
+  acceptFailsafe(body: Record<string, unknown>): FailsafeAnswer & { lsn?: string } {
+    return this.failsafe.accept(body);
+  }
+
   reinitialize(opts: { force: boolean; fromLeader: boolean }): Promise<AdminOutcome> {
     return this.admin.reinitialize(opts);
   }

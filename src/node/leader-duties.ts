@@ -9,6 +9,7 @@ import type { PgStatus } from '../domain/pg-status.ts';
 import { historyEntries, parseHistoryFile } from '../domain/timeline-history.ts';
 import type { Dcs } from '../dcs/dcs.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
+import { slotMembers } from '../domain/upstream.ts';
 import type { PgControl } from '../postgres/types.ts';
 
 export class LeaderDuties {
@@ -25,7 +26,8 @@ export class LeaderDuties {
   /** One round on a running primary whose probe is `probe`. DCS failures reject. */
   async run(view: ClusterView, probe: PgStatus, useSlots: boolean): Promise<void> {
     const { dcs, pg, name, log } = this.deps;
-    const others = view.members.filter((m) => m.name !== name).map((m) => slotNameForMember(m.name));
+    // Every member streaming from this leader; cascading replicas' slots live on their upstream.
+    const others = slotMembers(view, name, { leader: name }).map(slotNameForMember);
     if (useSlots) await pg.syncSlots(others).catch((e) => log.warn({ err: String(e) }, 'syncing slots failed'));
     const slots: Record<string, number> = {};
     for (const [k, v] of Object.entries(probe.slots)) slots[k] = Number(v);

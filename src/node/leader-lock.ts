@@ -52,6 +52,11 @@ export class LeaderLock {
       ttlMs: () => number;
       /** This agent's current lease id, when the DCS implementation tells it. */
       leaseId?: () => string | undefined;
+      /**
+       * The fence (fencing.ts): `stamp` marks the send time of each acquire or renewal (monotonic);
+       * `held` gets it once the DCS confirmed the lock (the lease cannot expire before stamp + ttl).
+       */
+      fence?: { stamp: () => number; held: (stamp: number) => void };
     },
   ) {}
 
@@ -83,9 +88,10 @@ export class LeaderLock {
 
   /** Leader race (create-only). True when won; DCS failures reject (DcsError). */
   async acquire(): Promise<{ acquired: true } | { acquired: false; holder: string | undefined }> {
+    const sent = this.deps.fence?.stamp();
     const r = await this.deps.dcs.attemptToAcquireLeader();
     if (!r.acquired) return r;
-    this.hold(r.createRevision);
+    this.hold(r.createRevision, sent);
     return { acquired: true };
   }
 
@@ -96,8 +102,9 @@ export class LeaderLock {
   async adopt(view: ClusterView): Promise<boolean> {
     if (this.read(view) !== 'adoptable' || !view.leader) return false;
     const rev = view.leader.createRevision;
+    const sent = this.deps.fence?.stamp();
     if (await this.deps.dcs.updateLeader(rev)) {
-      this.hold(rev);
+      this.hold(rev, sent);
       return true;
     }
     return false;
@@ -113,6 +120,7 @@ export class LeaderLock {
     const st = this.st;
     if (st.kind !== 'held') return 'lost';
     let ok: boolean;
+    const sent = this.deps.fence?.stamp();
     try {
       ok = await this.deps.dcs.updateLeader(st.createRevision);
     } catch {
@@ -123,7 +131,7 @@ export class LeaderLock {
       this.st = { kind: 'released', createRevision: st.createRevision, deleted: true, why: 'lost' };
       return 'lost';
     }
-    this.hold(st.createRevision);
+    this.hold(st.createRevision, sent);
     return 'ok';
   }
 
@@ -159,8 +167,9 @@ export class LeaderLock {
     return this.st.kind === 'released' && !this.st.deleted;
   }
 
-  private hold(createRevision: string): void {
+  private hold(createRevision: string, sent?: number): void {
     const now = this.deps.now();
     this.st = { kind: 'held', createRevision, renewedMs: now, untilMs: now + this.deps.ttlMs() };
+    if (sent !== undefined) this.deps.fence?.held(sent);
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
+import type { RewindFailure } from '../domain/ha-cycle.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -16,8 +17,10 @@ import type { PgControl, Upstream } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
 import type { Journal } from '../journal/journal.ts';
 import type { LeaderDuties } from './leader-duties.ts';
+import type { Fencing } from './fencing.ts';
 import type { LeaderLock } from './leader-lock.ts';
 import type { ScheduledWork } from './schedules.ts';
+import type { SyncManager } from './sync-manager.ts';
 
 /** The node's injected dependencies (the composition root, src/node/agent.ts, builds them). */
 export interface NodeDeps {
@@ -82,6 +85,14 @@ export class NodeState {
   ghostLeader: { name: string; sinceMs: number } | undefined;
   /** Why the local data diverged from the leader's timeline, while it does. */
   divergedReason: string | undefined;
+  /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */
+  rewinding: { leader: string; timeline: number } | undefined;
+  /**
+   * The last pg_rewind that failed. Never retried against the same leader timeline (decideCycle);
+   * forgotten when the data directory is replaced (reinitialize, clone) or the rewind settings
+   * change (docs/ha.md "Rewind").
+   */
+  rewindFailure: RewindFailure | undefined;
   /** Epoch ms of the last completed HA cycle; 0 before the first. */
   lastLoopMs = 0;
 
@@ -98,6 +109,10 @@ export interface NodeCore {
   readonly state: NodeState;
   readonly lock: LeaderLock;
   readonly duties: LeaderDuties;
+  /** The fence of the local PostgreSQL (fencing.ts): armed and fed while this member leads. */
+  readonly fencing: Fencing;
+  /** Synchronous replication of the leader (synchronous_standby_names and the `sync` key). */
+  readonly sync: SyncManager;
   /** The database machine actor (defined once the node started). */
   db(): Actor<typeof databaseMachine>;
   /** The scheduled switchover and restart machines (defined once the node started). */

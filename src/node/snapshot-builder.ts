@@ -6,6 +6,7 @@
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import type { DatabaseState } from '../domain/states.ts';
 import { effectiveTags } from './member-data.ts';
+import type { Failsafe } from './failsafe.ts';
 import type { MemberKey } from './member-key.ts';
 import type { NodeCore } from './node-core.ts';
 
@@ -17,6 +18,8 @@ export class SnapshotBuilder {
     private readonly memberKey: MemberKey,
     /** False before the node started (no machine yet). */
     private readonly started: () => boolean,
+    /** Failsafe mode (src/node/failsafe.ts): `failsafe_mode_is_active`, and the leader's term while it keeps a primary running. */
+    private readonly failsafe?: Failsafe,
   ) {}
 
   /** The snapshot now. Synchronous and cheap. */
@@ -26,7 +29,7 @@ export class SnapshotBuilder {
     const snap = this.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader];
+    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader, core.sync.current(), this.failsafe?.version, ...fenceInputs(core)];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
@@ -42,17 +45,26 @@ export class SnapshotBuilder {
       role: snap?.context.role ?? 'uninitialized',
       ...(running && probe ? { pg: probe } : {}),
       ...(st.sysid ? { sysid: st.sysid } : {}),
-      leaderUntilMs: core.lock.untilMs,
+      leaderUntilMs: Math.max(core.lock.untilMs, this.failsafe?.leaderUntilMs() ?? 0),
       ...(st.divergedReason ? { diverged: st.divergedReason } : {}),
       ...(st.ghostLeader ? { ghostLeader: st.ghostLeader.name } : {}),
+      watchdog: core.fencing.status(),
+      ...(core.sync.current()?.degraded ? { syncDegraded: core.sync.current()!.degraded! } : {}),
       ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
       cluster: view,
       dcsLastSeenMs: deps.dcs.lastSeenMs(),
       config: st.config,
       lastLoopMs: st.lastLoopMs,
+      ...(this.failsafe?.active() ? { failsafeActive: true } : {}),
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
     };
     this.memo = { inputs, snapshot };
     return snapshot;
   }
+}
+
+/** The fence's status as memo inputs (fencing.ts hands out a new object on every call). */
+function fenceInputs(core: NodeCore): unknown[] {
+  const f = core.fencing.status();
+  return [f.mode, f.armed, f.failed];
 }

@@ -25,6 +25,7 @@ SELECT
   CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp()::text END AS replay_timestamp,
   CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() END AS replay_paused,
   current_setting('restore_command') <> '' AS archive_recovery,
+  current_setting('synchronous_standby_names') AS synchronous_standby_names,
   w.status AS wal_receiver_status,
   w.received_tli AS received_timeline,
   w.latest_end_lsn::text AS latest_end_lsn,
@@ -57,6 +58,7 @@ export interface ProbeRow {
   replay_timestamp: string | null;
   replay_paused: boolean | null;
   archive_recovery: boolean;
+  synchronous_standby_names: string | null;
   wal_receiver_status: string | null;
   received_timeline: number | null;
   latest_end_lsn: string | null;
@@ -131,6 +133,7 @@ export function mapProbeRow(row: ProbeRow, atMs: number): PgStatus {
     status.timeline = row.wal_file ? timelineOfWalFile(row.wal_file) : checkpointTimeline;
     const flush = lsnOrUndefined(row.flush_lsn);
     if (flush !== undefined) status.flushLsn = flush;
+    status.synchronousStandbyNames = row.synchronous_standby_names ?? '';
   } else {
     status.timeline = row.received_timeline ?? checkpointTimeline;
     const receive = lsnOrUndefined(row.receive_lsn);

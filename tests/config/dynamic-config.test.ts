@@ -30,6 +30,23 @@ describe('validateDynamicConfig', () => {
     });
   });
 
+  it('refuses impossible synchronous settings, naming the field', () => {
+    const r = validateDynamicConfig({ synchronous_mode: 'on', synchronous_mode_strict: 'yes', synchronous_node_count: 0, maximum_lag_on_syncnode: -2 });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.problems).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^synchronous_mode: must be true, false or "quorum"/),
+          expect.stringMatching(/^synchronous_mode_strict: must be true or false/),
+          expect.stringMatching(/^synchronous_node_count: must be at least 1, got 0/),
+          expect.stringMatching(/^maximum_lag_on_syncnode: must be -1 \(no limit\) or more, got -2/),
+        ]),
+      );
+    }
+    expect(validateDynamicConfig({ synchronous_node_count: 101 }).ok).toBe(false);
+    expect(validateDynamicConfig({ synchronous_mode: true, synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1048576 }).ok).toBe(true);
+  });
+
   it('lists every type problem with its path', () => {
     const r = validateDynamicConfig({
       ttl: '30',
@@ -94,6 +111,18 @@ describe('validateDynamicConfig', () => {
     expect(validateDynamicConfig({ database: { remove_data_directory_on_diverged_timelines: 'yes' } })).toEqual({
       ok: false,
       problems: ['database.remove_data_directory_on_diverged_timelines: must be true or false, got "yes"'],
+    });
+  });
+
+  it('accepts database.remove_data_directory_on_rewind_failure (boolean, default false)', () => {
+    const r = validateDynamicConfig({ database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } });
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(effectiveDynamicConfig(r.value).database.remove_data_directory_on_rewind_failure).toBe(true);
+    const d = validateDynamicConfig({});
+    if (d.ok) expect(effectiveDynamicConfig(d.value).database.remove_data_directory_on_rewind_failure).toBe(false);
+    expect(validateDynamicConfig({ database: { remove_data_directory_on_rewind_failure: 1 } })).toEqual({
+      ok: false,
+      problems: ['database.remove_data_directory_on_rewind_failure: must be true or false, got 1'],
     });
   });
 

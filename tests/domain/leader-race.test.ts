@@ -33,6 +33,31 @@ describe('isHealthiest', () => {
     ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
     ['switchover to a member behind the cluster timeline: the others race anyway', base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }), true],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
+    ['synchronous mode: listed in the sync key', base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } } }), true],
+    ['synchronous mode: not listed', base({ sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), false],
+    ['synchronous mode: the key lists nobody (only its leader may)', base({ sync: { mode: 'on', key: { leader: 'L', members: [], quorum: 0 } } }), false],
+    ['synchronous mode: the key\'s former leader may', base({ sync: { mode: 'on', key: { leader: 'a', members: ['b'], quorum: 0 } } }), true],
+    [
+      'synchronous mode: the former leader ahead does not block a listed member',
+      base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } }, peers: [{ name: 'L', reachable: true, role: 'replica', state: 'running', walBytes: 500n }] }),
+      true,
+    ],
+    ['synchronous mode: an operator failover may name an unlisted member', base({ failover: { member: 'a' }, sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), true],
+    [
+      'synchronous mode: a switchover candidate must be listed',
+      base({ failover: { leader: 'L', member: 'a' }, sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }),
+      false,
+    ],
+    [
+      'quorum: two votes from the key, the peer not ahead',
+      base({ sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }] }),
+      true,
+    ],
+    [
+      'quorum: the other voter unreachable',
+      base({ sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } }, peers: [{ name: 'b', reachable: false }] }),
+      false,
+    ],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
   });

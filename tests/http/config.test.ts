@@ -71,6 +71,7 @@ describe('PATCH /config', () => {
     [{ pause: 'yes' }, 'pause'],
     [{ synchronous_mode: 'sometimes' }, 'synchronous_mode'],
     [{ database: { use_db_rewind: 1 } }, 'database.use_db_rewind'],
+    [{ database: { remove_data_directory_on_rewind_failure: 'yes' } }, 'database.remove_data_directory_on_rewind_failure'],
   ])('rejects wrong types (%j) with a 400 naming %s', async (patch, field) => {
     const { app, commands } = appFor(primaryLeader());
     const res = await send(app, 'PATCH', '/config', patch);

@@ -111,6 +111,14 @@ describe('GET /ha', () => {
   });
 });
 
+describe('GET /ha: watchdog_failed', () => {
+  it('is true only when the fence is required and could not be armed (patroni.md §1.3)', () => {
+    expect(buildStatusDocument(streamingReplica(), NOW).watchdog_failed).toBeUndefined();
+    expect(buildStatusDocument(streamingReplica({ watchdog: { mode: 'automatic', armed: false, failed: false } }), NOW).watchdog_failed).toBeUndefined();
+    expect(buildStatusDocument(streamingReplica({ watchdog: { mode: 'required', armed: false, failed: true } }), NOW).watchdog_failed).toBe(true);
+  });
+});
+
 describe('GET /ha: divergence and not streaming', () => {
   const why = 'diverged from leader pg-1: local WAL (600) goes past the switch point (500) of timeline 1';
 

@@ -35,6 +35,11 @@ const SEED_METRICS: Record<string, 'gauge' | 'counter'> = {
   // Ours, beyond the seed (docs/ha.md "Divergence").
   ha_diverged: 'gauge',
   ha_replica_not_streaming_seconds: 'gauge',
+  // Ours (docs/ha.md "Fencing").
+  ha_watchdog_armed: 'gauge',
+  ha_watchdog_failed: 'gauge',
+  // Ours (docs/ha.md "Synchronous replication").
+  ha_sync_degraded: 'gauge',
 };
 
 interface Parsed {
@@ -107,6 +112,23 @@ describe('GET /metrics', () => {
     const p = await scrape({ ...primaryLeader(), diverged: 'diverged from leader pg-2: x', notStreamingSinceMs: NOW - 42_000 });
     expect(value(p, 'ha_diverged')).toBe(1);
     expect(value(p, 'ha_replica_not_streaming_seconds')).toBe(42);
+  });
+
+  it('ha_sync_degraded follows the snapshot on the leader only', async () => {
+    expect(value(await scrape(primaryLeader()), 'ha_sync_degraded')).toBe(0);
+    expect(value(await scrape({ ...primaryLeader(), syncDegraded: 'no eligible synchronous standby' }), 'ha_sync_degraded')).toBe(1);
+    expect(value(await scrape({ ...primaryLeader(), leaderUntilMs: 0, syncDegraded: 'no eligible synchronous standby' }), 'ha_sync_degraded')).toBe(0);
+  });
+
+  it('ha_watchdog_armed and ha_watchdog_failed follow the fence status', async () => {
+    const none = await scrape(primaryLeader());
+    expect(value(none, 'ha_watchdog_armed')).toBe(0);
+    expect(value(none, 'ha_watchdog_failed')).toBe(0);
+    const armed = await scrape({ ...primaryLeader(), watchdog: { mode: 'automatic', armed: true, failed: false } });
+    expect(value(armed, 'ha_watchdog_armed')).toBe(1);
+    const failed = await scrape({ ...primaryLeader(), watchdog: { mode: 'required', armed: false, failed: true } });
+    expect(value(failed, 'ha_watchdog_armed')).toBe(0);
+    expect(value(failed, 'ha_watchdog_failed')).toBe(1);
   });
 
   it('puts the # Values line of ha_database_state between its HELP and TYPE lines', async () => {

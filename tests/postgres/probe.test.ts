@@ -13,6 +13,7 @@ const base: ProbeRow = {
   replay_timestamp: null,
   replay_paused: null,
   archive_recovery: false,
+  synchronous_standby_names: 'FIRST 1 ("node-2")',
   wal_receiver_status: null,
   received_timeline: null,
   latest_end_lsn: null,
@@ -33,6 +34,7 @@ describe('mapProbeRow', () => {
       postmasterStartTime: '2026-11-21 13:02:31.123+00',
       timeline: 2,
       flushLsn: 0x3000148n,
+      synchronousStandbyNames: 'FIRST 1 ("node-2")',
       streaming: false,
       replication: [
         { usename: 'replicator', application_name: 'node-2', client_addr: '127.0.0.1', state: 'streaming', sync_state: 'async', sync_priority: 0, flush_lsn: 0xffffffffffn },

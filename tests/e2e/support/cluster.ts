@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { startEtcd, type EtcdServer } from '../../support/etcd.ts';
+import { startEtcd, startEtcdCluster, type EtcdServer } from '../../support/etcd.ts';
 import { pgBinDir } from '../../support/pg.ts';
 import { freePorts } from '../../support/ports.ts';
 import { isAlive, run, sleep, stopPid, waitFor } from '../../support/processes.ts';
@@ -36,18 +36,24 @@ export interface ClusterOptions {
   tags?: Record<string, Record<string, unknown>>;
   /** Extra keys of the `restapi` section (e.g. `{ max_unsafe_requests: 256 }`). */
   restapi?: Record<string, unknown>;
+  /** `database.callbacks` of every node (e.g. `{ on_start: '/path/cb.sh' }`), or per node name. */
+  callbacks?: Record<string, string | string[]> | ((node: string) => Record<string, string | string[]>);
+  /** Members of the test etcd (default 1); with more, every agent lists every endpoint (`etcd3.hosts`). */
+  etcdMembers?: number;
+  /** The `watchdog` section (docs/ha.md "Fencing"), e.g. `{ mode: 'off' }`; absent: the default (automatic). */
+  watchdog?: Record<string, unknown>;
 }
 
 export class TestCluster {
   readonly nodes: TestNode[] = [];
-  etcd!: EtcdServer;
+  etcd!: EtcdServer & { hosts?: string[]; urls?: string[] };
   dir!: string;
   readonly scope = 'e2e';
 
   static async create(opts: ClusterOptions = {}): Promise<TestCluster> {
     const c = new TestCluster();
     c.dir = await makeTempDir('ha-e2e-');
-    c.etcd = await startEtcd();
+    c.etcd = (opts.etcdMembers ?? 1) > 1 ? await startEtcdCluster(opts.etcdMembers) : await startEtcd();
     const n = opts.nodes ?? 3;
     const ports = await freePorts(n * 2);
     for (let i = 0; i < n; i++) {
@@ -68,7 +74,7 @@ export class TestCluster {
           `scope: ${c.scope}`,
           `name: ${name}`,
           `restapi: ${JSON.stringify({ listen: `127.0.0.1:${node.apiPort}`, ...(opts.restapi ?? {}) })}`,
-          `etcd3: { hosts: ["${c.etcd.host}"] }`,
+          `etcd3: { hosts: ${JSON.stringify(c.etcd.hosts ?? [c.etcd.host])} }`,
           'bootstrap:',
           '  dcs:',
           `    ttl: ${opts.ttl ?? 10}`,
@@ -82,13 +88,20 @@ export class TestCluster {
           '  authentication:',
           '    superuser: { username: postgres, password: e2e-super }',
           '    replication: { username: replicator, password: e2e-repl }',
+          ...(opts.callbacks ? [`  callbacks: ${JSON.stringify(typeof opts.callbacks === 'function' ? opts.callbacks(name) : opts.callbacks)}`] : []),
           ...(tags ? [`tags: ${JSON.stringify(tags)}`] : []),
+          ...(opts.watchdog ? [`watchdog: ${JSON.stringify(opts.watchdog)}`] : []),
           'log: { level: info }',
         ].join('\n'),
       );
       c.nodes.push(node);
     }
     return c;
+  }
+
+  /** etcdctl's --endpoints: every member of the test etcd. */
+  endpoints(): string {
+    return (this.etcd.urls ?? [this.etcd.url]).join(',');
   }
 
   node(name: string): TestNode {
@@ -132,7 +145,7 @@ export class TestCluster {
 
   /** The leader key's value in etcd (undefined when absent). */
   async leader(): Promise<string | undefined> {
-    const out = await run('etcdctl', ['--endpoints', this.etcd.url, 'get', '--print-value-only', `/service/${this.scope}/leader`], {
+    const out = await run('etcdctl', ['--endpoints', this.endpoints(), 'get', '--print-value-only', `/service/${this.scope}/leader`], {
       env: { ...process.env, ETCDCTL_API: '3' },
     });
     return out.trim() || undefined;
@@ -202,7 +215,7 @@ export class TestCluster {
 
   /** Runs etcdctl (API v3) against this cluster's etcd; resolves with stdout. */
   etcdctl(args: string[]): Promise<string> {
-    return run('etcdctl', ['--endpoints', this.etcd.url, ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
+    return run('etcdctl', ['--endpoints', this.endpoints(), ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
   }
 
   /** Full etcd key of a cluster key (`leader` → `/service/<scope>/leader`). */
@@ -236,7 +249,7 @@ export class TestCluster {
     const first = JSON.parse(await this.etcdctl(['get', '-w', 'json', this.key(k)]));
     const kv = first.kvs?.[0];
     const events: KeyEvent[] = [{ at: Date.now(), value: kv ? Buffer.from(kv.value ?? '', 'base64').toString('utf8') : undefined, revision: Number(first.header.revision) }];
-    const child = spawn('etcdctl', ['--endpoints', this.etcd.url, 'watch', '-w', 'json', `--rev=${Number(first.header.revision) + 1}`, this.key(k)], {
+    const child = spawn('etcdctl', ['--endpoints', this.endpoints(), 'watch', '-w', 'json', `--rev=${Number(first.header.revision) + 1}`, this.key(k)], {
       stdio: ['ignore', 'pipe', 'ignore'],
       env: { ...process.env, ETCDCTL_API: '3' },
     });
