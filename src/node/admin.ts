@@ -3,7 +3,7 @@
  * node's own facts, then sends the database machine a command. The HTTP layer reaches them
  * through src/node/commands.ts.
  */
-import { waitFor } from 'xstate';
+import { waitOn } from './clock.ts';
 import { cloneSource } from '../domain/ha-cycle.ts';
 import type { ScheduledRestartData } from '../domain/member.ts';
 import { restartConditionsHold } from '../domain/restart-conditions.ts';
@@ -28,7 +28,7 @@ export class AdminCommands {
     if (s.value !== 'running') return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
     db.send({ type: 'cmd.restart', reason: 'restart requested through the API', at: this.core.now() });
     try {
-      const end = await waitFor(db, (x) => x.value === 'running' || x.value === 'restart_failed', { timeout: timeoutMs ?? 60_000 });
+      const end = await waitOn(this.core.deps.clock, db, (x) => x.value === 'running' || x.value === 'restart_failed', timeoutMs ?? 60_000);
       return end.value === 'running' ? { ok: true } : { ok: false, reason: 'restart failed' };
     } catch {
       return { ok: false, reason: 'restart failed' };

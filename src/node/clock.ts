@@ -58,3 +58,36 @@ export function everyOn(clock: Clock, everyMs: number, fn: () => void): () => vo
     clock.clearTimeout(handle);
   };
 }
+
+/** What waitOn needs of an actor: its snapshot now and a subscription to the next ones. */
+export interface Observed<S> {
+  getSnapshot(): S;
+  subscribe(next: (s: S) => void): { unsubscribe(): void };
+}
+
+/**
+ * Resolves with the first snapshot of `actor` (the current one included) that satisfies `pred`;
+ * rejects with Error(`timed out after <ms> ms`) after `timeoutMs` on `clock`. Like xstate's
+ * waitFor, but its timer is the injected clock's (issue 11: no real timer in the simulator).
+ */
+export function waitOn<S>(clock: Clock, actor: Observed<S>, pred: (s: S) => boolean, timeoutMs: number): Promise<S> {
+  return new Promise<S>((resolve, reject) => {
+    const now = actor.getSnapshot();
+    if (pred(now)) {
+      resolve(now);
+      return;
+    }
+    let done = false;
+    const finish = (fn: () => void) => {
+      if (done) return;
+      done = true;
+      clock.clearTimeout(timer);
+      sub.unsubscribe();
+      fn();
+    };
+    const timer = clock.setTimeout(() => finish(() => reject(new Error(`timed out after ${timeoutMs} ms`))), timeoutMs);
+    const sub = actor.subscribe((s) => {
+      if (pred(s)) finish(() => resolve(s));
+    });
+  });
+}
