@@ -17,7 +17,7 @@
  * node runs against real processes and in tests.
  */
 import type { Logger } from 'pino';
-import { waitFor, type Actor, type AnyStateMachine } from 'xstate';
+import type { Actor, AnyStateMachine } from 'xstate';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
 import { withDefaults } from '../domain/dynamic-config.ts';
@@ -31,7 +31,7 @@ import { switchoverMachine } from '../machines/switchover.ts';
 import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { AdminCommands, type AdminOutcome } from './admin.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, waitOn, type Clock } from './clock.ts';
 import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './callbacks.ts';
 import { ConfigApplier } from './config-apply.ts';
 import { HaCycle, isBusy } from './cycle.ts';
@@ -373,13 +373,13 @@ export class HaNode {
     const iLead = lock.held;
     if (db) {
       try {
-        await waitFor(db, (s) => !isBusy(String(s.value)), { timeout: 60_000 });
+        await waitOn(this.deps.clock, db, (s) => !isBusy(String(s.value)), 60_000);
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
         } else if (db.getSnapshot().value !== 'stopped') {
           state.releaseLockAfterStop = iLead;
           db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.core.now() });
-          await waitFor(db, (s) => s.value === 'stopped' || s.value === 'stop_failed', { timeout: 60_000 });
+          await waitOn(this.deps.clock, db, (s) => s.value === 'stopped' || s.value === 'stop_failed', 60_000);
         }
         if (iLead && (await pg.postmasterPid()) === undefined && state.releaseLockAfterStop) await this.executor.releaseLockWithStatus();
       } catch (e) {
