@@ -22,6 +22,7 @@ import {
   type SyncKey,
   type SyncSet,
 } from '../domain/sync-standby.ts';
+import { standbyClusterOf } from '../domain/standby-cluster.ts';
 import { sleepOn } from './clock.ts';
 import type { NodeCore } from './node-core.ts';
 
@@ -71,6 +72,11 @@ export class SyncManager {
     // any standby can connect: no synchronous standby until it leads.
     if (core.state.initializedByMe) return '';
     if (role === 'primary' && this.configured && this.configured.kind !== 'unknown') return formatSyncSet(this.configured);
+    // A primary this manager does not manage yet (lock lost and taken again, an adopted lock):
+    // the `sync` key may still list standbys, so commits wait until run() has made the key
+    // protect the set (an empty value would acknowledge commits the listed members may lack:
+    // docs/simulation.md, finding "asynchronous restart under a sync key").
+    if (role === 'primary' && this.configured === undefined) return STRICT_PLACEHOLDER;
     return s.strict ? STRICT_PLACEHOLDER : '';
   }
 
@@ -117,6 +123,8 @@ export class SyncManager {
    */
   async run(view: ClusterView, probe: PgStatus, rewrite: () => Promise<void>): Promise<void> {
     const core = this.core();
+    // Synchronous mode is ignored in a standby cluster (patroni.md §3.8): nothing is touched.
+    if (standbyClusterOf(core.state.config)) return;
     const { dcs, name } = core.deps;
     const settings = syncSettings(core.state.config);
     if (settings.mode === 'off') {

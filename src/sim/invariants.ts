@@ -15,12 +15,27 @@
  * - liveness-bootstrap / liveness-primary / liveness-replicas: the cluster bootstraps, and after
  *   every fault healed there is one writable primary and every other member streams from it
  *   within the bounds below (formulas of ttl, loop_wait and retry_timeout).
- * Acknowledged commits lost after a failover are counted as a figure, not a violation: every
- * replication mode of this codebase is asynchronous.
+ * - sync-no-loss: in a run with synchronous mode on, every PostgreSQL that starts accepting
+ *   writes (a promotion, a start as primary) and the primary at the end hold every commit
+ *   acknowledged so far;
+ * - liveness-acknowledge: after every fault healed, within the replica bound, the primary's
+ *   commits do not just wait (synchronous_standby_names names standbys that stream).
+ * In asynchronous runs, acknowledged commits lost after a failover are a figure, not a violation.
  */
-import { divergencePoint, type SimPg } from './sim-pg.ts';
+import { divergencePoint, holdsCommit, type Commit, type SimPg } from './sim-pg.ts';
 
-export const INVARIANTS = ['single-writer', 'leader-lease', 'promotion-lag', 'timeline-monotonic', 'diverged-streaming', 'liveness-bootstrap', 'liveness-primary', 'liveness-replicas'] as const;
+export const INVARIANTS = [
+  'single-writer',
+  'leader-lease',
+  'promotion-lag',
+  'timeline-monotonic',
+  'diverged-streaming',
+  'sync-no-loss',
+  'liveness-bootstrap',
+  'liveness-primary',
+  'liveness-replicas',
+  'liveness-acknowledge',
+] as const;
 export type InvariantName = (typeof INVARIANTS)[number];
 
 /** One broken invariant. */
@@ -78,13 +93,20 @@ export class InvariantChecker {
     this.violations.push({ invariant, atMs: this.sinceStart(), message });
   }
 
-  /** single-writer and the writable primary's timeline; call at every SimPg change. */
+  /**
+   * single-writer (at most one PostgreSQL *acknowledging* writes: a primary whose commits can only
+   * wait for synchronous standbys that are not there does not count) and the writable primary's
+   * timeline; call at every SimPg change.
+   */
   checkWriters(pgs: readonly SimPg[]): void {
     let writers: SimPg[] | undefined;
     for (const pg of pgs) if (pg.acceptsWrites()) (writers ??= []).push(pg);
     if (!writers) return;
-    if (writers.length > 1) {
-      this.record('single-writer', `${writers.map((w) => `${w.name} (timeline ${w.timeline})`).join(' and ')} accept writes at the same instant`);
+    if (writers.length > 1 && !this.seen.has('single-writer')) {
+      const acking = writers.filter((w) => w.acknowledges());
+      if (acking.length > 1) {
+        this.record('single-writer', `${acking.map((w) => `${w.name} (timeline ${w.timeline})`).join(' and ')} accept and acknowledge writes at the same instant`);
+      }
     }
     for (const pg of writers) {
       const tl = pg.timeline;
@@ -106,6 +128,26 @@ export class InvariantChecker {
       }
       this.timelines.set(pg.name, { gen: pg.dataGen, timeline: Math.max(tl, prev && prev.gen === pg.dataGen ? prev.timeline : 0) });
     }
+  }
+
+  /**
+   * sync-no-loss: `pg` (which `event`: starts accepting writes, or is the final primary) holds
+   * every commit acknowledged so far (`acked`); `mode`: the run's synchronous mode.
+   */
+  checkNoLoss(pg: SimPg, acked: readonly Commit[], mode: string, event: string): void {
+    if (this.seen.has('sync-no-loss')) return;
+    let missing = 0;
+    let first: Commit | undefined;
+    for (const c of acked) {
+      if (holdsCommit(pg.data, c)) continue;
+      missing++;
+      first ??= c;
+    }
+    if (!first) return;
+    this.record(
+      'sync-no-loss',
+      `${pg.name} (timeline ${pg.timeline}, WAL to ${pg.data?.lsn ?? 0n}) ${event} without ${missing} of ${acked.length} acknowledged commits (synchronous mode ${mode}); the first: #${first.id} acknowledged on ${first.node} (timeline ${first.timeline}, WAL ${first.start}–${first.end}, written at ${first.atMs})`,
+    );
   }
 
   /** diverged-streaming: `replica` (its WAL before the copy: `before`) streamed from `upstream`. */

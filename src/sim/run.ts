@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVARIANTS, primaryBoundS, replicasBoundS, type InvariantName } from './invariants.ts';
-import { FAULT_KINDS, TIMING, World, type Fault, type FaultKind, type RunResult, type WorldOptions } from './world.ts';
+import { FAULT_KINDS, SYNC_MODES, TIMING, World, type Fault, type FaultKind, type RunResult, type SyncModeName, type WorldOptions } from './world.ts';
 
 /** Options of a simulation run. */
 export interface SimulateOptions {
@@ -30,6 +30,8 @@ export interface SimulateOptions {
   err: (line: string) => void;
   /** Planted bugs (tests). */
   plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs' | 'writeBytes'>;
+  /** Every schedule in this synchronous mode (default: drawn from each seed, syncModeOf). */
+  sync?: SyncModeName;
 }
 
 /** The summary of a simulation (also what the tests read). */
@@ -40,12 +42,14 @@ export interface SimulateSummary {
   byFault: Record<string, number>;
   acked: number;
   lost: number;
+  /** Schedules per synchronous mode. */
+  byMode: Record<SyncModeName, number>;
   firstFailure?: { seed: number; result: RunResult; shrunk: Fault[]; journalPath: string };
   exitCode: number;
 }
 
 /** What one schedule needs of the options. */
-export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant'>;
+export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync'>;
 
 /** Runs one schedule. */
 export async function runSchedule(seed: number, o: RunOptions, keepJournal = false): Promise<{ result: RunResult; world: World }> {
@@ -56,6 +60,7 @@ export async function runSchedule(seed: number, o: RunOptions, keepJournal = fal
     freeze: o.freeze,
     ...(o.faults ? { faults: o.faults } : {}),
     ...(o.faultKinds ? { faultKinds: o.faultKinds } : {}),
+    ...(o.sync ? { sync: o.sync } : {}),
     ...(o.plant ?? {}),
     keepJournal,
   });
@@ -109,8 +114,15 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   let acked = 0;
   let lost = 0;
   let lostSchedules = 0;
+  let unacked = 0;
+  const byMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
+  const ackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
+  const unackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
+  let syncLost = 0;
+  let syncLostSchedules = 0;
   let simulatedMs = 0;
   let timers = 0;
+  let rewinds = 0;
   let first: { seed: number; result: RunResult } | undefined;
   out(`ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`);
   out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
@@ -127,10 +139,20 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     for (const v of result.violations) byInvariant[v.invariant]++;
     violations += result.violations.length;
     acked += result.acked;
-    lost += result.lost;
-    if (result.lost > 0) lostSchedules++;
+    unacked += result.unacked;
+    byMode[result.sync]++;
+    ackedByMode[result.sync] += result.acked;
+    unackedByMode[result.sync] += result.unacked;
+    if (result.sync === 'off') {
+      lost += result.lost;
+      if (result.lost > 0) lostSchedules++;
+    } else {
+      syncLost += result.lost;
+      if (result.lost > 0) syncLostSchedules++;
+    }
     simulatedMs += result.simulatedMs;
     timers += result.timersFired;
+    rewinds += result.rewinds ?? 0;
     if (result.violations.length > 0 && !first) first = { seed, result };
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -138,8 +160,11 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   for (const k of FAULT_KINDS) out(`  ${k.padEnd(20)} ${byFault[k]}`);
   out('invariants (violations):');
   for (const k of INVARIANTS) out(`  ${k.padEnd(20)} ${byInvariant[k]}`);
-  out(`acknowledged commits: ${acked}; lost after a failover (asynchronous replication: a figure, not a violation): ${lost} in ${lostSchedules} schedules`);
+  out(`synchronous modes (schedules / acknowledged commits / written, never acknowledged):`);
+  for (const m of SYNC_MODES) out(`  ${m.padEnd(20)} ${byMode[m]} / ${ackedByMode[m]} / ${unackedByMode[m]}`);
+  out(`acknowledged commits: ${acked} (${unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${lost} in ${lostSchedules} schedules; synchronous schedules (sync-no-loss) ${syncLost} in ${syncLostSchedules} schedules`);
   out(`simulated: ${Math.round(simulatedMs / 1000)} s, ${timers} timers fired`);
+  out(`pg_rewind (use_db_rewind on in odd-seeded schedules): ${rewinds} data directories rewound`);
   o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s`);
 
   let firstFailure: SimulateSummary['firstFailure'];
@@ -161,7 +186,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
   }
   out(`${o.schedules} schedules, ${violations} violations`);
-  return { schedules: o.schedules, violations, byInvariant, byFault, acked, lost, ...(firstFailure ? { firstFailure } : {}), exitCode: violations === 0 ? 0 : 1 };
+  return { schedules: o.schedules, violations, byInvariant, byFault, acked, lost: lost + syncLost, byMode, ...(firstFailure ? { firstFailure } : {}), exitCode: violations === 0 ? 0 : 1 };
 }
 
 /** Parses `--kinds` (comma-separated fault kinds). */

@@ -49,6 +49,100 @@ export interface Commit {
   atMs: number;
 }
 
+/**
+ * `synchronous_standby_names` as PostgreSQL reads it (docs 20.6.2; syncrep_gram.y):
+ * `FIRST n (list)`, `n (list)` and a bare list (= `FIRST 1 (list)`) choose standbys by priority;
+ * `ANY k (list)` by quorum; empty: no synchronous standby. Names are case-folded unless
+ * double-quoted (`""` escapes a quote); `*` matches any standby. Undefined when the text does not
+ * parse (PostgreSQL then keeps the value in force and logs the error).
+ */
+export interface SyncRule {
+  method: 'none' | 'priority' | 'quorum';
+  num: number;
+  names: string[];
+}
+
+export function parseSyncStandbyNames(text: string): SyncRule | undefined {
+  const t = text.trim();
+  if (t === '') return { method: 'none', num: 0, names: [] };
+  let rest = t;
+  let method: SyncRule['method'] = 'priority';
+  let num = 1;
+  let listed = false;
+  const head = /^(?:(ANY|FIRST)\s+)?(\d+)\s*\(/i.exec(rest);
+  if (head) {
+    method = head[1]?.toUpperCase() === 'ANY' ? 'quorum' : 'priority';
+    num = Number(head[2]);
+    rest = rest.slice(head[0].length);
+    listed = true;
+  } else if (/^(ANY|FIRST)\s*\(/i.test(rest) || /^(ANY|FIRST)\s+\d/i.test(rest)) {
+    return undefined;
+  }
+  const names: string[] = [];
+  for (;;) {
+    rest = rest.trimStart();
+    const quoted = /^"((?:[^"]|"")*)"/.exec(rest);
+    const bare = quoted ? undefined : /^(\*|[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*|\d+)/.exec(rest);
+    if (quoted) names.push(quoted[1]!.replace(/""/g, '"'));
+    else if (bare) names.push(bare[1]!.toLowerCase());
+    else return undefined;
+    rest = rest.slice((quoted ?? bare)![0].length).trimStart();
+    if (rest.startsWith(',')) {
+      rest = rest.slice(1);
+      continue;
+    }
+    break;
+  }
+  if (listed) {
+    if (!rest.startsWith(')')) return undefined;
+    rest = rest.slice(1).trim();
+  }
+  if (rest !== '' || num < 1) return undefined;
+  return { method, num, names };
+}
+
+/** One standby streaming from a primary, as the primary's walsender sees it. */
+export interface StandbyFlush {
+  name: string;
+  flushLsn: bigint;
+}
+
+/**
+ * pg_stat_replication's sync_state and sync_priority of each standby (in the given order), and
+ * the LSN up to which waiting commits are released (undefined: none), as PostgreSQL computes
+ * them (syncrep.c): priority = position of the first list entry matching the application_name
+ * (0: not listed: `async`). Priority method: the `num` listed standbys of best (lowest) priority
+ * are `sync`, the other listed ones `potential`; commits are released up to the oldest flush
+ * position of the `sync` ones, once there are `num` of them. Quorum: every listed standby is
+ * `quorum`; commits are released up to the `num`-th highest flush position.
+ */
+export function syncStates(rule: SyncRule, standbys: readonly StandbyFlush[]): { states: { state: 'sync' | 'potential' | 'quorum' | 'async'; priority: number }[]; releaseLsn: bigint | undefined } {
+  const priorityOf = (name: string): number => {
+    for (let i = 0; i < rule.names.length; i++) {
+      const n = rule.names[i]!;
+      if (n === '*' || n === name) return rule.method === 'quorum' ? 1 : i + 1;
+    }
+    return 0;
+  };
+  const prio = standbys.map((s) => (rule.method === 'none' ? 0 : priorityOf(s.name)));
+  const listed = standbys.map((_, i) => i).filter((i) => prio[i]! > 0);
+  const states = standbys.map((_, i) => ({ state: 'async' as 'sync' | 'potential' | 'quorum' | 'async', priority: prio[i]! }));
+  if (rule.method === 'none') return { states, releaseLsn: undefined };
+  if (rule.method === 'quorum') {
+    for (const i of listed) states[i]!.state = 'quorum';
+    if (listed.length < rule.num) return { states, releaseLsn: undefined };
+    const flushes = listed.map((i) => standbys[i]!.flushLsn).sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+    return { states, releaseLsn: flushes[rule.num - 1] };
+  }
+  const byPriority = [...listed].sort((a, b) => prio[a]! - prio[b]! || a - b);
+  const chosen = byPriority.slice(0, rule.num);
+  for (const i of listed) states[i]!.state = chosen.includes(i) ? 'sync' : 'potential';
+  if (chosen.length < rule.num) return { states, releaseLsn: undefined };
+  let min = standbys[chosen[0]!]!.flushLsn;
+  for (const i of chosen) if (standbys[i]!.flushLsn < min) min = standbys[i]!.flushLsn;
+  return { states, releaseLsn: min };
+}
+
 /** What a SimPg needs from its world. */
 export interface SimPgWorld {
   clock: SimClock;
@@ -60,6 +154,8 @@ export interface SimPgWorld {
   peer(name: string): SimPg | undefined;
   /** Replication and base backup connections from `from` to `to` get through. */
   canConnect(from: string, to: string): boolean;
+  /** The running replicas streaming from `pg` now (its walsenders), connected to it. */
+  standbysOf(pg: SimPg): SimPg[];
   /** A running/role/writable change (the single-writer invariant checks at once). */
   changed(pg: SimPg): void;
   /**
@@ -167,8 +263,15 @@ export class SimPg implements PgControl {
   private ghostWritable = false;
   /** Inside a fast shutdown, while the walsenders send the last WAL. */
   private shuttingDown = false;
+  /** `synchronous_standby_names` in force (applied at start and reload) and how it reads. */
+  syncNames = '';
+  private syncRule: SyncRule = { method: 'none', num: 0, names: [] };
+  /** Commits written on this primary, waiting for their synchronous standbys (in LSN order). */
+  waiting: Commit[] = [];
   /** Counters (figures). */
   crashes = 0;
+  /** pg_rewind runs that rewrote the data directory. */
+  rewinds = 0;
 
   constructor(
     readonly name: string,
@@ -191,14 +294,72 @@ export class SimPg implements PgControl {
     return this.data ? this.data.segments[this.data.segments.length - 1]!.timeline : 0;
   }
 
-  /** Appends a commit of `bytes` on a primary that accepts writes; undefined when refused. */
+  /**
+   * Appends a commit of `bytes` on a primary that accepts writes; undefined when refused. The
+   * commit waits (`waiting`) until `release()` acknowledges it: at once without synchronous
+   * standby, else once its synchronous standbys flushed it.
+   */
   write(bytes: number): Commit | undefined {
     if (!this.acceptsWrites() || !this.data) return undefined;
     const d = this.data;
     const start = d.lsn;
     d.lsn += BigInt(bytes);
     const last = d.segments[d.segments.length - 1]!;
-    return { id: this.world.nextCommitId(), node: this.name, uid: last.uid, timeline: last.timeline, start, end: d.lsn, atMs: this.world.clock.now() };
+    const c: Commit = { id: this.world.nextCommitId(), node: this.name, uid: last.uid, timeline: last.timeline, start, end: d.lsn, atMs: this.world.clock.now() };
+    this.waiting.push(c);
+    return c;
+  }
+
+  /**
+   * The waiting commits PostgreSQL acknowledges now (removed from `waiting`): every one when
+   * synchronous_standby_names is empty, else those at or below the release LSN of syncStates()
+   * (the standbys' flush positions). Only a running primary acknowledges.
+   */
+  release(): Commit[] {
+    if (this.waiting.length === 0) return [];
+    if (!this.ghostWritable && (this.run !== 'running' || this.role !== 'primary')) return [];
+    let upTo: bigint | undefined;
+    if (this.syncRule.method === 'none' || this.ghostWritable) upTo = undefined;
+    else {
+      upTo = syncStates(this.syncRule, this.standbyFlushes()).releaseLsn;
+      if (upTo === undefined) return [];
+    }
+    let n = 0;
+    while (n < this.waiting.length && (upTo === undefined || this.waiting[n]!.end <= upTo)) n++;
+    if (n === 0) return [];
+    return this.waiting.splice(0, n);
+  }
+
+  /**
+   * A primary that accepts writes and would acknowledge a commit once its standbys flushed it:
+   * no synchronous standby asked for, or enough of the listed ones stream from it now. A primary
+   * whose commits can only wait (the strict placeholder, its synchronous standbys gone) does not
+   * acknowledge.
+   */
+  acknowledges(): boolean {
+    if (!this.acceptsWrites()) return false;
+    if (this.ghostWritable || this.syncRule.method === 'none') return true;
+    return syncStates(this.syncRule, this.standbyFlushes()).releaseLsn !== undefined;
+  }
+
+  private standbyFlushes(): StandbyFlush[] {
+    return this.world.standbysOf(this).map((p) => ({ name: p.name, flushLsn: p.data?.lsn ?? 0n }));
+  }
+
+  /** A postmaster goes away: the backends waiting for their synchronous standbys get an error, never an acknowledgement. */
+  private dropWaiting(): void {
+    if (this.waiting.length) this.waiting = [];
+  }
+
+  /** synchronous_standby_names of the configuration files, applied (start, reload); a value that does not parse keeps the one in force. */
+  private applySyncNames(): void {
+    const raw = this.configured?.parameters?.['synchronous_standby_names'];
+    const text = raw === undefined ? '' : String(raw);
+    if (text === this.syncNames) return;
+    const rule = parseSyncStandbyNames(text);
+    if (!rule) return;
+    this.syncNames = text;
+    this.syncRule = rule;
   }
 
   /** The postmaster dies (SIGKILL): no shutdown checkpoint, the control file says what it said. */
@@ -207,6 +368,7 @@ export class SimPg implements PgControl {
     this.world.changing?.(this);
     this.crashes++;
     this.epoch++;
+    this.dropWaiting();
     this.run = 'stopped';
     this.streaming = false;
     this.pid = undefined;
@@ -262,6 +424,9 @@ export class SimPg implements PgControl {
       checkpointLsn: ckpt,
       checkpointTimeline: timelineAt(d.segments, ckpt),
       minRecoveryLsn: this.clusterState.includes('recovery') ? this.minRecoveryLsn : 0n,
+      // Simulated clusters run with wal_log_hints = on (the agent's default): pg_rewind can work on them.
+      walLogHints: true,
+      dataChecksumVersion: 0,
     };
   }
 
@@ -302,6 +467,10 @@ export class SimPg implements PgControl {
     this.role = role;
     this.activeUpstream = role === 'replica' ? this.configured?.upstream : undefined;
     this.ghostWritable = false;
+    this.dropWaiting();
+    this.syncNames = '';
+    this.syncRule = { method: 'none', num: 0, names: [] };
+    this.applySyncNames();
     if (role === 'primary') {
       // Crash recovery (or recovery of a former replica's data) ends with a checkpoint.
       if (this.clusterState !== 'shut down') this.appendCheckpoint();
@@ -326,6 +495,8 @@ export class SimPg implements PgControl {
     const wasPrimary = this.role === 'primary';
     this.world.changing?.(this);
     if (this.bugs.writableAfterStop && wasRunning && wasPrimary) this.ghostWritable = true;
+    // Backends are terminated first: a commit waiting for a synchronous standby is never acknowledged.
+    this.dropWaiting();
     this.run = 'stopping';
     this.streaming = false;
     this.world.changed(this);
@@ -369,7 +540,9 @@ export class SimPg implements PgControl {
   }
 
   async reload(): Promise<void> {
-    if (this.run === 'running' && this.role === 'replica') this.activeUpstream = this.configured?.role === 'replica' ? this.configured.upstream : undefined;
+    if (this.run !== 'running') return;
+    if (this.role === 'replica') this.activeUpstream = this.configured?.role === 'replica' ? this.configured.upstream : undefined;
+    this.applySyncNames();
   }
 
   async basebackup(from: Upstream): Promise<void> {
@@ -392,6 +565,80 @@ export class SimPg implements PgControl {
     this.clusterState = 'in archive recovery';
     this.minRecoveryLsn = this.data.lsn;
     this.dataGen++;
+  }
+
+  /**
+   * pg_rewind from `from`, decided as the real tool decides, with timeline numbers and switch
+   * points only (the history files), never with uids:
+   * - the target must be stopped and hold a cluster; the source must run, be reachable and belong
+   *   to the same system;
+   * - a target not shut down cleanly first goes through single-user crash recovery (ends with a
+   *   checkpoint at the end of its WAL: `shut down`);
+   * - the last common timeline: the longest common prefix of both histories (same timeline
+   *   number, same start); none → fails. The fork point is the earlier of the two ends of that
+   *   timeline. Same current timeline on both sides → nothing to do ("no rewind required"), as
+   *   when the target's WAL ends at or before the fork point;
+   * - otherwise the WAL past the fork point is dropped and the data directory takes the source's
+   *   files: its history up to its current WAL end (its promotion marker included), to be
+   *   replayed in archive recovery; counted as a new data directory (dataGen) like a base backup.
+   * Takes 0.3–1 s (0.1–0.3 s more for crash recovery).
+   */
+  async rewind(from: Upstream): Promise<void> {
+    if (this.run !== 'stopped') throw new Error('pg_rewind: a postmaster runs on the target data directory');
+    if (!this.data) throw new Error('pg_rewind: no cluster in the target data directory');
+    const gen = this.dataGen;
+    const reachable = () => {
+      const src = this.world.peer(from.name);
+      return src && src.data && src.run === 'running' && this.world.canConnect(this.name, from.name) ? src : undefined;
+    };
+    const untouched = () => this.run === 'stopped' && this.data !== undefined && this.dataGen === gen;
+    if (!reachable()) {
+      await this.after(50, 100);
+      throw new Error(`pg_rewind: could not connect to ${from.name}`);
+    }
+    if (this.clusterState !== 'shut down' && this.clusterState !== 'shut down in recovery') {
+      await this.after(100, 300);
+      if (!untouched()) throw new Error('pg_rewind: the target data directory changed during crash recovery');
+      this.appendCheckpoint();
+      this.clusterState = 'shut down';
+      this.minRecoveryLsn = 0n;
+    }
+    await this.after(300, 1000);
+    const src = reachable();
+    if (!src || !src.data) throw new Error(`pg_rewind: connection to ${from.name} lost`);
+    if (!untouched() || !this.data) throw new Error('pg_rewind: the target data directory changed during the rewind');
+    const t = this.data;
+    const s = src.data;
+    if (t.sysid !== s.sysid) throw new Error('pg_rewind: source and target clusters are from different systems');
+    if (this.timeline === src.timeline) return; // "source and target cluster are on the same timeline": no rewind required
+    let common = -1;
+    for (let i = 0; i < Math.min(t.segments.length, s.segments.length); i++) {
+      if (t.segments[i]!.timeline !== s.segments[i]!.timeline || t.segments[i]!.start !== s.segments[i]!.start) break;
+      common = i;
+    }
+    if (common < 0) throw new Error("pg_rewind: could not find common ancestor of the source and target cluster's timelines");
+    const endOf = (d: WalData, i: number) => d.segments[i + 1]?.start ?? d.lsn;
+    const fork = endOf(t, common) < endOf(s, common) ? endOf(t, common) : endOf(s, common);
+    if (t.lsn <= fork) return; // "no rewind required"
+    if (src.role === 'primary' && src.acceptsWrites()) src.appendCheckpoint();
+    const rewound = copyData(s);
+    // Ground truth: where the target's WAL really left the source's history. When pg_rewind's fork
+    // (by numbers) lies later, it trusted a timeline that only looks common (same number, same
+    // switch point, another promotion): what the target wrote before that fork is not undone.
+    const truth = divergencePoint(t, s);
+    if (truth !== undefined && truth < fork) {
+      rewound.segments = [
+        ...t.segments.filter((x) => x.start < fork).map((x) => ({ ...x })),
+        { timeline: timelineAt(s.segments, fork), uid: uidAt(s.segments, fork), start: fork },
+        ...s.segments.filter((x) => x.start > fork).map((x) => ({ ...x })),
+      ];
+    }
+    this.data = rewound;
+    this.clusterState = 'in archive recovery';
+    this.minRecoveryLsn = this.data.lsn;
+    this.configured = undefined;
+    this.dataGen++;
+    this.rewinds++;
   }
 
   async removeData(): Promise<void> {
@@ -422,10 +669,21 @@ export class SimPg implements PgControl {
       pendingRestart: {},
     };
     if (this.role === 'primary') {
-      const replication: ReplicationRow[] = [];
+      const flushes = this.standbyFlushes();
+      const { states } = syncStates(this.syncRule, flushes);
+      const replication: ReplicationRow[] = flushes.map((f, i) => ({
+        usename: 'replicator',
+        application_name: f.name,
+        client_addr: null,
+        state: 'streaming',
+        sync_state: states[i]!.state,
+        sync_priority: states[i]!.priority,
+        flush_lsn: f.flushLsn,
+        replay_lsn: f.flushLsn,
+      }));
       const slots: Record<string, bigint> = {};
       for (const s of this.slots) slots[s] = 0n;
-      return { ...base, inRecovery: false, flushLsn: d.lsn, streaming: false, replication, slots };
+      return { ...base, inRecovery: false, flushLsn: d.lsn, synchronousStandbyNames: this.syncNames, streaming: false, replication, slots };
     }
     const reported = d.lsn + BigInt(this.bugs.inflateReplicaWal?.[this.name] ?? 0);
     return {

@@ -55,6 +55,10 @@ export interface WorldOptions {
   faults?: Fault[];
   /** Fault kinds to draw from (default: all; `freeze` only with `freeze`). */
   faultKinds?: readonly FaultKind[];
+  /** `database.use_db_rewind` (with remove_data_directory_on_rewind_failure). Default: odd seeds. */
+  rewind?: boolean;
+  /** Synchronous replication of the run (dynamic configuration). Default: syncModeOf(seed). */
+  sync?: SyncModeName;
   /** Planted bugs: wrap each agent's DCS client. */
   wrapDcs?: (dcs: Dcs, name: string) => Dcs;
   /** Planted bugs in the simulated PostgreSQL. */
@@ -65,18 +69,66 @@ export interface WorldOptions {
   writeBytes?: readonly [number, number];
 }
 
+/**
+ * The synchronous modes a run may use: `off` (asynchronous), `true` (`synchronous_mode: true`),
+ * `quorum`, and either with `synchronous_mode_strict`.
+ */
+export const SYNC_MODES = ['off', 'true', 'quorum', 'true+strict', 'quorum+strict'] as const;
+export type SyncModeName = (typeof SYNC_MODES)[number];
+
+/**
+ * The synchronous mode of a seed: floor(seed / 2) mod 4 → off, true, quorum, strict (strict is
+ * `true` when floor(seed / 8) is even, `quorum` when odd). The rewind rule (odd seeds) uses the
+ * lowest bit, so every mode runs with and without use_db_rewind.
+ */
+export function syncModeOf(seed: number): SyncModeName {
+  const half = Math.floor(seed / 2);
+  switch (((half % 4) + 4) % 4) {
+    case 0:
+      return 'off';
+    case 1:
+      return 'true';
+    case 2:
+      return 'quorum';
+    default:
+      return ((Math.floor(seed / 8) % 2) + 2) % 2 === 0 ? 'true+strict' : 'quorum+strict';
+  }
+}
+
+/** The dynamic configuration of a synchronous mode. */
+function syncConfig(mode: SyncModeName): Record<string, unknown> {
+  switch (mode) {
+    case 'off':
+      return {};
+    case 'true':
+      return { synchronous_mode: true };
+    case 'quorum':
+      return { synchronous_mode: 'quorum' };
+    case 'true+strict':
+      return { synchronous_mode: true, synchronous_mode_strict: true };
+    case 'quorum+strict':
+      return { synchronous_mode: 'quorum', synchronous_mode_strict: true };
+  }
+}
+
 /** The outcome of one run. */
 export interface RunResult {
   seed: number;
   faults: Fault[];
   violations: Violation[];
+  /** The run's synchronous mode. */
+  sync: SyncModeName;
   acked: number;
+  /** Commits written that were never acknowledged (waiting for a synchronous standby when their primary stopped, or at the end). */
+  unacked: number;
   lost: number;
   /** Simulated ms from the heal to a writable primary / to every replica streaming (when reached). */
   primaryAfterHealMs?: number;
   replicasAfterHealMs?: number;
   simulatedMs: number;
   timersFired: number;
+  /** pg_rewind runs that rewrote a data directory (schedules with use_db_rewind). */
+  rewinds?: number;
   /** Simulated ms from the start to the first fault step (the end of the bootstrap). */
   faultsFromMs?: number;
 }
@@ -89,12 +141,23 @@ export interface RunResult {
 export const DEFAULT_WRITE_BYTES = [1024, 65_536] as const;
 
 export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
-const BOOTSTRAP_DCS = {
-  ttl: TIMING.ttl,
-  loop_wait: TIMING.loop_wait,
-  retry_timeout: TIMING.retry_timeout,
-  database: { remove_data_directory_on_diverged_timelines: true },
-};
+/**
+ * The dynamic configuration the agents bootstrap with. A diverged member is re-cloned (so
+ * liveness can be asked of every member); with `rewind` (odd seeds by default) it is first
+ * rewound with pg_rewind, and re-cloned when that fails.
+ */
+export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off'): Record<string, unknown> {
+  return {
+    ttl: TIMING.ttl,
+    loop_wait: TIMING.loop_wait,
+    retry_timeout: TIMING.retry_timeout,
+    ...syncConfig(sync),
+    database: {
+      remove_data_directory_on_diverged_timelines: true,
+      ...(rewind ? { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } : {}),
+    },
+  };
+}
 const SCOPE = 'sim';
 /** The agents' logger: silent, unless HA_SIM_LOG names a pino level (debugging one schedule: the lines carry real time, not simulated). */
 const SILENT = pino({ level: process.env['HA_SIM_LOG'] ?? 'silent' }, pino.destination(2));
@@ -237,12 +300,18 @@ export class World {
   private writeTurn = 0;
   private faultsFromMs: number | undefined;
   readonly acked: Commit[] = [];
+  /** Commits written (acknowledged or not). */
+  private written = 0;
+  readonly syncMode: SyncModeName;
+  /** The PostgreSQLs that accepted writes at the last check (sync-no-loss judges each one that starts). */
+  private readonly writers = new Set<SimPg>();
   /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
   private readonly operator: InMemoryDcs;
 
   constructor(options: WorldOptions) {
     this.opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false, ...options };
     const { seed, nodes, steps, stepMs, freeze } = this.opts;
+    this.syncMode = options.sync ?? syncModeOf(seed);
     this.rng = new Prng(seed);
     this.startMs = this.clock.now();
     this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
@@ -257,9 +326,11 @@ export class World {
       nextCommitId: () => ++this.commitId,
       peer: (name: string) => this.byName.get(name)?.pg,
       canConnect: (a: string, b: string) => this.connected(a, b),
-      changed: () => {
+      standbysOf: (primary: SimPg) => this.standbysOf(primary),
+      changed: (pg: SimPg) => {
         this.checker.checkWriters(this.pgs);
         this.checkLease();
+        this.checkNewWriter(pg);
       },
       changing: () => this.checkLease(),
       promoting: (pg: SimPg, lsn: bigint) => this.checkPromotion(pg, lsn),
@@ -319,14 +390,15 @@ export class World {
     while (replicasAt === undefined) {
       const primary = this.writablePrimary();
       if (primary && primaryAt === undefined) primaryAt = this.clock.now();
-      if (primary && this.converged()) replicasAt = this.clock.now();
+      if (primary && this.converged() && !this.blocked()) replicasAt = this.clock.now();
       if (replicasAt !== undefined) break;
       if (primaryAt === undefined && this.clock.now() >= pBound) {
         this.checker.record('liveness-primary', `no writable primary ${primaryBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
         break;
       }
       if (this.clock.now() >= rBound) {
-        this.checker.record('liveness-replicas', `members not streaming from the primary ${replicasBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
+        if (this.converged()) this.checker.record('liveness-acknowledge', `the primary's commits still wait ${replicasBoundS(TIMING)} s after the faults healed, every replica streaming: ${this.describe()}`);
+        else this.checker.record('liveness-replicas', `members not streaming from the primary ${replicasBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
         break;
       }
       await this.step();
@@ -349,23 +421,55 @@ export class World {
 
   // ---- steps -----------------------------------------------------------------------------------
 
-  /** One step: run the clock, ship WAL, one client write, check the invariants. */
+  /**
+   * One step: run the clock, ship WAL, acknowledge the commits the standbys' flushes release, one
+   * client write (acknowledged at once without synchronous standby, else waiting), check the
+   * invariants.
+   */
   private async step(): Promise<void> {
     await this.clock.runUntil(this.clock.now() + this.opts.stepMs);
     for (const pg of this.pgs) this.ship(pg);
+    for (const pg of this.pgs) this.acknowledge(pg);
     const k = this.pgs.length;
     for (let i = 0; i < k; i++) {
       const pg = this.pgs[(this.writeTurn + i) % k]!;
       if (!pg.acceptsWrites()) continue;
       const [lo, hi] = this.opts.writeBytes ?? DEFAULT_WRITE_BYTES;
       const c = pg.write(this.rng.int(lo, hi));
-      if (c) this.acked.push(c);
+      if (c) this.written++;
+      this.acknowledge(pg);
       break;
     }
     this.writeTurn++;
     this.checker.checkWriters(this.pgs);
     this.checkLease();
     this.checker.checkTimelines(this.pgs);
+  }
+
+  /** The commits `pg` acknowledges now go to the client's record. */
+  private acknowledge(pg: SimPg): void {
+    if (pg.waiting.length === 0) return;
+    for (const c of pg.release()) this.acked.push(c);
+  }
+
+  /** The running replicas streaming from `primary` now (connected to it). */
+  private standbysOf(primary: SimPg): SimPg[] {
+    const out: SimPg[] = [];
+    for (const p of this.pgs) {
+      if (p !== primary && p.streaming && p.run === 'running' && p.role === 'replica' && p.activeUpstream?.name === primary.name && this.connected(p.name, primary.name)) out.push(p);
+    }
+    return out;
+  }
+
+  /** sync-no-loss, at the instant `pg` starts accepting writes (a promotion, a start as primary). */
+  private checkNewWriter(pg: SimPg): void {
+    if (!pg.acceptsWrites()) {
+      this.writers.delete(pg);
+      return;
+    }
+    if (this.writers.has(pg)) return;
+    this.writers.add(pg);
+    if (this.syncMode !== 'off') this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
   }
 
   /** leader-lease against the store's truth at this instant. */
@@ -427,13 +531,20 @@ export class World {
     return this.pgs.every((p) => p === primary || (p.run === 'running' && p.role === 'replica' && p.streaming && p.activeUpstream?.name === primary.name));
   }
 
+  /** Converged, but the primary's commits can only wait (synchronous standbys not in force). */
+  private blocked(): boolean {
+    const primary = this.writablePrimary();
+    return !!primary && !primary.acknowledges();
+  }
+
   private describe(): string {
     return this.members
       .map((m) => {
         const p = m.pg;
         const agent = !m.up ? 'agent down' : m.view?.isFrozen ? 'agent frozen' : 'agent up';
         const state = m.node ? String(m.node.snapshot().state) : '-';
-        return `${m.name}: pg ${p.run} ${p.data ? `${p.role} tl ${p.timeline}${p.streaming ? ` streaming from ${p.activeUpstream?.name}` : ''}` : 'no data'}, ${agent} (${state})`;
+        const sync = p.role === 'primary' && p.run === 'running' ? ` synchronous_standby_names '${p.syncNames}'${p.waiting.length ? ` (${p.waiting.length} commits waiting)` : ''}` : '';
+        return `${m.name}: pg ${p.run} ${p.data ? `${p.role} tl ${p.timeline}${sync}${p.streaming ? ` streaming from ${p.activeUpstream?.name}` : ''}` : 'no data'}, ${agent} (${state})`;
       })
       .join('; ');
   }
@@ -441,14 +552,18 @@ export class World {
   private result(): RunResult {
     const primary = this.writablePrimary();
     const lost = primary ? this.acked.filter((c) => !holdsCommit(primary.data, c)).length : 0;
+    if (primary && this.syncMode !== 'off') this.checker.checkNoLoss(primary, this.acked, this.syncMode, 'is the primary at the end of the run and');
     return {
       seed: this.opts.seed,
       faults: this.faults,
       violations: this.checker.violations,
+      sync: this.syncMode,
       acked: this.acked.length,
+      unacked: this.written - this.acked.length,
       lost,
       simulatedMs: this.elapsedMs,
       timersFired: this.clock.fired,
+      rewinds: this.pgs.reduce((n, pg) => n + pg.rewinds, 0),
       ...(this.faultsFromMs !== undefined ? { faultsFromMs: this.faultsFromMs } : {}),
     };
   }
@@ -496,6 +611,13 @@ export class World {
         if (!leader || leader === f.node) return;
         const pending = this.store.get(`${this.operator.prefix}failover`);
         if (pending && pending.value !== '{}') return;
+        // Synchronous mode: POST /switchover answers 412 for a candidate the sync key does not
+        // list (admitHandover, src/domain/switchover-admission.ts).
+        if (this.syncMode !== 'off') {
+          const key = parseJson(this.store.get(`${this.operator.prefix}sync`)?.value);
+          const listed = typeof key?.['sync_standby'] === 'string' ? key['sync_standby'].split(',').map((x) => x.trim()) : [];
+          if (!listed.includes(f.node)) return;
+        }
         this.namedCandidates.set(f.node, this.clock.now());
         void this.operator.setFailover({ leader, member: f.node }, pending?.modRevision ?? '0').catch(() => undefined);
         return;
@@ -559,7 +681,7 @@ export class World {
       apiUrl: `http://${m.name}:8008/ha`,
       connUrl: `postgres://${m.name}:5432/postgres`,
       tags: {},
-      bootstrapDcs: BOOTSTRAP_DCS,
+      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode),
       initdbOptions: [],
       localParameters: {},
       dcs,

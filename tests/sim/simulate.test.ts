@@ -10,17 +10,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Dcs } from '../../src/dcs/dcs.ts';
+import type { ClusterView } from '../../src/domain/cluster.ts';
 import { InvariantChecker } from '../../src/sim/invariants.ts';
 import { runSchedule, simulate, type RunOptions } from '../../src/sim/run.ts';
 import type { SimPg } from '../../src/sim/sim-pg.ts';
 import { flushContinuations, SimClock } from '../../src/sim/sim-clock.ts';
 import { Prng } from '../../src/sim/prng.ts';
-import { drawFaults, type Fault, type FaultKind } from '../../src/sim/world.ts';
+import { drawFaults, syncModeOf, type Fault, type FaultKind } from '../../src/sim/world.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ha-sim-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const BASE: RunOptions = { nodes: 3, steps: 60, freeze: false };
+/** Asynchronous (sync: 'off'): the planted-bug schedules below were chosen in that mode; synchronous ones pass `sync`. */
+const BASE: RunOptions = { nodes: 3, steps: 60, freeze: false, sync: 'off' };
 /**
  * Fault kinds of the clean run: every kind `ha simulate` draws by default (freeze stays off: the
  * known unfixed fencing bug, docs/simulation.md).
@@ -231,6 +233,73 @@ describe('ha simulate', () => {
     expect(clean.result.violations).toEqual([]);
     const { result } = await runSchedule(197, { ...BASE, faults, plant: { pgBugs: { losePromotionMarker: true } } });
     expect(result.violations.map((v) => v.invariant)).toContain('diverged-streaming');
+  });
+
+  /**
+   * A DCS client that hides the `sync` key from its agent unless the key names this member as
+   * leader: the leader still runs the protocol (its sync manager sees its own key), but in the
+   * leader race every other member reads "no sync key" and races by the asynchronous rules (lag,
+   * no peer ahead). Its key writes keep working (a create-only write is turned into a
+   * compare-and-set on the real revision), so such a member may promote.
+   */
+  const ignoresSyncKey = (dcs: Dcs, name: string): Dcs => {
+    const hide = (v: ClusterView): ClusterView => {
+      if (!v.sync || v.sync.value.leader === name) return v;
+      const { sync: _hidden, ...rest } = v;
+      return rest as ClusterView;
+    };
+    return new Proxy(dcs, {
+      get(t, prop) {
+        if (prop === 'view') return () => hide(t.view());
+        if (prop === 'refresh') return () => t.refresh().then(hide);
+        if (prop === 'setSync') return (value: Parameters<Dcs['setSync']>[0], rev?: string) => t.setSync(value, rev === '0' ? (t.view().sync?.revision ?? '0') : rev);
+        const v = (t as unknown as Record<string | symbol, unknown>)[prop];
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+  };
+
+  it('synchronous modes are drawn from the seed; every mode runs with and without use_db_rewind', () => {
+    const modes = Array.from({ length: 16 }, (_, i) => syncModeOf(i));
+    expect(modes.slice(0, 8)).toEqual(['off', 'off', 'true', 'true', 'quorum', 'quorum', 'true+strict', 'true+strict']);
+    expect(modes.slice(8)).toEqual(['off', 'off', 'true', 'true', 'quorum', 'quorum', 'quorum+strict', 'quorum+strict']);
+  });
+
+  it('planted bug: a leader race that ignores the sync key loses acknowledged commits (sync-no-loss)', async () => {
+    // Seed 7 bootstraps with n1 leading. n3 is cut from n1 and n2 from step 20 (it stops
+    // streaming: the leader takes it out of synchronous_standby_names and the key, commits wait
+    // for n2 only), then n1 and n2 lose the DCS at step 26: only n3 can take the lock, ~6 steps
+    // behind, within maximum_lag_on_failover.
+    const faults: Fault[] = [
+      { kind: 'net-partition', at: 20, node: 'n1', peer: 'n3', steps: 30 },
+      { kind: 'net-partition', at: 20, node: 'n2', peer: 'n3', steps: 30 },
+      { kind: 'dcs-partition', at: 26, node: 'n1', steps: 20 },
+      { kind: 'dcs-partition', at: 26, node: 'n2', steps: 20 },
+    ];
+    for (const sync of ['true', 'quorum', 'true+strict', 'quorum+strict'] as const) {
+      // The real agent: n3 is not in the sync key (quorum: cannot gather the votes) and waits.
+      const clean = await runSchedule(7, { ...BASE, faults, sync });
+      expect(clean.result.violations, sync).toEqual([]);
+      expect(clean.result.lost, sync).toBe(0);
+      const { result } = await runSchedule(7, { ...BASE, faults, sync, plant: { wrapDcs: ignoresSyncKey } });
+      expect(result.violations.map((v) => v.invariant), sync).toEqual(['sync-no-loss']);
+      expect(result.violations[0]!.message).toMatch(/^n3 \(timeline 2, WAL to \d+\) accepts writes without \d+ of \d+ acknowledged commits/);
+    }
+    // Asynchronous mode: the same promotion loses commits too, a figure and not a violation.
+    const off = await runSchedule(7, { ...BASE, faults, sync: 'off', plant: { wrapDcs: ignoresSyncKey } });
+    expect(off.result.violations).toEqual([]);
+  });
+
+  it('planted bug: the sync key ignored in the race, random schedules: the simulator finds a loss', async () => {
+    const q = quiet();
+    // Seeds 1…400 in mode `true` with the planted bug: the first loss is seed 215 (the unmodified
+    // agent breaks nothing there). The async standby ships WAL in the same step as the
+    // synchronous one, so a loss needs it to lag first: a few schedules in a few hundred.
+    const summary = await simulate({ schedules: 20, seed: 200, nodes: 3, steps: 60, freeze: false, faultKinds: CLEAN_KINDS, sync: 'true', plant: { wrapDcs: ignoresSyncKey }, ...q });
+    expect(summary.byInvariant['sync-no-loss'], q.lines.join('\n')).toBeGreaterThan(0);
+    expect(summary.firstFailure?.seed).toBe(215);
+    const clean = await runSchedule(215, { ...BASE, sync: 'true' });
+    expect(clean.result.violations).toEqual([]);
   });
 
   it('planted bug: a PostgreSQL that accepts writes after its demotion', async () => {
