@@ -21,7 +21,7 @@
  *       ttl >= 7, so the rule then holds with loop_wait 1).
  */
 import { TIMING_BOUNDS, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
-import { checkDynamicConfigTypes } from './dynamic-schema.ts';
+import { checkDynamicConfigTypes, unsupportedKeysIn } from './dynamic-schema.ts';
 
 /** Outcome of `sanitizeDynamicConfig`. */
 export interface SanitizedDynamicConfig {
@@ -75,6 +75,9 @@ export function sanitizeDynamicConfig(raw: unknown, lastGood: DynamicConfig): Sa
     if (loopWait !== config.loop_wait) set('loop_wait', loopWait, rule());
   }
   if (violated()) set('retry_timeout', Math.floor((config.ttl - 1) / 2), rule());
+
+  // Settings of the reference this agent does not implement: ignored, and said (never silently).
+  for (const line of unsupportedKeysIn(checked.value)) adjustments.push(`ignored ${line}`);
 
   return { config, problems: [], adjustments };
 }

@@ -37,6 +37,198 @@ export const DynamicDatabaseSchema = mapping(v.looseObject(
   (i) => `must be a mapping, got ${i.received}`,
 ));
 
+/**
+ * Keys of the reference's dynamic configuration (patroni.md §4.2) this agent does not implement,
+ * with why: the API refuses them (400 naming the key, never accepted silently); in a copy written
+ * straight into the DCS they are ignored and the agent says so (sanitizeDynamicConfig's
+ * adjustments: log and journal).
+ */
+export const UNSUPPORTED_DYNAMIC_KEYS: Readonly<Record<string, string>> = {
+  postgresql: 'not supported: this agent names the section `database` (database.parameters, database.use_slots, database.use_db_rewind, …)',
+  max_timelines_history: 'not supported: the history key keeps every entry',
+  primary_start_timeout: 'not supported: a primary that fails to start releases the leader key at once (as primary_start_timeout 0)',
+  master_start_timeout: 'not supported: a primary that fails to start releases the leader key at once (as primary_start_timeout 0)',
+  primary_stop_timeout: 'not supported: a demotion stops with a fast shutdown, escalated by PID when it outlives its window',
+  master_stop_timeout: 'not supported: a demotion stops with a fast shutdown, escalated by PID when it outlives its window',
+  primary_race_backoff: 'not supported: the fence (docs/ha.md "Fencing") protects against a frozen agent on a live primary instead',
+};
+
+/** Keys of the reference's `postgresql` section, under `database` here, this agent does not implement. */
+export const UNSUPPORTED_DATABASE_KEYS: Readonly<Record<string, string>> = {
+  use_pg_rewind: 'not supported under this name: use database.use_db_rewind',
+  pg_hba: 'not supported in the dynamic configuration: set database.pg_hba in each member\'s local configuration file',
+  pg_ident: 'not supported in the dynamic configuration',
+  recovery_conf: 'not supported: the agent writes the recovery settings itself',
+};
+
+/** A schema entry that refuses any value with `why`. */
+function refused(why: string) {
+  return v.optional(v.custom<never>(() => false, why));
+}
+
+/** Entries refusing the keys of `table` (the API's schemas only). */
+function refusedEntries(table: Readonly<Record<string, string>>) {
+  return Object.fromEntries(Object.entries(table).map(([k, why]) => [k, refused(why)]));
+}
+
+/** The names of `table`'s keys present in `doc` (a mapping), as `<prefix><key>: <why>` lines. */
+export function unsupportedKeysIn(doc: unknown): string[] {
+  if (!isMapping(doc)) return [];
+  const out = Object.keys(doc).filter((k) => k in UNSUPPORTED_DYNAMIC_KEYS).map((k) => `${k}: ${UNSUPPORTED_DYNAMIC_KEYS[k]}`);
+  const db = doc['database'];
+  if (isMapping(db)) out.push(...Object.keys(db).filter((k) => k in UNSUPPORTED_DATABASE_KEYS).map((k) => `database.${k}: ${UNSUPPORTED_DATABASE_KEYS[k]}`));
+  return out;
+}
+
+/** `database` as the API accepts it: DynamicDatabaseSchema's rules plus the refused keys. */
+const DynamicDatabaseApiSchema = mapping(v.looseObject(
+  {
+    use_slots: v.optional(Bool),
+    use_db_rewind: v.optional(Bool),
+    remove_data_directory_on_diverged_timelines: v.optional(Bool),
+    remove_data_directory_on_rewind_failure: v.optional(Bool),
+    parameters: v.optional(DynamicParameters),
+    ...refusedEntries(UNSUPPORTED_DATABASE_KEYS),
+  },
+  (i) => `must be a mapping, got ${i.received}`,
+));
+
+/** The keys of `standby_cluster` (patroni.md §4.2); any other key is refused. */
+export const STANDBY_CLUSTER_KEYS = [
+  'host',
+  'port',
+  'primary_slot_name',
+  'create_replica_methods',
+  'restore_command',
+  'archive_cleanup_command',
+  'recovery_min_apply_delay',
+] as const;
+
+const APPLY_DELAY = (i: { input: unknown }) => `must be milliseconds (an integer >= 0) or a duration such as "5min", got ${JSON.stringify(i.input)}`;
+
+/** A string without line breaks (written into postgresql.conf). */
+const OneLine = v.pipe(
+  v.string((i) => `must be a string, got ${i.received}`),
+  v.nonEmpty('must not be empty'),
+  v.check((s) => !/[\n\r\0]/.test(s), 'must not contain line breaks'),
+);
+
+/**
+ * `standby_cluster` (src/domain/standby-cluster.ts, docs/ha.md "Standby cluster"): what we do not
+ * honour is refused, never accepted silently: a key outside STANDBY_CLUSTER_KEYS; a section
+ * without `host` (the reference also takes `restore_command` alone, a standby cluster fed only
+ * from an archive: not supported, the standby leader always streams from host:port);
+ * `create_replica_methods` other than `basebackup` (the only way we clone). `restore_command`,
+ * `archive_cleanup_command` and `recovery_min_apply_delay` are written for the standby leader.
+ */
+export const StandbyClusterSchema = v.pipe(
+  v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
+  v.check(
+    (o) => Object.keys(o).every((k) => (STANDBY_CLUSTER_KEYS as readonly string[]).includes(k)),
+    (i) => {
+      const bad = Object.keys(i.input as Record<string, unknown>).filter((k) => !(STANDBY_CLUSTER_KEYS as readonly string[]).includes(k));
+      return `unknown key${bad.length > 1 ? 's' : ''} ${bad.join(', ')}: standby_cluster takes ${STANDBY_CLUSTER_KEYS.join(', ')}`;
+    },
+  ),
+  v.check(
+    (o) => o['host'] !== undefined,
+    'host is required: the standby leader streams from host:port (a standby cluster fed only by restore_command is not supported)',
+  ),
+  v.looseObject({
+    host: v.pipe(OneLine, v.check((s) => !/[\s,]/.test(s), 'must be one host name or address (no spaces, no list)')),
+    port: v.optional(v.pipe(PositiveInteger, v.maxValue(65535, (i) => `must be a port 1..65535, got ${i.received}`))),
+    primary_slot_name: v.optional(
+      v.pipe(
+        v.string((i) => `must be a string, got ${i.received}`),
+        v.regex(/^[a-z0-9_]{1,63}$/, 'must be a replication slot name: 1 to 63 lower-case letters, digits or _'),
+      ),
+    ),
+    create_replica_methods: v.optional(
+      v.pipe(
+        v.array(v.string((i) => `must be a method name, got ${i.received}`), (i) => `must be a list of method names, got ${i.received}`),
+        v.minLength(1, 'must name at least one method'),
+        v.check(
+          (a) => a.every((m) => m === 'basebackup'),
+          (i) => `only basebackup (pg_basebackup from host:port) is supported, got ${(i.input as string[]).filter((m) => m !== 'basebackup').join(', ')}`,
+        ),
+      ),
+    ),
+    restore_command: v.optional(OneLine),
+    archive_cleanup_command: v.optional(OneLine),
+    recovery_min_apply_delay: v.optional(
+      v.union(
+        [NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+\s*(us|ms|s|min|h|d)?$/, APPLY_DELAY))],
+        APPLY_DELAY,
+      ),
+    ),
+  }),
+);
+
+/** A replication slot name: PostgreSQL's rule `[a-z0-9_]{1,63}`. */
+const SlotName = v.pipe(
+  v.string((i) => `must be a string, got ${i.received}`),
+  v.regex(/^[a-z0-9_]{1,63}$/, 'must be a replication slot name: 1 to 63 lower-case letters, digits or _'),
+);
+
+/**
+ * One permanent slot (`slots`, docs/ha.md "Replication slots"): `{type: physical}` (also `null`
+ * or `0`, as the reference accepts), or `{type: logical, database, plugin}`.
+ */
+const PermanentSlotSchema = v.union(
+  [
+    v.null(),
+    v.literal(0),
+    v.pipe(
+      v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
+      v.check(
+        (o) => o['type'] === undefined || o['type'] === 'physical' || o['type'] === 'logical',
+        (i) => `type must be physical or logical, got ${JSON.stringify((i.input as Record<string, unknown>)['type'])}`,
+      ),
+      v.check(
+        (o) => o['type'] !== 'logical' || (typeof o['database'] === 'string' && o['database'] !== ''),
+        'a logical slot needs database (a non-empty string)',
+      ),
+      v.check(
+        (o) => o['type'] !== 'logical' || (typeof o['plugin'] === 'string' && o['plugin'] !== ''),
+        'a logical slot needs plugin (a non-empty string, e.g. pgoutput, test_decoding)',
+      ),
+    ),
+  ],
+  (i) => `must be {type: physical} or {type: logical, database, plugin}, got ${i.received}`,
+);
+
+/** `slots` and its aliases: slot name -> permanent slot. */
+const PermanentSlotsSchema = v.nullable(
+  v.pipe(
+    v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping of slot name: definition, got ${i.received}`),
+    v.check(
+      (o) => Object.keys(o).every((k) => /^[a-z0-9_]{1,63}$/.test(k)),
+      (i) =>
+        `slot names must be 1 to 63 lower-case letters, digits or _: ${Object.keys(i.input as Record<string, unknown>)
+          .filter((k) => !/^[a-z0-9_]{1,63}$/.test(k))
+          .map((k) => JSON.stringify(k))
+          .join(', ')}`,
+    ),
+    v.record(v.string(), PermanentSlotSchema),
+  ),
+);
+
+/** `ignore_slots`: matchers of slots never dropped, each with any of name, type, database, plugin. */
+const IgnoreSlotsSchema = v.nullable(
+  v.array(
+    v.strictObject(
+      {
+        name: v.optional(SlotName),
+        type: v.optional(v.picklist(['physical', 'logical'], (i) => `must be physical or logical, got ${JSON.stringify(i.input)}`)),
+        database: v.optional(v.string((i) => `must be a string, got ${i.received}`)),
+        plugin: v.optional(v.string((i) => `must be a string, got ${i.received}`)),
+      },
+      (i) => `must be a mapping with name, type, database or plugin, got ${i.received}`,
+    ),
+    (i) => `must be a list of {name, type, database, plugin} matchers, got ${i.received}`,
+  ),
+);
+
 /** A timing setting: integer >= 1 (seconds), and at most `max` when given. */
 function timingSeconds(max?: number) {
   return max === undefined
@@ -77,7 +269,14 @@ function dynamicConfigEntries(withMaxima: boolean) {
         v.minValue(-1, (i) => `must be -1 (no limit) or more, got ${i.received}`),
       ),
     ),
-    database: v.optional(DynamicDatabaseSchema),
+    database: v.optional(withMaxima ? DynamicDatabaseApiSchema : DynamicDatabaseSchema),
+    ...(withMaxima ? refusedEntries(UNSUPPORTED_DYNAMIC_KEYS) : {}),
+    slots: v.optional(PermanentSlotsSchema),
+    permanent_slots: v.optional(PermanentSlotsSchema),
+    permanent_replication_slots: v.optional(PermanentSlotsSchema),
+    ignore_slots: v.optional(IgnoreSlotsSchema),
+    member_slots_ttl: v.optional(NonNegativeInteger),
+    standby_cluster: v.optional(v.nullable(StandbyClusterSchema)),
   };
 }
 

@@ -101,7 +101,15 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // the cluster timeline does not hold up the race.
     const cand = peers.find((p) => p.name === failover.member);
     const candBehind = !!failover.leader && cand?.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline;
-    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind) {
+    // A switchover's candidate the sync key no longer lets be promoted (it left the key after the
+    // request was accepted) does not hold up the race either: it would refuse it, and everyone
+    // would wait for it (ha simulate, docs/simulation.md).
+    const candRefusedBySync =
+      !!failover.leader &&
+      !!input.sync &&
+      !!cand &&
+      syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers]) !== undefined;
+    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync) {
       return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
     }
   }

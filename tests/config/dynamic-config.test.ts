@@ -15,7 +15,7 @@ describe('validateDynamicConfig', () => {
       failsafe_mode: false,
       synchronous_mode: 'quorum',
       slots: { s1: { type: 'physical' } },
-      database: { use_slots: false, parameters: { wal_log_hints: true, max_connections: 200, hot_standby: 'on' }, pg_hba: ['x'] },
+      database: { use_slots: false, parameters: { wal_log_hints: true, max_connections: 200, hot_standby: 'on' }, note: ['x'] },
     });
     expect(r).toEqual({
       ok: true,
@@ -25,7 +25,7 @@ describe('validateDynamicConfig', () => {
         failsafe_mode: false,
         synchronous_mode: 'quorum',
         slots: { s1: { type: 'physical' } },
-        database: { use_slots: false, parameters: { wal_log_hints: 'on', max_connections: 200, hot_standby: 'on' }, pg_hba: ['x'] },
+        database: { use_slots: false, parameters: { wal_log_hints: 'on', max_connections: 200, hot_standby: 'on' }, note: ['x'] },
       },
     });
   });
@@ -45,6 +45,22 @@ describe('validateDynamicConfig', () => {
     }
     expect(validateDynamicConfig({ synchronous_node_count: 101 }).ok).toBe(false);
     expect(validateDynamicConfig({ synchronous_mode: true, synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1048576 }).ok).toBe(true);
+  });
+
+  it("refuses the reference's settings this agent does not implement, naming each", () => {
+    const r = validateDynamicConfig({ max_timelines_history: 5, primary_start_timeout: 300, postgresql: {}, database: { use_pg_rewind: true, pg_hba: ['x'] } });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.problems).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^max_timelines_history: not supported/),
+          expect.stringMatching(/^primary_start_timeout: not supported/),
+          expect.stringMatching(/^postgresql: not supported: this agent names the section `database`/),
+          expect.stringMatching(/^database\.use_pg_rewind: not supported under this name: use database\.use_db_rewind/),
+          expect.stringMatching(/^database\.pg_hba: not supported in the dynamic configuration/),
+        ]),
+      );
+    }
   });
 
   it('lists every type problem with its path', () => {

@@ -70,7 +70,7 @@ describe('sanitizeDynamicConfig: a good configuration passes unchanged', () => {
           use_db_rewind: true,
           remove_data_directory_on_diverged_timelines: true,
           parameters: { max_connections: 200, hot_standby: 'on' },
-          pg_hba: ['host all all 0.0.0.0/0 md5'],
+          note: ['kept as it is'],
         },
       },
     ],
@@ -188,5 +188,16 @@ describe('sanitizeDynamicConfig: timing adjustments (patroni.md §3.1)', () => {
     sanitizeDynamicConfig(raw, lastGood);
     expect(raw).toEqual({ ttl: 2, loop_wait: 2 });
     expect(lastGood).toEqual(before);
+  });
+});
+
+describe('sanitizeDynamicConfig: settings this agent does not implement', () => {
+  it('are ignored and said, never silently', () => {
+    const r = sanitizeDynamicConfig({ ttl: 30, primary_race_backoff: 5, database: { recovery_conf: { a: 1 } } }, withDefaults({}));
+    expect(r.problems).toEqual([]);
+    expect(r.adjustments).toEqual([
+      expect.stringMatching(/^ignored primary_race_backoff: not supported/),
+      expect.stringMatching(/^ignored database\.recovery_conf: not supported/),
+    ]);
   });
 });

@@ -49,6 +49,15 @@ describe('isHealthiest', () => {
       false,
     ],
     [
+      'synchronous mode: a switchover candidate that left the sync key does not hold up the race',
+      base({
+        failover: { leader: 'L', member: 'b' },
+        sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 90n }],
+      }),
+      true,
+    ],
+    [
       'quorum: two votes from the key, the peer not ahead',
       base({ sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }] }),
       true,
