@@ -16,6 +16,7 @@ import { LIST_FORMATS, renderList, type ListFormat } from '../ctl/list.ts';
 import { ROLE_FILTERS, runFlushRestart, runFlushSwitchover, runReinit, runReload, runRestart, type RoleFilter } from '../ctl/member-actions.ts';
 import { setMemberClient } from '../ctl/member-api.ts';
 import { runPause } from '../ctl/pause.ts';
+import { runDemoteCluster, runPromoteCluster } from '../ctl/cluster-mode.ts';
 import { runRemove } from '../ctl/remove.ts';
 import { readView, timestamp, type Session } from '../ctl/session.ts';
 import { runFailover, runSwitchover } from '../ctl/switchover.ts';
@@ -219,6 +220,30 @@ function buildProgram(): Command {
       .option('--wait', 'wait until every member reports the new mode')
       .action((cluster: string | undefined, o: { wait?: boolean }, cmd: Command) => withSession(cmd, cluster, (s) => runPause(s, paused, { wait: o.wait === true })));
   }
+
+  program
+    .command('demote-cluster')
+    .argument('[cluster]', 'cluster name')
+    .description('make the cluster a standby cluster of a remote primary: its leader becomes a standby leader (standby_cluster)')
+    .option('--host <host>', 'the remote primary to replicate from')
+    .option('--port <port>', 'its port (default 5432)')
+    .option('--primary-slot-name <name>', 'a replication slot on the remote')
+    .option('--restore-command <command>', 'restore_command of the standby leader')
+    .option('--force', 'do not ask for confirmation')
+    .option('--wait', 'wait until the leader runs as standby leader')
+    .action((cluster: string | undefined, o: { host?: string; port?: string; primarySlotName?: string; restoreCommand?: string; force?: boolean; wait?: boolean }, cmd: Command) =>
+      withSession(cmd, cluster, (s) => runDemoteCluster(s, { ...o, force: o.force === true, wait: o.wait === true })),
+    );
+
+  program
+    .command('promote-cluster')
+    .argument('[cluster]', 'cluster name')
+    .description('promote a standby cluster: remove standby_cluster, its standby leader becomes a primary')
+    .option('--force', 'do not ask for confirmation')
+    .option('--wait', 'wait until the leader runs as primary')
+    .action((cluster: string | undefined, o: { force?: boolean; wait?: boolean }, cmd: Command) =>
+      withSession(cmd, cluster, (s) => runPromoteCluster(s, { force: o.force === true, wait: o.wait === true })),
+    );
 
   program
     .command('flush')

@@ -11,6 +11,7 @@ import { isEligibleCandidate, isHealthiest, type PeerStatus } from './leader-rac
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
+import { standbyClusterOf, type StandbyClusterConfig } from './standby-cluster.ts';
 import { syncKeyOf, syncSettings, type SyncRaceRule } from './sync-standby.ts';
 import { syncAllowed } from './switchover-admission.ts';
 import { checkDivergence, type LocalPosition } from './timeline-history.ts';
@@ -94,14 +95,18 @@ export type CycleAction =
   | { kind: 'bootstrap' }
   | { kind: 'finishBootstrap' }
   | { kind: 'clone'; from: string }
-  | { kind: 'start'; role: 'primary' | 'replica'; leader?: string }
+  /** `remote`: the standby leader of a standby cluster, streaming from `standby_cluster` host:port. */
+  | { kind: 'start'; role: 'primary' | 'replica'; leader?: string; remote?: true }
   | { kind: 'reinitialize' }
   | { kind: 'acquireLock' }
   | { kind: 'promote' }
-  | { kind: 'demote'; mode: 'graceful' | 'immediate' | 'offline'; releaseLock: boolean }
+  /** `demote-cluster`: the primary of a cluster that became a standby cluster; it keeps the lock and restarts as the standby leader. */
+  | { kind: 'demote'; mode: 'graceful' | 'immediate' | 'offline' | 'demote-cluster'; releaseLock: boolean }
   | { kind: 'releaseLock' }
   /** Point a running replica at `upstream` (a `replicatefrom` member, src/domain/upstream.ts) or else the leader. */
   | { kind: 'follow'; leader: string; upstream?: string }
+  /** The standby leader: point primary_conninfo (and slot, recovery settings) at the `standby_cluster` remote. */
+  | { kind: 'followRemote' }
   | { kind: 'leaderDuties' }
   | { kind: 'clearFailover' }
   /** Stop the local database (a replica whose WAL diverged from the leader's timeline). */
@@ -177,6 +182,22 @@ function leaderIsPrimary(view: ClusterView): boolean {
   return m?.data.role === 'primary' && m.data.state === 'running';
 }
 
+/**
+ * The leader may be followed: running as primary, or in a standby cluster running as the standby
+ * leader (or still as primary, while a demote-cluster is under way).
+ */
+function leaderReady(view: ClusterView, standby: boolean): boolean {
+  if (!standby) return leaderIsPrimary(view);
+  const leader = view.leader?.name;
+  const m = view.members.find((x) => x.name === leader);
+  return (m?.data.role === 'standby_leader' || m?.data.role === 'primary') && m.data.state === 'running';
+}
+
+/** `host:port` of the remote of a standby cluster (for the cycle's sentences). */
+function remoteText(sc: StandbyClusterConfig): string {
+  return `${sc.host}:${sc.port}`;
+}
+
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
   return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
@@ -188,6 +209,11 @@ export function decideCycle(i: CycleInput): CycleDecision {
   const paused = config.pause === true;
   const iLead = i.holdsLock;
   const leader = iLead ? name : view.leader?.name;
+  // A standby cluster (docs/ha.md "Standby cluster"): its leader replicates from the remote and
+  // is never promoted; its other members follow the standby leader without divergence checks
+  // (the remote's timelines are not described by this cluster's history key).
+  const sc = standbyClusterOf(config);
+  const standby = sc !== undefined;
 
   if (!i.dcsOk) {
     if (!paused && db.role === 'primary' && db.state === 'running') {
@@ -224,7 +250,15 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d(`trying to bootstrap from ${from === leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
     }
     if (view.initialize === undefined && !paused && mayPromote(i.tags)) {
+      if (sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
       return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
+    }
+    // This agent won the race of a standby cluster and its clone from the remote failed: clone again.
+    if (sc && i.initializedByMe && view.initialize === '' && !paused) {
+      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+      }
+      return d(`trying again to bootstrap the standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
     }
     return d('waiting for leader to bootstrap');
   }
@@ -234,7 +268,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
   }
 
   // The bootstrap winner's database runs: publish the identifier and the configuration, take the lock.
-  if (i.initializedByMe && !leader && db.state === 'running' && db.role === 'primary' && view.initialize === '') {
+  if (i.initializedByMe && !leader && db.state === 'running' && (db.role === 'primary' || (standby && db.role === 'replica')) && view.initialize === '') {
     return d('initialized a new cluster', { kind: 'finishBootstrap' });
   }
 
@@ -258,6 +292,10 @@ export function decideCycle(i: CycleInput): CycleDecision {
     }
     if (iLead) {
       if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
+      if (sc) {
+        if (db.state === 'start_failed') return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
+        return d(`starting as the standby leader, replicating from ${remoteText(sc)}`, { kind: 'start', role: 'replica', remote: true });
+      }
       if (db.state === 'start_failed' && db.role === 'primary') {
         return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
       }
@@ -278,8 +316,8 @@ export function decideCycle(i: CycleInput): CycleDecision {
         if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
         return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
       }
-      if (!leaderIsPrimary(view)) return d(`waiting for leader ${leader} to run as primary before following it`);
-      {
+      if (!leaderReady(view, standby)) return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
+      if (!standby) {
         const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
         if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
         if (verdict.kind === 'unknown') {
@@ -315,6 +353,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
       ...syncRule(i),
     });
     if (verdict.healthy) {
+      if (standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });
       return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
     }
     if (db.role === 'primary') {
@@ -328,6 +367,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
       if (paused) return d('continue to run as primary after failing to update leader lock in DCS');
       return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
     }
+    if (sc) return decideStandbyLeader(i, sc);
     if (db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
     if (view.failoverInvalid) {
       return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
@@ -348,6 +388,8 @@ export function decideCycle(i: CycleInput): CycleDecision {
  * (without a key the primary never acknowledged synchronously: asynchronous rules).
  */
 function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
+  // Synchronous mode is ignored in a standby cluster (patroni.md §3.8).
+  if (standbyClusterOf(i.config)) return {};
   const mode = syncSettings(i.config).mode;
   if (mode === 'off' || !i.view.sync) return {};
   return { sync: { mode, key: syncKeyOf(i.view.sync.value) } };
@@ -373,8 +415,11 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
   const following = rep?.upstream === upstream;
   const stalledMs = rep && !rep.streaming && rep.notStreamingSinceMs !== undefined ? i.nowMs - rep.notStreamingSinceMs : 0;
   const stalled = following && stalledMs >= notStreamingGraceMs(i.config);
-  if (!following && !leaderIsPrimary(i.view)) return d(`waiting for leader ${leader} to run as primary before following it`);
-  if (!following || stalled) {
+  const standby = standbyClusterOf(i.config) !== undefined;
+  if (!following && !leaderReady(i.view, standby)) {
+    return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
+  }
+  if (!standby && (!following || stalled)) {
     const verdict = checkRunningDivergence(i.walBytes, i.timeline, leaderTimeline(i.view), currentHistory(i.view), {
       ...(i.localHistory ? { history: i.localHistory } : {}),
       ...(i.localPromotedBy ? { promotedBy: i.localPromotedBy } : {}),
@@ -388,6 +433,25 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
     return d(`following a leader (${leader})${via} but not streaming for ${Math.round(stalledMs / 1000)} s`, follow);
   }
   return d(`no action. I am (${i.name}), a secondary, and following a leader (${leader})${via}`, follow);
+}
+
+/**
+ * The lock holder of a standby cluster, its database running (docs/ha.md "Standby cluster"): a
+ * replica streams from the remote and does the leader's duties (status, members' slots); a
+ * primary (the cluster was just made a standby cluster: demote-cluster, patroni.md §3.4) stops,
+ * keeps the lock and starts again as the standby leader. Never a promotion. A switchover request
+ * hands the standby leader role over as on a primary.
+ */
+function decideStandbyLeader(i: CycleInput, sc: StandbyClusterConfig): CycleDecision {
+  if (i.db.role === 'primary') {
+    return d(`demoting self to standby leader: standby_cluster replicates from ${remoteText(sc)}`, { kind: 'demote', mode: 'demote-cluster', releaseLock: false });
+  }
+  if (i.view.failoverInvalid) {
+    return d(`ignoring an invalid failover key (${i.view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+  }
+  const sw = decideSwitchover(i);
+  if (sw) return sw.actions.some((a) => a.kind === 'demote') ? sw : { ...sw, actions: [{ kind: 'followRemote' }, ...sw.actions] };
+  return d(`no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`, { kind: 'followRemote' }, { kind: 'leaderDuties' });
 }
 
 /**

@@ -6,7 +6,8 @@
  * Rules (decisions in docs/api.md):
  * - leader codes: with no valid DCS view while paused, from the role alone; else when this node
  *   holds the lock (`leaderUntilMs > now`): `/leader` 200; a standby-cluster leader (role
- *   `standby_leader`) answers `/standby-leader` 200 and `/primary` 503; otherwise `/primary` 200
+ *   `standby_leader`, or any lock holder while `standby_cluster` is set) answers `/primary` 503,
+ *   and `/standby-leader` 200 when it runs as a replica (never `/replica`); otherwise `/primary` 200
  *   when the role is `primary` (seed: "the primary holding the leader lock");
  * - replica code: no `noloadbalance` tag, not lagging, role `replica`, state `running`, and the
  *   `replication_state` parameter (if given) equal to the node's;
@@ -20,6 +21,7 @@
  */
 import type { Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
+import { isStandbyCluster } from '../domain/standby-cluster.ts';
 import { parseLagParam } from './lag-param.ts';
 import { nodeFacts, type NodeFacts } from './node-facts.ts';
 
@@ -94,7 +96,8 @@ export function evaluateHealth(path: HealthPath, s: NodeSnapshot, nowMs: number,
 
 function pathOk(path: HealthPath, s: NodeSnapshot, f: NodeFacts, query: URLSearchParams, maxLagBytes: bigint | undefined): boolean {
   const { leader, primary, standbyLeader } = leaderCodes(s, f);
-  const replica = replicaOk(s, f, query, maxLagBytes);
+  // The lock holder of a standby cluster never answers as a replica (patroni.md §1.4).
+  const replica = !(f.isLeader && isStandbyCluster(s.config)) && replicaOk(s, f, query, maxLagBytes);
   switch (path) {
     case '/':
     case '/primary':
@@ -138,6 +141,8 @@ function leaderCodes(s: NodeSnapshot, f: NodeFacts): { leader: boolean; primary:
     };
   }
   if (!f.isLeader) return { leader: false, primary: false, standbyLeader: false };
+  // A standby cluster: /primary 503 on every member; /standby-leader 200 on the lock holder running as a replica.
+  if (isStandbyCluster(s.config)) return { leader: true, primary: false, standbyLeader: s.role === 'replica' || s.role === 'standby_leader' };
   if (s.role === 'standby_leader') return { leader: true, primary: false, standbyLeader: true };
   return { leader: true, primary: s.role === 'primary', standbyLeader: false };
 }

@@ -10,8 +10,10 @@ import type { DynamicConfig } from '../domain/dynamic-config.ts';
 import type { Tags } from '../domain/member.ts';
 import { filterParameters } from '../domain/pg-parameters.ts';
 import { syncSettings } from '../domain/sync-standby.ts';
+import { REMOTE_UPSTREAM_NAME, standbyClusterOf, standbyLeaderParameters } from '../domain/standby-cluster.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import type { ConfigureOptions } from '../postgres/types.ts';
+import { hasPermanentLogicalSlots } from './replica-slots.ts';
 import type { NodeCore } from './node-core.ts';
 
 /** The dynamic settings that decide what a diverged member does (a change forgets a failed rewind). */
@@ -133,9 +135,22 @@ export class ConfigApplier {
     }
     // pg_rewind needs wal_log_hints (or data checksums): on whenever use_db_rewind is (docs/ha.md "Rewind").
     if (state.config.database.use_db_rewind) parameters['wal_log_hints'] = 'on';
+    // Replicas keeping permanent logical slots report their slots' catalog_xmin to the primary (docs/ha.md "Replication slots").
+    if (role === 'replica' && hasPermanentLogicalSlots(state.config)) parameters['hot_standby_feedback'] = 'on';
     // Synchronous mode on: the synchronous-replication manager owns synchronous_standby_names.
     const sync = this.core.sync.parameterValue(role);
     if (sync !== undefined) parameters['synchronous_standby_names'] = sync;
+    // The standby leader (docs/ha.md "Standby cluster"): the remote upstream, its slot, its recovery settings.
+    const sc = role === 'replica' && state.followsRemote ? standbyClusterOf(state.config) : undefined;
+    if (sc) {
+      Object.assign(parameters, standbyLeaderParameters(sc));
+      return {
+        role,
+        upstream: { host: sc.host, port: sc.port, name: REMOTE_UPSTREAM_NAME },
+        ...(sc.primary_slot_name ? { slotName: sc.primary_slot_name } : {}),
+        parameters,
+      };
+    }
     return {
       role,
       ...(role === 'replica' && state.upstream ? { upstream: state.upstream } : {}),

@@ -9,8 +9,11 @@ import { memberHostPort } from '../domain/member.ts';
 import { slotMembers } from '../domain/upstream.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import { syncStateOf } from '../domain/sync-standby.ts';
+import { remoteKey, REMOTE_UPSTREAM_NAME, standbyClusterOf, type StandbyClusterConfig } from '../domain/standby-cluster.ts';
+import { walOf } from './member-data.ts';
 import type { Upstream } from '../postgres/types.ts';
 import type { ConfigApplier } from './config-apply.ts';
+import { ReplicaSlots } from './replica-slots.ts';
 import type { NodeCore } from './node-core.ts';
 
 /** Host, port and name of `member` from its key's conn_url; undefined when unknown. */
@@ -22,6 +25,7 @@ export function upstreamOf(view: ClusterView, member: string | undefined): Upstr
 }
 
 export class Executor {
+  private replicaSlots: ReplicaSlots | undefined;
   constructor(
     private readonly core: NodeCore,
     private readonly config: ConfigApplier,
@@ -36,6 +40,16 @@ export class Executor {
     const at = core.now();
     switch (a.kind) {
       case 'bootstrap': {
+        const sc = standbyClusterOf(st.config);
+        if (sc) {
+          // A standby cluster is not initdb'ed: the race winner clones the remote (docs/ha.md "Standby cluster").
+          if (!st.initializedByMe && !(await dcs.initialize('', { create: true }))) return;
+          st.initializedByMe = true;
+          this.pointAtRemote(sc);
+          st.cloneFrom = st.upstream;
+          db.send({ type: 'cmd.clone', reason: `won the bootstrap race of a standby cluster: cloning ${sc.host}:${sc.port}`, at });
+          return;
+        }
         if (await dcs.initialize('', { create: true })) {
           st.initializedByMe = true;
           if (core.deps.customBootstrapCommand) db.send({ type: 'cmd.customBootstrap', reason: 'won the bootstrap race', at });
@@ -70,6 +84,7 @@ export class Executor {
         return;
       }
       case 'rewind': {
+        st.followsRemote = false;
         // pg_rewind from the leader (creating_replica, clone actor with method 'rewind'), then
         // start as its replica: the start configures primary_conninfo for st.upstream.
         const up = upstreamOf(view, a.leader);
@@ -84,8 +99,11 @@ export class Executor {
         return;
       }
       case 'start': {
+        const sc = a.remote ? standbyClusterOf(st.config) : undefined;
+        st.followsRemote = false;
         st.upstream = a.leader ? upstreamOf(view, a.leader) : undefined;
         st.configuredUpstream = st.upstream?.name;
+        if (sc) this.pointAtRemote(sc);
         st.demoted = false;
         db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
         return;
@@ -98,7 +116,8 @@ export class Executor {
           log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
           return;
         }
-        if (db.getSnapshot().context.role !== 'primary') {
+        // In a standby cluster the winner stays a replica: the standby leader (next cycle: followRemote).
+        if (db.getSnapshot().context.role !== 'primary' && !standbyClusterOf(st.config)) {
           if (!(await this.prepareSyncForPromotion(view))) return;
           db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
         }
@@ -108,11 +127,13 @@ export class Executor {
       }
       case 'promote':
         if (!(await this.prepareSyncForPromotion(view))) return;
+        st.followsRemote = false;
         db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
         return;
       case 'demote': {
         st.releaseLockAfterStop = a.releaseLock;
         st.demoted = true;
+        st.followsRemote = false;
         st.upstream = undefined;
         st.configuredUpstream = undefined;
         // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
@@ -126,6 +147,7 @@ export class Executor {
         core.emitChange();
         return;
       case 'stop':
+        st.followsRemote = false;
         st.upstream = undefined;
         st.configuredUpstream = undefined;
         db.send({ type: 'cmd.stop', mode: 'fast', reason: a.reason, at });
@@ -141,9 +163,25 @@ export class Executor {
         await this.follow(view, a.upstream ?? a.leader);
         await this.syncCascadeSlots(view);
         return;
+      case 'followRemote': {
+        const sc = standbyClusterOf(st.config);
+        if (!sc || (st.followsRemote && st.configuredUpstream === remoteKey(sc))) return;
+        this.pointAtRemote(sc);
+        await pg.configure(this.config.configureOptions('replica'));
+        await pg.reload();
+        st.demoted = false;
+        log.info({ host: sc.host, port: sc.port }, `standby leader: replicating from ${sc.host}:${sc.port}`);
+        return;
+      }
       case 'leaderDuties': {
         const probe = core.probe();
-        if (!probe || probe.inRecovery) return;
+        if (!probe) return;
+        if (probe.inRecovery) {
+          // The standby leader: members' slots and `status` (its WAL position); no sync, no history of its own promotions.
+          if (!standbyClusterOf(st.config)) return;
+          await core.duties.run(view, { ...probe, flushLsn: walOf(probe), timeline: 1 }, st.config.database.use_slots);
+          return;
+        }
         await core.duties.run(view, probe, st.config.database.use_slots);
         await core.sync.run(view, probe, () => this.config.writeAndReload('primary'));
         return;
@@ -152,6 +190,14 @@ export class Executor {
         await dcs.setFailover({}, view.failover?.revision ?? view.failoverInvalid?.revision);
         return;
     }
+  }
+
+  /** The database streams from the standby cluster's remote (the standby leader, or the bootstrap winner's clone). */
+  private pointAtRemote(sc: StandbyClusterConfig): void {
+    const st = this.core.state;
+    st.followsRemote = true;
+    st.upstream = { host: sc.host, port: sc.port, name: REMOTE_UPSTREAM_NAME };
+    st.configuredUpstream = remoteKey(sc);
   }
 
   /**
@@ -211,6 +257,12 @@ export class Executor {
   private async syncCascadeSlots(view: ClusterView): Promise<void> {
     const { state, deps } = this.core;
     if (!state.config.database.use_slots) return;
+    // Permanent slots too (src/node/replica-slots.ts), when the PgControl lists slots.
+    if (deps.pg.listSlots) {
+      this.replicaSlots ??= new ReplicaSlots(this.core);
+      await this.replicaSlots.run(view);
+      return;
+    }
     const names = slotMembers(view, deps.name).map(slotNameForMember);
     await deps.pg.syncSlots(names).catch((e) => deps.log.warn({ err: String(e) }, 'syncing the slots of cascading replicas failed'));
   }
@@ -246,7 +298,7 @@ export class Executor {
     const { dcs, pg, log } = this.core.deps;
     try {
       const cd = await pg.controlData();
-      await dcs.setStatus({ optime: Number(cd.checkpointLsn) });
+      await dcs.setStatus(this.core.duties.finalStatus(Number(cd.checkpointLsn)));
     } catch (e) {
       log.warn({ err: String(e) }, 'could not publish the final checkpoint');
     }

@@ -1,10 +1,13 @@
 /**
- * The leader's per-cycle work besides renewing the lock: the `status` key (optime and slot
- * positions, written only when changed), one physical replication slot per other member, and the
+ * The leader's per-cycle work besides renewing the lock: the `status` key (optime, slot
+ * positions and `retain_slots`, written only when changed), one physical replication slot per
+ * member streaming from it (kept member_slots_ttl after the member left), the permanent slots
+ * of the dynamic config (docs/ha.md "Replication slots"), and the
  * `history` key after a promotion (from the timeline history file, dcs-layout.md).
  */
 import type { Logger } from 'pino';
-import type { ClusterView } from '../domain/cluster.ts';
+import type { ClusterView, LeaderStatus } from '../domain/cluster.ts';
+import { ignoreSlots, memberSlotsTtl, permanentSlots, planSlotSync, SlotRetention } from '../domain/slots.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import { historyEntries, parseHistoryFile } from '../domain/timeline-history.ts';
 import type { Dcs } from '../dcs/dcs.ts';
@@ -14,6 +17,10 @@ import type { PgControl } from '../postgres/types.ts';
 
 export class LeaderDuties {
   private lastStatusJson = '';
+  private lastStatus: LeaderStatus | undefined;
+  private readonly retention = new SlotRetention();
+  /** The last error creating each permanent logical slot (logged once, not every cycle). */
+  private readonly lastLogicalError = new Map<string, string>();
   private historyTimeline = 0;
 
   constructor(private readonly deps: { dcs: Dcs; pg: PgControl; name: string; log: Logger; now: () => number }) {}
@@ -25,13 +32,21 @@ export class LeaderDuties {
 
   /** One round on a running primary whose probe is `probe`. DCS failures reject. */
   async run(view: ClusterView, probe: PgStatus, useSlots: boolean): Promise<void> {
-    const { dcs, pg, name, log } = this.deps;
-    // Every member streaming from this leader; cascading replicas' slots live on their upstream.
-    const others = slotMembers(view, name, { leader: name }).map(slotNameForMember);
-    if (useSlots) await pg.syncSlots(others).catch((e) => log.warn({ err: String(e) }, 'syncing slots failed'));
+    const { dcs, now } = this.deps;
     const slots: Record<string, number> = {};
     for (const [k, v] of Object.entries(probe.slots)) slots[k] = Number(v);
-    const status = { optime: Number(probe.flushLsn ?? 0n), ...(Object.keys(slots).length ? { slots } : {}) };
+    let retain: string[] = [];
+    if (useSlots) {
+      const r = await this.syncSlots(view, probe.inRecovery);
+      retain = r.retain;
+      for (const [k, v] of Object.entries(r.logical)) slots[k] = v;
+    } else this.retention.update(now(), [], undefined, 0);
+    const status = {
+      optime: Number(probe.flushLsn ?? 0n),
+      ...(Object.keys(slots).length ? { slots } : {}),
+      ...(retain.length ? { retain_slots: retain } : {}),
+    };
+    this.lastStatus = status;
     const json = JSON.stringify(status);
     if (json !== this.lastStatusJson) {
       await dcs.setStatus(status);
@@ -40,6 +55,72 @@ export class LeaderDuties {
     if (probe.timeline > 1 && (this.historyTimeline !== probe.timeline || !view.history?.some((e) => e[0] === probe.timeline - 1))) {
       await this.writeHistory(view, probe.timeline);
     }
+  }
+
+  /**
+   * The `status` to write when this leader stops: its final checkpoint as optime, the slot
+   * positions and `retain_slots` it last published (the next leader keeps and advances from them).
+   */
+  finalStatus(optime: number): LeaderStatus {
+    const last = this.lastStatus;
+    return { optime, ...(last?.slots ? { slots: last.slots } : {}), ...(last?.retain_slots ? { retain_slots: last.retain_slots } : {}) };
+  }
+
+  /**
+   * The leader's slots (docs/ha.md "Replication slots"): a physical slot for every member streaming
+   * from it, the retained slots of absent members (member_slots_ttl), the permanent slots
+   * (physical and logical); other inactive slots are dropped unless `ignore_slots` matches them
+   * or the cluster is paused. Returns `retain_slots` and the confirmed_flush of the permanent
+   * logical slots (for `status.slots`). Failures are logged; the next cycle tries again.
+   */
+  private async syncSlots(view: ClusterView, inRecovery: boolean): Promise<{ retain: string[]; logical: Record<string, number> }> {
+    const { pg, name, log, now } = this.deps;
+    const cfg = view.config?.value;
+    const permanent = permanentSlots(cfg);
+    const own = slotNameForMember(name);
+    // Every member streaming from this leader; cascading replicas' slots live on their upstream.
+    const memberSlots = slotMembers(view, name, { leader: name }).map(slotNameForMember);
+    const presentNames = new Set(view.members.map((m) => slotNameForMember(m.name)));
+    const present = view.members.filter((m) => m.data.tags?.['nostream'] !== true).map((m) => slotNameForMember(m.name));
+    const retain = this.retention
+      .update(now(), [...present, own], view.status?.retain_slots, memberSlotsTtl(cfg))
+      .filter((n) => !permanent.has(n));
+    // Absent members' slots are kept until member_slots_ttl after they were last seen.
+    const retained = retain.filter((n) => n !== own && !presentNames.has(n));
+    const wanted = [...new Set([...memberSlots, ...retained])];
+    const logical: Record<string, number> = {};
+    if (!pg.listSlots) {
+      const physical = [...wanted, ...[...permanent].filter(([, s]) => s.type === 'physical').map(([n]) => n)];
+      await pg.syncSlots([...new Set(physical)]).catch((e) => log.warn({ err: String(e) }, 'syncing slots failed'));
+      return { retain, logical };
+    }
+    try {
+      const existing = await pg.listSlots();
+      const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true });
+      for (const n of plan.drop) {
+        await pg.dropSlot?.(n);
+        log.info({ slot: n }, `dropped replication slot ${n}`);
+      }
+      for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
+      for (const s of plan.createLogical) {
+        try {
+          await pg.createLogicalSlot?.(s.name, s.database, s.plugin);
+          log.info({ slot: s.name, database: s.database, plugin: s.plugin }, `created permanent logical slot ${s.name}`);
+          this.lastLogicalError.delete(s.name);
+        } catch (e) {
+          const err = String(e);
+          if (this.lastLogicalError.get(s.name) !== err) log.warn({ slot: s.name, err }, `could not create permanent logical slot ${s.name}`);
+          this.lastLogicalError.set(s.name, err);
+        }
+      }
+      for (const s of existing) {
+        const p = permanent.get(s.name);
+        if (p?.type === 'logical' && s.type === 'logical' && s.confirmedFlush !== undefined) logical[s.name] = Number(s.confirmedFlush);
+      }
+    } catch (e) {
+      log.warn({ err: String(e) }, 'syncing slots failed');
+    }
+    return { retain, logical };
   }
 
   /** Writes `history` from `pg_wal/<TLI>.history` of the current timeline. Logs (never throws) on failure. */

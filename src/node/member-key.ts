@@ -5,6 +5,7 @@
  */
 import type { MemberData, ScheduledRestartData } from '../domain/member.ts';
 import type { DatabaseState } from '../domain/states.ts';
+import { publishedRole, standbyClusterOf } from '../domain/standby-cluster.ts';
 import { buildMemberData } from './member-data.ts';
 import type { NodeCore } from './node-core.ts';
 
@@ -35,7 +36,7 @@ export class MemberKey {
       apiUrl: deps.apiUrl,
       version: deps.version,
       state: snap.value as DatabaseState,
-      role: snap.context.role,
+      role: publishedRole(snap.context.role, this.core.lock.held, standbyClusterOf(state.config) !== undefined),
       ...(snap.value === 'running' && probe ? { probe } : {}),
       tags: state.tags,
       ...(scheduled ? { scheduledRestart: scheduled } : {}),

@@ -70,6 +70,8 @@ export class NodeState {
   cloneFrom: Upstream | undefined;
   upstream: Upstream | undefined;
   configuredUpstream: string | undefined;
+  /** The database was started or pointed as the standby leader: it streams from the `standby_cluster` remote. */
+  followsRemote = false;
   /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
   startFailures = 0;
   nextStartAtMs: number | undefined;

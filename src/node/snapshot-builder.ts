@@ -5,6 +5,7 @@
  */
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import type { DatabaseState } from '../domain/states.ts';
+import { publishedRole, standbyClusterOf } from '../domain/standby-cluster.ts';
 import { effectiveTags } from './member-data.ts';
 import type { Failsafe } from './failsafe.ts';
 import type { MemberKey } from './member-key.ts';
@@ -42,7 +43,7 @@ export class SnapshotBuilder {
       connUrl: deps.connUrl,
       tags: effectiveTags(st.tags),
       state: (snap?.value ?? 'stopped') as DatabaseState,
-      role: snap?.context.role ?? 'uninitialized',
+      role: publishedRole(snap?.context.role ?? 'uninitialized', core.lock.held, standbyClusterOf(st.config) !== undefined),
       ...(running && probe ? { pg: probe } : {}),
       ...(st.sysid ? { sysid: st.sysid } : {}),
       leaderUntilMs: Math.max(core.lock.untilMs, this.failsafe?.leaderUntilMs() ?? 0),

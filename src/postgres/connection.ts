@@ -80,6 +80,8 @@ export interface LocalPoolOptions {
   connectTimeoutSeconds: number;
   /** Server-side statement_timeout backstop, ms. */
   statementTimeoutMs: number;
+  /** Database to connect to; default `postgres`. */
+  database?: string;
 }
 
 /** Creates the pool (lazy: connects on the first query). No type fetch round trip, notices dropped. */
@@ -89,7 +91,7 @@ export function createLocalPool(o: LocalPoolOptions): Sql {
     port: o.port,
     user: o.username,
     password: o.password,
-    database: 'postgres',
+    database: o.database ?? 'postgres',
     max: 1,
     connect_timeout: o.connectTimeoutSeconds,
     idle_timeout: 60,

@@ -4,7 +4,8 @@
  * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import postgres from 'postgres';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
 import { renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
@@ -28,7 +29,8 @@ import { runProbe } from './probe.ts';
 import { runAsPg } from './run-as-pg.ts';
 import { planSlots } from './slots.ts';
 import { quoteIdent, quoteLiteral } from './sql-quote.ts';
-import type { ConfigureOptions, ControlData, PgControl, PromotionMarker, RoleAuth, Upstream } from './types.ts';
+import type { ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream } from './types.ts';
+import { formatLsn, parseLsn } from '../domain/lsn.ts';
 
 /** The promotion marker's file in the data directory (PgControl.readPromotion). */
 const PROMOTION_FILE = 'ha.promotion.json';
@@ -591,6 +593,143 @@ export class LocalPostgres implements PgControl {
       await this.query(
         `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)} AND NOT active`,
       );
+    }
+  }
+
+  async listSlots(): Promise<SlotInfo[]> {
+    const rows = await this.query<{ name: string; type: string; database: string | null; plugin: string | null; active: boolean; restart_lsn: string | null; confirmed_flush: string | null }>(
+      `SELECT slot_name AS name, slot_type AS type, database, plugin, active, restart_lsn::text AS restart_lsn, confirmed_flush_lsn::text AS confirmed_flush
+         FROM pg_replication_slots ORDER BY slot_name`,
+    );
+    return rows.map((r) => ({
+      name: r.name,
+      type: r.type === 'logical' ? 'logical' : 'physical',
+      ...(r.database ? { database: r.database } : {}),
+      ...(r.plugin ? { plugin: r.plugin } : {}),
+      active: r.active,
+      ...(r.restart_lsn ? { restartLsn: parseLsn(r.restart_lsn) } : {}),
+      ...(r.confirmed_flush ? { confirmedFlush: parseLsn(r.confirmed_flush) } : {}),
+    }));
+  }
+
+  async createPhysicalSlot(name: string): Promise<void> {
+    await this.query(
+      `SELECT pg_create_physical_replication_slot(${quoteLiteral(name)}, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)})`,
+    );
+  }
+
+  async createLogicalSlot(name: string, database: string, plugin: string): Promise<void> {
+    await this.inDatabase(database, (q) =>
+      q(`SELECT pg_create_logical_replication_slot(${quoteLiteral(name)}, ${quoteLiteral(plugin)}) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)})`),
+    );
+  }
+
+  async dropSlot(name: string): Promise<void> {
+    await this.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)} AND NOT active`);
+  }
+
+  async advanceSlot(name: string, lsn: bigint, database?: string): Promise<bigint | undefined> {
+    const sql = `SELECT end_lsn::text AS end_lsn FROM pg_replication_slot_advance(${quoteLiteral(name)}, ${quoteLiteral(formatLsn(lsn))}::pg_lsn)`;
+    const rows = database ? await this.inDatabase(database, (q) => q<{ end_lsn: string | null }>(sql)) : await this.query<{ end_lsn: string | null }>(sql);
+    const v = rows[0]?.end_lsn;
+    return v ? parseLsn(v) : undefined;
+  }
+
+  async readPrimarySlots(from: Upstream, names: string[]): Promise<CopiedSlot[]> {
+    if (names.length === 0) return [];
+    const sql = postgres({
+      host: from.host,
+      port: from.port,
+      user: this.opts.superuser.username,
+      password: this.opts.superuser.password,
+      database: 'postgres',
+      max: 1,
+      connect_timeout: 5,
+      idle_timeout: 5,
+      fetch_types: false,
+      prepare: false,
+      onnotice: () => undefined,
+      connection: { application_name: `${this.opts.name}-slots`, statement_timeout: 10_000 },
+    });
+    try {
+      const list = names.map(quoteLiteral).join(', ');
+      const rows = await bounded<{ name: string; database: string; plugin: string; restart_lsn: string; confirmed_flush: string; state: Buffer }[]>(
+        sql.unsafe(
+          `SELECT slot_name AS name, database, plugin, restart_lsn::text AS restart_lsn, confirmed_flush_lsn::text AS confirmed_flush,
+                  pg_read_binary_file('pg_replslot/' || slot_name || '/state') AS state
+             FROM pg_replication_slots
+            WHERE slot_type = 'logical' AND NOT pg_is_in_recovery() AND restart_lsn IS NOT NULL AND confirmed_flush_lsn IS NOT NULL
+              AND slot_name IN (${list})`,
+        ) as never,
+        15_000,
+      );
+      return [...rows].map((r) => ({
+        name: r.name,
+        database: r.database,
+        plugin: r.plugin,
+        restartLsn: parseLsn(r.restart_lsn),
+        confirmedFlush: parseLsn(r.confirmed_flush),
+        state: Buffer.from(r.state),
+      }));
+    } finally {
+      await sql.end({ timeout: 1 }).catch(() => undefined);
+    }
+  }
+
+  async writeSlotState(name: string, state: Buffer): Promise<void> {
+    if (!/^[a-z0-9_]{1,63}$/.test(name)) throw new Error(`not a slot name: ${JSON.stringify(name)}`);
+    const base = join(this.dataDir, 'pg_replslot');
+    const dir = join(base, name);
+    const tmp = `${dir}.tmp`;
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { mode: 0o700 });
+    const fh = await open(join(tmp, 'state'), 'w', 0o600);
+    try {
+      await fh.writeFile(state);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await chownToPg(tmp);
+    await chownToPg(join(tmp, 'state'));
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+    for (const d of [dir, base]) {
+      const h = await open(d, 'r');
+      await h.sync().catch(() => undefined);
+      await h.close();
+    }
+  }
+
+  async oldestWalLsn(): Promise<bigint | undefined> {
+    const rows = await this.query<{ name: string; seg: string }>(
+      "SELECT name, pg_size_bytes(current_setting('wal_segment_size'))::text AS seg FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'",
+    );
+    let min: bigint | undefined;
+    for (const r of rows) {
+      const segBytes = BigInt(r.seg);
+      const lsn = BigInt('0x' + r.name.slice(8, 16)) * 0x100000000n + BigInt('0x' + r.name.slice(16, 24)) * segBytes;
+      if (min === undefined || lsn < min) min = lsn;
+    }
+    return min;
+  }
+
+  /** Runs `fn` on a one-off connection to `database` (logical slot functions need the slot's database). */
+  private async inDatabase<T>(database: string, fn: (q: <R = Record<string, unknown>>(text: string) => Promise<R[]>) => Promise<T>): Promise<T> {
+    const sql = createLocalPool({
+      socketDir: this.node.socketDir,
+      port: this.opts.listen.port,
+      username: this.opts.superuser.username,
+      password: this.opts.superuser.password,
+      applicationName: 'ha-slots',
+      connectTimeoutSeconds: 2,
+      statementTimeoutMs: DEFAULT_QUERY_TIMEOUT_MS,
+      database,
+    });
+    try {
+      return await fn(async <R,>(text: string) => [...(await bounded<R[]>(sql.unsafe(text) as never, DEFAULT_QUERY_TIMEOUT_MS))]);
+    } finally {
+      await sql.end({ timeout: 1 }).catch(() => undefined);
     }
   }
 

@@ -10,6 +10,19 @@
 
 import type { PgStatus } from '../domain/pg-status.ts';
 export type { ReplicationRow, PgStatus } from '../domain/pg-status.ts';
+import type { SlotInfo } from '../domain/slots.ts';
+export type { SlotInfo } from '../domain/slots.ts';
+
+/** A logical slot read from the primary for copying (PgControl.readPrimarySlots). */
+export interface CopiedSlot {
+  name: string;
+  database: string;
+  plugin: string;
+  restartLsn: bigint;
+  confirmedFlush: bigint;
+  /** The content of `pg_replslot/<name>/state` on the primary. */
+  state: Buffer;
+}
 
 /** Fields of pg_controldata the agent uses. */
 export interface ControlData {
@@ -163,6 +176,46 @@ export interface PgControl {
 
   /** Creates missing physical slots and drops physical slots not in `names` (primary only). */
   syncSlots(names: string[]): Promise<void>;
+
+  /**
+   * Every replication slot (pg_replication_slots): name, type, database and plugin of logical
+   * slots, active, restart_lsn, confirmed_flush_lsn. Optional (the simulator lacks it): without
+   * it the agent manages member slots with `syncSlots` only.
+   */
+  listSlots?(): Promise<SlotInfo[]>;
+
+  /** Creates a physical slot reserving WAL now (works on a standby too). No-op when it exists. */
+  createPhysicalSlot?(name: string): Promise<void>;
+
+  /** Creates a logical slot in `database` with `plugin` (primary only in PostgreSQL 15). No-op when it exists. */
+  createLogicalSlot?(name: string, database: string, plugin: string): Promise<void>;
+
+  /** Drops an inactive slot (no-op when missing or active). */
+  dropSlot?(name: string): Promise<void>;
+
+  /**
+   * `pg_replication_slot_advance(name, lsn)`, connected to `database` for a logical slot (works on
+   * a PostgreSQL 15 standby, capped by PostgreSQL at the replay position). Resolves to the slot's
+   * new position.
+   */
+  advanceSlot?(name: string, lsn: bigint, database?: string): Promise<bigint | undefined>;
+
+  /**
+   * Reads logical slots from the primary `from` (superuser over TCP): definition, positions and
+   * the slot's on-disk state file (`pg_read_binary_file('pg_replslot/<name>/state')`), for a
+   * replica to copy them (docs/ha.md "Replication slots").
+   */
+  readPrimarySlots?(from: Upstream, names: string[]): Promise<CopiedSlot[]>;
+
+  /**
+   * Writes a copied slot's state file into `pg_replslot/<name>/state` (via a `.tmp` directory,
+   * fsynced, owned by the PostgreSQL user). PostgreSQL loads slot files only at startup: the
+   * caller restarts the server afterwards.
+   */
+  writeSlotState?(name: string, state: Buffer): Promise<void>;
+
+  /** The lowest LSN the local pg_wal still holds (start of its oldest segment), undefined when unknown. */
+  oldestWalLsn?(): Promise<bigint | undefined>;
 
   /** Runs one SQL statement as the superuser (tests, checkpoint before switchover). */
   query<T = Record<string, unknown>>(sql: string, timeoutMs?: number): Promise<T[]>;

@@ -38,13 +38,15 @@ export function singleNodeEtcdArgs(dir: string, url: string, peer: number): stri
 }
 
 /** Starts etcd and waits until it answers /health. */
-export async function startEtcd(): Promise<EtcdServer> {
+export async function startEtcd(opts: { extraHosts?: string[] } = {}): Promise<EtcdServer> {
   const dir = await makeTempDir('ha-etcd-');
   const [client, peer] = await freePorts(2);
   const url = `http://127.0.0.1:${client}`;
+  // extraHosts (network-namespace tests): the same port on more addresses, e.g. a veth's.
+  const listenUrls = [url, ...(opts.extraHosts ?? []).map((h) => `http://${h}:${client}`)].join(',');
   let stderr = '';
   const launch = async (): Promise<number> => {
-    const child = spawn('etcd', singleNodeEtcdArgs(dir, url, peer!), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('etcd', singleNodeEtcdArgs(dir, listenUrls, peer!), { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d) => (stderr += d));
     const pid = child.pid!;
     try {

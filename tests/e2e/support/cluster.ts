@@ -24,6 +24,10 @@ export interface TestNode {
   logPath: string;
   proc?: ChildProcess;
   output: string;
+  /** Address its API and PostgreSQL listen on and are reached at (ClusterOptions.hosts); absent: 127.0.0.1. */
+  host?: string;
+  /** Command prefix of its agent (ClusterOptions.wrapCommand), e.g. `ip netns exec <ns>`. */
+  wrap?: string[];
 }
 
 export interface ClusterOptions {
@@ -42,22 +46,46 @@ export interface ClusterOptions {
   etcdMembers?: number;
   /** The `watchdog` section (docs/ha.md "Fencing"), e.g. `{ mode: 'off' }`; absent: the default (automatic). */
   watchdog?: Record<string, unknown>;
+  /**
+   * Network-namespace tests: per node, the address its API and PostgreSQL listen on and are
+   * reached at (default 127.0.0.1), e.g. an address of a veth inside a namespace.
+   */
+  hosts?: Record<string, string>;
+  /** Per node: a prefix of its agent's command line, e.g. `['ip', 'netns', 'exec', 'ha-n1']`. */
+  wrapCommand?: Record<string, string[]>;
+  /** More client listen hosts of the (one-member) test etcd, on its port, e.g. a veth address. */
+  etcdListenHosts?: string[];
+  /** The `etcd3.hosts` the agents get instead of the test etcd's own (given the etcd's client port). */
+  etcdHosts?: (port: number) => string[];
+  /** `database.pg_hba` lines of every node (e.g. scram over a private namespace subnet). */
+  pgHba?: string[];
+  /** The cluster's scope (default `e2e`). */
+  scope?: string;
+  /** Node names are `<namePrefix>1…` (default `node`). */
+  namePrefix?: string;
+  /** Use this (another cluster's) etcd instead of starting one; destroy() leaves it running. */
+  etcd?: EtcdServer & { hosts?: string[]; urls?: string[] };
 }
 
 export class TestCluster {
   readonly nodes: TestNode[] = [];
   etcd!: EtcdServer & { hosts?: string[]; urls?: string[] };
   dir!: string;
-  readonly scope = 'e2e';
+  scope = 'e2e';
+  /** False when the etcd belongs to another cluster (ClusterOptions.etcd). */
+  private ownEtcd = true;
 
   static async create(opts: ClusterOptions = {}): Promise<TestCluster> {
     const c = new TestCluster();
+    if (opts.scope) c.scope = opts.scope;
+    if (opts.etcd) c.ownEtcd = false;
     c.dir = await makeTempDir('ha-e2e-');
-    c.etcd = (opts.etcdMembers ?? 1) > 1 ? await startEtcdCluster(opts.etcdMembers) : await startEtcd();
+    c.etcd = opts.etcd ? opts.etcd : (opts.etcdMembers ?? 1) > 1 ? await startEtcdCluster(opts.etcdMembers) : await startEtcd(opts.etcdListenHosts ? { extraHosts: opts.etcdListenHosts } : {});
+    const etcdHosts = opts.etcdHosts ? opts.etcdHosts(Number(c.etcd.host.split(':').at(-1))) : (c.etcd.hosts ?? [c.etcd.host]);
     const n = opts.nodes ?? 3;
     const ports = await freePorts(n * 2);
     for (let i = 0; i < n; i++) {
-      const name = `node${i + 1}`;
+      const name = `${opts.namePrefix ?? 'node'}${i + 1}`;
       const node: TestNode = {
         name,
         apiPort: ports[2 * i]!,
@@ -66,15 +94,18 @@ export class TestCluster {
         configPath: join(c.dir, `${name}.yml`),
         logPath: join(c.dir, `${name}.agent.log`),
         output: '',
+        ...(opts.hosts?.[name] ? { host: opts.hosts[name] } : {}),
+        ...(opts.wrapCommand?.[name] ? { wrap: opts.wrapCommand[name] } : {}),
       };
+      const host = node.host ?? '127.0.0.1';
       const tags = opts.tags?.[name];
       await writeFile(
         node.configPath,
         [
           `scope: ${c.scope}`,
           `name: ${name}`,
-          `restapi: ${JSON.stringify({ listen: `127.0.0.1:${node.apiPort}`, ...(opts.restapi ?? {}) })}`,
-          `etcd3: { hosts: ${JSON.stringify(c.etcd.hosts ?? [c.etcd.host])} }`,
+          `restapi: ${JSON.stringify({ listen: `${host}:${node.apiPort}`, ...(opts.restapi ?? {}) })}`,
+          `etcd3: { hosts: ${JSON.stringify(etcdHosts)} }`,
           'bootstrap:',
           '  dcs:',
           `    ttl: ${opts.ttl ?? 10}`,
@@ -82,12 +113,13 @@ export class TestCluster {
           `    retry_timeout: ${opts.retryTimeout ?? 3}`,
           ...(opts.dcsExtra ?? []).map((l) => `    ${l}`),
           'database:',
-          `  listen: "127.0.0.1:${node.pgPort}"`,
+          `  listen: "${host}:${node.pgPort}"`,
           `  data_dir: ${node.dataDir}`,
           '  parameters: { fsync: "off", shared_buffers: "16MB" }',
           '  authentication:',
           '    superuser: { username: postgres, password: e2e-super }',
           '    replication: { username: replicator, password: e2e-repl }',
+          ...(opts.pgHba ? [`  pg_hba: ${JSON.stringify(opts.pgHba)}`] : []),
           ...(opts.callbacks ? [`  callbacks: ${JSON.stringify(typeof opts.callbacks === 'function' ? opts.callbacks(name) : opts.callbacks)}`] : []),
           ...(tags ? [`tags: ${JSON.stringify(tags)}`] : []),
           ...(opts.watchdog ? [`watchdog: ${JSON.stringify(opts.watchdog)}`] : []),
@@ -116,7 +148,8 @@ export class TestCluster {
     // HA_AGENT_ENTRY (benchmarks): run a built agent, e.g. dist/src/cli/ha.js, instead of the sources.
     const entry = process.env['HA_AGENT_ENTRY'];
     const args = entry ? [join(ROOT, entry)] : ['--import', 'tsx', join(ROOT, 'src/cli/ha.ts')];
-    const child = spawn(process.execPath, [...args, 'run', n.configPath], {
+    const cmd = [...(n.wrap ?? []), process.execPath, ...args, 'run', n.configPath];
+    const child = spawn(cmd[0]!, cmd.slice(1), {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
@@ -135,7 +168,7 @@ export class TestCluster {
   async get(name: string, path: string): Promise<{ status: number; body: string; json: () => any }> {
     const n = this.node(name);
     try {
-      const r = await fetch(`http://127.0.0.1:${n.apiPort}${path}`, { signal: AbortSignal.timeout(2000) });
+      const r = await fetch(`http://${n.host ?? '127.0.0.1'}:${n.apiPort}${path}`, { signal: AbortSignal.timeout(2000) });
       const body = await r.text();
       return { status: r.status, body, json: () => JSON.parse(body) };
     } catch {
@@ -161,7 +194,7 @@ export class TestCluster {
   /** Runs SQL on a node over TCP as the superuser; stdout (tuples only). */
   psql(name: string, sql: string, timeoutMs = 5000): Promise<string> {
     const n = this.node(name);
-    return run(join(pgBinDir(), 'psql'), ['-h', '127.0.0.1', '-p', String(n.pgPort), '-U', 'postgres', '-d', 'postgres', '-XAtq', '-c', sql], {
+    return run(join(pgBinDir(), 'psql'), ['-h', n.host ?? '127.0.0.1', '-p', String(n.pgPort), '-U', 'postgres', '-d', 'postgres', '-XAtq', '-c', sql], {
       env: { ...process.env, PGPASSWORD: 'e2e-super', PGCONNECT_TIMEOUT: String(Math.ceil(timeoutMs / 1000)) },
     });
   }
@@ -208,7 +241,7 @@ export class TestCluster {
       const pid = this.postmasterPid(n.name);
       if (pid) await stopPid(pid, 'SIGQUIT', 3000);
     }
-    await this.etcd?.stop();
+    if (this.ownEtcd) await this.etcd?.stop();
     await sleep(50);
     if (this.dir) await removeTempDir(this.dir);
   }
@@ -284,7 +317,7 @@ export class TestCluster {
   async post(name: string, path: string, body: unknown, timeoutMs = 30_000): Promise<{ status: number; body: string; error?: string }> {
     const n = this.node(name);
     try {
-      const r = await fetch(`http://127.0.0.1:${n.apiPort}${path}`, {
+      const r = await fetch(`http://${n.host ?? '127.0.0.1'}:${n.apiPort}${path}`, {
         method: 'POST',
         body: JSON.stringify(body),
         headers: { 'content-type': 'application/json' },

@@ -10,6 +10,7 @@
  * SQL goes through postgres.js over 127.0.0.1 (one connection per member and role, short connect
  * and statement timeouts, a client-side timeout on top), so neither loop spawns processes.
  */
+import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 import { sleep, waitFor } from '../../support/processes.ts';
 import type { TestCluster } from './cluster.ts';
@@ -54,12 +55,14 @@ class MemberConnection {
     private readonly port: number,
     private readonly label: string,
     private readonly timeoutMs: number,
+    /** 127.0.0.1, another address, or a unix socket directory. */
+    private readonly host = '127.0.0.1',
   ) {}
 
   /** Runs one statement (its own transaction); rejects after `timeoutMs` at the latest. */
   async query(text: string, params: (string | number)[] = []): Promise<Record<string, unknown>[]> {
     const sql = (this.sql ??= postgres({
-      host: '127.0.0.1',
+      host: this.host,
       port: this.port,
       user: 'postgres',
       password: 'e2e-super',
@@ -131,7 +134,7 @@ export interface RecordedWriter {
 export function startWriter(cluster: TestCluster, opts: { timeoutMs?: number; recheckMs?: number } = {}): RecordedWriter {
   const timeoutMs = opts.timeoutMs ?? 1000;
   const recheckMs = opts.recheckMs ?? 1000;
-  const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-writer', timeoutMs)]));
+  const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-writer', timeoutMs, n.host ?? '127.0.0.1')]));
   const records: WriteRecord[] = [];
   const byMember: Record<string, number> = {};
   let failed = 0;
@@ -213,10 +216,13 @@ export interface WriteProbe {
  * every member's answer (bounded by `timeoutMs`, default 1000). A round where two members
  * acknowledged with overlapping [sent, acknowledged] intervals is recorded as two primaries.
  */
-export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: number; timeoutMs?: number } = {}): WriteProbe {
+export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: number; timeoutMs?: number; viaSocket?: boolean } = {}): WriteProbe {
   const intervalMs = opts.intervalMs ?? 100;
   const timeoutMs = opts.timeoutMs ?? 1000;
-  const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-probe', timeoutMs)]));
+  // viaSocket (network-namespace tests): each member's unix socket (the agent's default socket_dir,
+  // `<dirname(data_dir)>/.<name>-sock`), a path no network fault cuts; else TCP to its host.
+  const host = (n: (typeof cluster.nodes)[number]) => (opts.viaSocket ? join(dirname(n.dataDir), `.${n.name}-sock`) : (n.host ?? '127.0.0.1'));
+  const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-probe', timeoutMs, host(n))]));
   const doubles: TwoPrimaries[] = [];
   const changes: { at: number; members: string[] }[] = [];
   let count = 0;

@@ -1,0 +1,98 @@
+/**
+ * Idle agent cost (issue 13). Real etcd, real PostgreSQL 15, a settled 3-node cluster at
+ * ttl 30 / loop_wait 10 / retry_timeout 10, one agent process per node. Prints, per agent, the CPU
+ * it used over the idle window (% of one core, from /proc/<pid>/stat) and its RSS at the end, then
+ * the crash-detection latency: SIGKILL of a replica's postmaster → its GET /health answers 503
+ * (polled every 2 ms), repeated `--crashes` times.
+ *
+ *   node --import tsx bench/idle.ts [--seconds 90] [--crashes 3] [--built] [--prof <dir>] [--node-flags "<flags>"]
+ * `--built` measures the compiled agent (dist/, after `npm run build`); `--prof <dir>` runs every
+ * agent with `--cpu-prof --cpu-prof-dir=<dir>` (profiles are written when the agents stop by
+ * SIGTERM at the end); `--node-flags` adds Node/V8 flags to the agents' command line.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { TestCluster } from '../tests/e2e/support/cluster.ts';
+import { sleep, stopPid, waitFor } from '../tests/support/processes.ts';
+
+const args = process.argv.slice(2);
+const arg = (k: string, d: string) => {
+  const i = args.indexOf(k);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : d;
+};
+const seconds = Number(arg('--seconds', '90'));
+const crashes = Number(arg('--crashes', '3'));
+const prof = args.includes('--prof') ? resolve(arg('--prof', 'out/prof')) : undefined;
+const extraFlags = arg('--node-flags', '').split(/\s+/).filter(Boolean);
+if (args.includes('--built')) {
+  execFileSync('npm', ['run', 'build'], { stdio: 'ignore' });
+  process.env['HA_AGENT_ENTRY'] = 'dist/src/cli/ha.js';
+}
+
+function status(pid: number): { rssMb: number; cpuS: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(s)?.[1] ?? 0) / 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rssMb: rss, cpuS: (Number(f[11]) + Number(f[12])) / 100 };
+}
+
+const flags = [...extraFlags, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
+// The agent's node binary gets the flags through a `sh -c exec` wrapper (TestCluster's wrapCommand
+// prefixes the command line; `exec` keeps the PID).
+const wrap = flags.length ? ['sh', '-c', `exec "$0" ${flags.map((f) => `'${f}'`).join(' ')} "$@"`] : undefined;
+const names = ['node1', 'node2', 'node3'];
+const c = await TestCluster.create({
+  nodes: 3,
+  ttl: 30,
+  loopWait: 10,
+  retryTimeout: 10,
+  ...(wrap ? { wrapCommand: Object.fromEntries(names.map((n) => [n, wrap])) } : {}),
+});
+try {
+  c.startAll();
+  const leader = await c.settled(180_000);
+  // Let start-up work (bootstrap, basebackup, first member keys, JIT warm-up) finish.
+  await sleep(15_000);
+  const pids = c.nodes.map((n) => ({ name: n.name, pid: c.agentPid(n.name)! }));
+  const before = pids.map((p) => status(p.pid));
+  const t0 = Date.now();
+  await sleep(seconds * 1000);
+  const wall = (Date.now() - t0) / 1000;
+  const after = pids.map((p) => status(p.pid));
+  console.log(`\n## Idle agents over ${wall.toFixed(1)} s (ttl 30 / loop_wait 10)${flags.length ? ` flags: ${flags.join(' ')}` : ''}${process.env['HA_AGENT_ENTRY'] ? ' built' : ' tsx'}`);
+  pids.forEach((p, i) => {
+    const cpu = ((after[i]!.cpuS - before[i]!.cpuS) / wall) * 100;
+    console.log(`${p.name}${p.name === leader ? ' (leader) ' : ' (replica)'}  CPU ${cpu.toFixed(3)}% of a core  RSS ${after[i]!.rssMb.toFixed(1)} MB`);
+  });
+  console.log('target ≤ 0.05% and ≤ 60 MB; reference manager 0.04%, 60 MB');
+
+  // Crash detection: a replica's postmaster killed; its /health turns 503 when the agent noticed.
+  const replica = names.find((n) => n !== leader)!;
+  const lat: number[] = [];
+  for (let i = 0; i < crashes; i++) {
+    await waitFor(async () => (await c.get(replica, '/health')).status === 200 && (await c.get(replica, '/readiness')).status === 200, 120_000, `${replica} running`);
+    await sleep(1500 + Math.random() * 500);
+    const pm = c.postmasterPid(replica)!;
+    const t = performance.now();
+    process.kill(pm, 'SIGKILL');
+    let seen = 0;
+    while (performance.now() - t < 10_000) {
+      const r = await c.get(replica, '/health');
+      if (r.status !== 200) {
+        seen = performance.now();
+        break;
+      }
+      await sleep(2);
+    }
+    lat.push(seen ? seen - t : NaN);
+  }
+  if (crashes > 0) console.log(`crash detection (SIGKILL postmaster → /health 503): ${lat.map((l) => `${l.toFixed(0)} ms`).join(', ')} (target ≤ 100 ms)`);
+  if (prof) {
+    for (const p of pids) await stopPid(p.pid, 'SIGTERM', 30_000);
+    console.log(`CPU profiles in ${prof}`);
+  }
+} finally {
+  await c.destroy();
+}
