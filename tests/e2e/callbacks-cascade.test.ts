@@ -83,7 +83,10 @@ describe('callbacks and cascading replication', () => {
     await c.psql('node1', 'create table cascade_t (id int); insert into cascade_t values (42)');
     await waitFor(async () => ((await c.psql('node3', 'select id from cascade_t').catch(() => '')).trim() === '42' ? true : undefined), 30_000, 'row on node3');
 
-    const ha3 = (await c.get('node3', '/ha')).json();
+    const ha3 = await waitFor(async () => {
+      const d = (await c.get('node3', '/ha')).json();
+      return d?.replication_state === 'streaming' ? d : undefined;
+    }, 30_000, 'node3 /ha replication_state streaming');
     expect(ha3.replication_state).toBe('streaming');
     const topo = await runHactl([...cfg, 'topology', '-f', 'json']);
     expect(topo.code, topo.stderr).toBe(0);

@@ -72,7 +72,7 @@ describe('node /metrics', () => {
       }, 30_000, 'ha_primary');
       expect(primary[0]!.metric['name']).toBe(leader);
       const names = await prom.query('count by (__name__) ({__name__=~"ha_.+", job="ha"})');
-      expect(names.length).toBe(28); // the seed's 26 + ha_diverged, ha_replica_not_streaming_seconds
+      expect(names.length).toBe(31); // the seed's 26 + ha_diverged, ha_replica_not_streaming_seconds, ha_sync_degraded, ha_watchdog_armed, ha_watchdog_failed
     } finally {
       await prom.stop();
     }
