@@ -3,8 +3,8 @@
  * TTL, one time budget for predicates plus the main query, and run statistics
  * (pg_exporter.md §1.8, §1.9). Failures and skips are cached for the TTL like upstream.
  */
-import { familySize, type Family, type LabelLayout } from './exposition.ts';
-import { renderFamilies, type QueryResult } from './result-families.ts';
+import { familySize, type Family } from './exposition.ts';
+import { renderFamilies, type QueryResult, type RenderCache } from './result-families.ts';
 import type { CollectorDef } from './types.ts';
 
 /** Runs one SQL text before an absolute deadline (ms since epoch, or undefined for none). */
@@ -46,8 +46,8 @@ export class CollectorRun {
   private lastRunAt: number | undefined;
   private cached: VisitResult | undefined;
   private readonly predicateCache = new Map<number, { at: number; pass: boolean }>();
-  /** Label layout of this collector with the constant labels (computed on first result). */
-  private readonly layout: { layout?: LabelLayout } = {};
+  /** Label layout of this collector with the constant labels, and the last result's row form. */
+  private readonly layout: RenderCache = {};
 
   /**
    * `constLabels` are the exporter's constant labels, merged into the series text when the result

@@ -8,6 +8,9 @@ import { formatGoFloat } from './go-float.ts';
 import { escapeLabel, labelLayout, RenderedFamily, type Family, type LabelLayout, type RowForm } from './exposition.ts';
 import type { CollectorDef, ColumnDef } from './types.ts';
 
+/** Integer text that Number() reads exactly and formatGoFloat writes back unchanged (|x| < 1e6, no leading zero, not -0). */
+const SHORT_INT = /^(?:0|-?[1-9]\d{0,5})$/;
+
 /** A query result as the executor sees it. */
 export interface QueryResult {
   rows: Record<string, unknown>[];
@@ -107,7 +110,7 @@ function histogramFamilies(col: ColumnDef, base: string, rows: Record<string, un
  * value column becomes a RenderedFamily whose exposition lines are written here, while other
  * collectors' queries may still be running. HISTOGRAM columns take the generic path.
  */
-export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels: readonly [string, string][] = [], layoutCache?: { layout?: LabelLayout }): BuiltResult {
+export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels: readonly [string, string][] = [], layoutCache?: RenderCache): BuiltResult {
   const warnings: string[] = [];
   const present = new Map<string, number>();
   for (const col of result.columns) present.set(col.name, col.type);
@@ -119,50 +122,30 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
     layout = labelLayout(labelCols.map((l) => l.rename ?? l.name), constLabels);
     if (layoutCache) layoutCache.layout = layout;
   }
-  const { slots, keySegs, textSegs } = layout;
   const rows = result.rows;
   const n = rows.length;
   const L = labelCols.length;
-  const S = slots.length;
   const oids = labelCols.map((l) => present.get(l.name));
   const names = labelCols.map((l) => l.name);
-  // Label values (row-major, config order) and the series key of every row.
+  // Label values (row-major, config order).
   const vals = new Array<string>(n * L);
-  const keys = new Array<string>(n);
   for (let r = 0; r < n; r++) {
     const row = rows[r]!;
     for (let j = 0; j < L; j++) vals[r * L + j] = labelValue(row[names[j]!], oids[j]);
-    let key = keySegs[0]!;
-    for (let s = 0; s < S; s++) key += vals[r * L + slots[s]!]! + keySegs[s + 1]!;
-    keys[r] = key;
   }
-  // Series order: by key, the first row of equal keys kept (a stable sort).
-  let order: number[] = new Array<number>(n);
-  let sorted = true;
-  for (let r = 0; r < n; r++) {
-    order[r] = r;
-    if (r > 0 && keys[r - 1]! > keys[r]!) sorted = false;
+  // The same label values as this collector's previous result (the usual case: the same tables,
+  // databases, settings scrape after scrape): its series order and label blocks still hold.
+  const prev = layoutCache?.rows;
+  let form: RowForm;
+  let texts: string[];
+  if (prev && prev.n === n && sameStrings(prev.form.labelValues, vals)) {
+    ({ form, texts } = prev);
+  } else {
+    ({ form, texts } = rowForm(layout, vals, n, L));
+    if (layoutCache) layoutCache.rows = { n, form, texts };
   }
-  if (!sorted) order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
-  let dupes = 0;
-  if (n > 1) {
-    const kept: number[] = [order[0]!];
-    for (let i = 1; i < n; i++) {
-      if (keys[order[i]!] === keys[kept[kept.length - 1]!]) dupes++;
-      else kept.push(order[i]!);
-    }
-    if (dupes > 0) order = kept;
-  }
+  const { order } = form;
   const m = order.length;
-  // Keys and label blocks are not kept: the builder recomputes them in the rare merge case.
-  const form: RowForm = { layout, labelValues: vals, order, dupes };
-  const texts = new Array<string>(m);
-  for (let i = 0; i < m; i++) {
-    const r = order[i]!;
-    let text = textSegs[0]!;
-    for (let s = 0; s < S; s++) text += escapeLabel(vals[r * L + slots[s]!]!) + textSegs[s + 1]!;
-    texts[i] = text;
-  }
   const families: Family[] = [];
   let sampleCount = 0;
   let rowLabels: [string, string][][] | undefined;
@@ -181,12 +164,81 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
       continue;
     }
     const values = new Float64Array(n);
+    const valueTexts = new Array<string>(n);
     const name = col.name;
-    for (let r = 0; r < n; r++) values[r] = sampleValue(rows[r]![name], col);
-    let lines = '';
-    for (let i = 0; i < m; i++) lines += `${base}${texts[i]} ${formatGoFloat(values[order[i]!]!)}\n`;
-    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines, constLabels));
+    const unscaled = col.scale === 1;
+    for (let r = 0; r < n; r++) {
+      const raw = rows[r]![name];
+      // int8/numeric columns arrive as text: a short canonical integer is already its own Go %g text.
+      if (unscaled && typeof raw === 'string' && SHORT_INT.test(raw)) {
+        values[r] = Number(raw);
+        valueTexts[r] = raw;
+      } else {
+        const v = sampleValue(raw, col);
+        values[r] = v;
+        valueTexts[r] = formatGoFloat(v);
+      }
+    }
+    // One flat string per family, joined here (while other collectors' queries still run): `+=`
+    // would build a rope of m pieces that the final render then has to flatten, serially.
+    const parts = new Array<string>(m);
+    for (let i = 0; i < m; i++) parts[i] = `${base}${texts[i]} ${valueTexts[order[i]!]!}\n`;
+    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, parts.join(''), constLabels));
     sampleCount += n;
   }
   return { families, warnings, sampleCount };
+}
+
+/** What renderFamilies keeps per collector between results: the label layout and the last row form. */
+export interface RenderCache {
+  layout?: LabelLayout;
+  /** Row form and label blocks (series order) of the last result. */
+  rows?: { n: number; form: RowForm; texts: string[] };
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Series keys of rows with label values `vals` (row-major, `L` per row), sorted, the first row
+ * of equal keys kept (a stable sort), and the label block of every kept row in that order.
+ */
+function rowForm(layout: LabelLayout, vals: string[], n: number, L: number): { form: RowForm; texts: string[] } {
+  const { slots, keySegs, textSegs } = layout;
+  const S = slots.length;
+  const keys = new Array<string>(n);
+  for (let r = 0; r < n; r++) {
+    let key = keySegs[0]!;
+    for (let s = 0; s < S; s++) key += vals[r * L + slots[s]!]! + keySegs[s + 1]!;
+    keys[r] = key;
+  }
+  let order: number[] = new Array<number>(n);
+  let sorted = true;
+  for (let r = 0; r < n; r++) {
+    order[r] = r;
+    if (r > 0 && keys[r - 1]! > keys[r]!) sorted = false;
+  }
+  if (!sorted) order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
+  let dupes = 0;
+  if (n > 1) {
+    const kept: number[] = [order[0]!];
+    for (let i = 1; i < n; i++) {
+      if (keys[order[i]!] === keys[kept[kept.length - 1]!]) dupes++;
+      else kept.push(order[i]!);
+    }
+    if (dupes > 0) order = kept;
+  }
+  const m = order.length;
+  // Keys and label blocks are not kept in the form: the builder recomputes them in the rare merge case.
+  const texts = new Array<string>(m);
+  for (let i = 0; i < m; i++) {
+    const r = order[i]!;
+    let text = textSegs[0]!;
+    for (let s = 0; s < S; s++) text += escapeLabel(vals[r * L + slots[s]!]!) + textSegs[s + 1]!;
+    texts[i] = text;
+  }
+  return { form: { layout, labelValues: vals, order, dupes }, texts };
 }

@@ -18,7 +18,7 @@ import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import { registerFailsafeRoutes } from './failsafe-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
-import { evaluateHealth, HEALTH_PATHS, type HealthPath } from './health.ts';
+import { evaluateHealth, HEALTH_PATHS, healthTimeKey, type HealthPath } from './health.ts';
 import { createNodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
 import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';
@@ -29,9 +29,6 @@ export { buildClusterDocument } from './cluster-document.ts';
 export type { NodeCommands } from './commands.ts';
 export type { NodeAppDeps } from './deps.ts';
 export { buildStatusDocument } from './status-document.ts';
-
-/** How long a rendered status document is reused for the same snapshot object, ms. */
-const STATUS_REUSE_MS = 5;
 
 /** Methods each known path answers (besides HEAD/OPTIONS, added for paths with GET). */
 const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
@@ -101,30 +98,48 @@ export function createNodeApp(deps: {
   const defaultPolicy = openPolicy();
   const guard = deps.guard ?? (() => defaultPolicy);
   app.use('*', apiGuard(guard, () => memberHosts(resolved.snapshot())));
-  const authField = (): Record<string, string> =>
-    deps.guard ? { authentication: deps.guard().authentication ? 'basic' : 'none' } : {};
   const metrics = createNodeMetrics(resolved.snapshot, resolved.now);
-  // A probe storm asks for the same document many times a millisecond: render it once per
-  // snapshot object and reuse the text for STATUS_REUSE_MS (the node hands out a new snapshot
-  // object whenever anything in it changes).
-  const statusCache = new WeakMap<NodeSnapshot, { atMs: number; json: string }>();
-  const statusJson = (s: NodeSnapshot, nowMs: number): string => {
-    const hit = statusCache.get(s);
-    if (hit && nowMs >= hit.atMs && nowMs - hit.atMs < STATUS_REUSE_MS) return hit.json;
-    const json = JSON.stringify({ ...buildStatusDocument(s, nowMs), ...authField() });
-    statusCache.set(s, { atMs: nowMs, json });
-    return json;
+  // A probe storm asks for the same answers many times a millisecond. For one snapshot object
+  // (the node hands out a new one whenever anything in it changes) the status document and the
+  // verdicts without query parameters change with the clock only through healthTimeKey (plus the
+  // `authentication` field, which follows the guard policy): render them once per (snapshot, key)
+  // and serve the text until either changes. Exact, not a time-based reuse.
+  let rendered: Rendered | undefined;
+  const renderedFor = (s: NodeSnapshot, nowMs: number): Rendered => {
+    const auth = deps.guard ? (deps.guard().authentication ? 2 : 1) : 0;
+    const key = healthTimeKey(s, nowMs) | (auth << 3);
+    const r = rendered;
+    if (r && r.snapshot === s && r.key === key) return r;
+    const json = JSON.stringify({ ...buildStatusDocument(s, nowMs), ...(auth ? { authentication: auth === 2 ? 'basic' : 'none' } : {}) });
+    rendered = { snapshot: s, key, json, length: String(Buffer.byteLength(json)), verdicts: new Array(HEALTH_PATHS.length) };
+    return rendered;
   };
-
-  const health = (path: HealthPath) => (c: Context) => {
+  const statusJson = (s: NodeSnapshot, nowMs: number): string => renderedFor(s, nowMs).json;
+  const NO_QUERY = new URLSearchParams();
+  /** The answer of health check `HEALTH_PATHS[index]` with query text `query` (without `?`). */
+  const healthAnswer = (index: number, query: string, extraHeaders: Readonly<Record<string, string>>): Response => {
     const s = resolved.snapshot();
     const nowMs = resolved.now();
-    const verdict = evaluateHealth(path, s, nowMs, new URL(c.req.url).searchParams);
-    if (verdict.status === 400) return message(400, verdict.message);
-    return sized(statusJson(s, nowMs), verdict.status, JSON_CONTENT_TYPE);
+    const r = renderedFor(s, nowMs);
+    let status: number;
+    if (query === '') {
+      status = r.verdicts[index] ??= (evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, NO_QUERY) as { status: 200 | 503 }).status;
+    } else {
+      const hash = query.indexOf('#');
+      const verdict = evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, new URLSearchParams(hash < 0 ? query : query.slice(0, hash)));
+      if (verdict.status === 400) return message(400, verdict.message, extraHeaders);
+      status = verdict.status;
+    }
+    return new Response(r.json, { status, headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': r.length, ...extraHeaders } });
+  };
+
+  const health = (index: number) => (c: Context) => {
+    const url = c.req.url;
+    const q = url.indexOf('?');
+    return healthAnswer(index, q < 0 ? '' : url.slice(q + 1), {});
   };
   const getHandlers = new Map<string, (c: Context) => Response | Promise<Response>>();
-  for (const path of HEALTH_PATHS) getHandlers.set(path, health(path));
+  HEALTH_PATHS.forEach((path, i) => getHandlers.set(path, health(i)));
   getHandlers.set('/ha', () => sized(statusJson(resolved.snapshot(), resolved.now()), 200, JSON_CONTENT_TYPE));
   getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
   getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
@@ -153,5 +168,42 @@ export function createNodeApp(deps: {
 
   app.notFound((c) => notFound(c));
   app.onError((err) => document(500, { error: 'internal error', message: err.message }));
+
+  // Fast path of GET health checks (load balancers probe them thousands of times a second): the
+  // same answer as the route above (status, body, Content-Type, Content-Length, the policy's
+  // extra headers — the only thing apiGuard does to a GET), without the router, the middleware
+  // chain and its promise. Anything unusual (another method, an encoded or unknown path, an
+  // error) goes to Hono, which answers as before.
+  const healthIndex = new Map<string, number>(HEALTH_PATHS.map((p, i) => [p, i]));
+  const honoFetch = app.fetch;
+  app.fetch = (request, env, executionCtx) => {
+    if (request.method === 'GET') {
+      const url = request.url;
+      const start = url.indexOf('/', url.indexOf(':') + 3);
+      if (start >= 0) {
+        const q = url.indexOf('?', start);
+        const index = healthIndex.get(q < 0 ? url.slice(start) : url.slice(start, q));
+        if (index !== undefined) {
+          try {
+            return healthAnswer(index, q < 0 ? '' : url.slice(q + 1), guard().extraHeaders);
+          } catch {
+            // answered by Hono below (onError)
+          }
+        }
+      }
+    }
+    return honoFetch(request, env, executionCtx);
+  };
   return app;
+}
+
+/** The status document of one snapshot at one healthTimeKey, and the verdicts without query found so far. */
+interface Rendered {
+  snapshot: NodeSnapshot;
+  key: number;
+  json: string;
+  /** Byte length of `json`, as the Content-Length value. */
+  length: string;
+  /** Verdict per HEALTH_PATHS index for requests without query parameters. */
+  verdicts: (200 | 503 | undefined)[];
 }

@@ -23,7 +23,7 @@ import type { Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { isStandbyCluster } from '../domain/standby-cluster.ts';
 import { parseLagParam } from './lag-param.ts';
-import { nodeFacts, type NodeFacts } from './node-facts.ts';
+import { dcsViewValid, nodeFacts, type NodeFacts } from './node-facts.ts';
 
 /** Every health-check path, each answering GET, HEAD and OPTIONS. */
 export const HEALTH_PATHS = [
@@ -187,10 +187,27 @@ function stringForm(v: unknown): string {
  * (primary) or 2 × ttl seconds ago (any other role). No SQL.
  */
 function livenessOk(s: NodeSnapshot, f: NodeFacts, nowMs: number): boolean {
-  if (f.paused) return true;
+  return f.paused || loopRecent(s, nowMs);
+}
+
+/** The last HA loop finished at most ttl (primary) or 2 × ttl seconds (other roles) before `nowMs`. */
+function loopRecent(s: NodeSnapshot, nowMs: number): boolean {
   if (s.lastLoopMs <= 0) return false;
   const thresholdMs = (s.role === 'primary' ? 1 : 2) * s.config.ttl * 1000;
   return nowMs - s.lastLoopMs <= thresholdMs;
+}
+
+/**
+ * Everything the clock changes in the answers of one snapshot, as a small integer: the health
+ * verdicts (evaluateHealth) and the status document (buildStatusDocument) of snapshot `s` depend
+ * on `nowMs` only through the leader lease (`leaderUntilMs > now`), the DCS view validity and the
+ * liveness window. So for one snapshot object, two instants with the same key give the same
+ * verdicts and the same document, and an answer rendered at one may be served at the other
+ * (app.ts caches by snapshot and key). Keep this in step with any new use of `nowMs` there
+ * (tests/http/health-cache.test.ts checks it on random instants).
+ */
+export function healthTimeKey(s: NodeSnapshot, nowMs: number): number {
+  return (s.leaderUntilMs > nowMs ? 1 : 0) | (dcsViewValid(s, nowMs) ? 2 : 0) | (loopRecent(s, nowMs) ? 4 : 0);
 }
 
 /**

@@ -38,9 +38,14 @@ export function syncMode(config: Pick<DynamicConfig, 'synchronous_mode'>): 'off'
   return m === 'quorum' ? 'quorum' : m === true ? 'on' : 'off';
 }
 
+/** The cached DCS view of `s` is valid at `nowMs`: last successful contact within `ttl` seconds. */
+export function dcsViewValid(s: NodeSnapshot, nowMs: number): boolean {
+  return s.dcsLastSeenMs > 0 && nowMs - s.dcsLastSeenMs <= s.config.ttl * 1000;
+}
+
 /** Computes the NodeFacts of `s` at `nowMs` (epoch ms). Pure; never throws. */
 export function nodeFacts(s: NodeSnapshot, nowMs: number): NodeFacts {
-  const dcsValid = s.dcsLastSeenMs > 0 && nowMs - s.dcsLastSeenMs <= s.config.ttl * 1000;
+  const dcsValid = dcsViewValid(s, nowMs);
   const listed = syncStandbyNames(s.cluster).includes(s.name);
   const mode = syncMode(s.config);
   const pg = s.pg;

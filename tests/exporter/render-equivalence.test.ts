@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCollectorFile } from '../../src/exporter/config-load.ts';
 import { ExpositionBuilder, RenderedFamily, type Family } from '../../src/exporter/exposition.ts';
-import { buildFamilies, renderFamilies, type QueryResult } from '../../src/exporter/result-families.ts';
+import { buildFamilies, renderFamilies, type QueryResult, type RenderCache } from '../../src/exporter/result-families.ts';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 function rng(seed: number) {
@@ -111,5 +111,28 @@ describe('rendered families (fast path) against generic families', () => {
     expect(renderFamilies(a!, partial).warnings).toEqual(buildFamilies(a!, partial).warnings);
     const badHist: QueryResult = { rows: [{ zeta: 'a', alpha: 'b', h: Infinity }], columns: ['zeta', 'alpha', 'h'].map((name) => ({ name, type: 701 })) };
     expect(() => renderFamilies(a!, badHist)).toThrow(/non-finite/);
+  });
+
+  it('gives the same output with a per-collector cache across results (same labels, new labels, fewer rows)', () => {
+    const text = (fams: Family[], constLabels: [string, string][]) => {
+      const b = new ExpositionBuilder(constLabels);
+      for (const f of fams) b.add(f);
+      return { text: b.render(), dropped: b.dropped, series: b.seriesCount };
+    };
+    for (const constLabels of [[], [['c', 'v']]] as [string, string][][]) {
+      for (let seed = 1; seed <= 30; seed++) {
+        const rand = rng(seed);
+        for (const [def, labels] of [[collectors[0]!, true], [collectors[2]!, false]] as const) {
+          const cache: RenderCache = {};
+          const first = result(rand, labels, Math.floor(rand() * 30));
+          // Same label values, new values; then other rows; then no rows; then one row.
+          const sameLabels: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r, n: rand() * 10, g: String(Math.floor(rand() * 100)), v: rand(), w: -1 })) };
+          const results = [first, sameLabels, result(rand, labels, Math.floor(rand() * 30)), result(rand, labels, 0), result(rand, labels, 1)];
+          for (const res of results) {
+            expect(text(renderFamilies(def, res, constLabels, cache).families, constLabels)).toEqual(text(renderFamilies(def, res, constLabels).families, constLabels));
+          }
+        }
+      }
+    }
   });
 });
