@@ -1,7 +1,8 @@
 /**
  * Idle agent cost (issue 13). Real etcd, real PostgreSQL 15, a settled 3-node cluster at
  * ttl 30 / loop_wait 10 / retry_timeout 10, one agent process per node. Prints, per agent, the CPU
- * it used over the idle window (% of one core, from /proc/<pid>/stat) and its RSS at the end, then
+ * it used over the idle window (% of one core, from /proc/<pid>/stat), its RSS, PSS and private
+ * memory at the end (/proc/<pid>/smaps_rollup) and the load average, then
  * the crash-detection latency: SIGKILL of a replica's postmaster → its GET /health answers 503
  * (polled every 2 ms), repeated `--crashes` times.
  *
@@ -9,6 +10,8 @@
  * `--built` measures the compiled agent (dist/, after `npm run build`); `--prof <dir>` runs every
  * agent with `--cpu-prof --cpu-prof-dir=<dir>` (profiles are written when the agents stop by
  * SIGTERM at the end); `--node-flags` adds Node/V8 flags to the agents' command line.
+ * `HA_AGENT_ENTRY=dist/src/cli/ha.js` runs an existing build without rebuilding. Figures:
+ * docs/performance.md "Idle agent".
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -30,13 +33,26 @@ if (args.includes('--built')) {
   process.env['HA_AGENT_ENTRY'] = 'dist/src/cli/ha.js';
 }
 
-function status(pid: number): { rssMb: number; cpuS: number } {
+/**
+ * CPU time (user + system, all threads) and memory of a process. RSS counts the node binary's
+ * pages in full although every node process on the machine shares them; `privateMb` (anonymous,
+ * private dirty) is what one more agent costs, `pssMb` its proportional share.
+ */
+function status(pid: number): { rssMb: number; cpuS: number; pssMb: number; privateMb: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/VmRSS:\s+(\d+) kB/.exec(s)?.[1] ?? 0) / 1024;
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { rssMb: rss, cpuS: (Number(f[11]) + Number(f[12])) / 100 };
+  let roll = '';
+  try {
+    roll = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  } catch {
+    /* no smaps_rollup */
+  }
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(roll)?.[1] ?? 0) / 1024;
+  return { rssMb: rss, cpuS: (Number(f[11]) + Number(f[12])) / 100, pssMb: kb('Pss'), privateMb: kb('Private_Dirty') };
 }
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const flags = [...extraFlags, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
 // The agent's node binary gets the flags through a `sh -c exec` wrapper (TestCluster's wrapCommand
@@ -58,14 +74,17 @@ try {
   const pids = c.nodes.map((n) => ({ name: n.name, pid: c.agentPid(n.name)! }));
   const before = pids.map((p) => status(p.pid));
   const t0 = Date.now();
+  const load0 = loadavg();
   await sleep(seconds * 1000);
   const wall = (Date.now() - t0) / 1000;
   const after = pids.map((p) => status(p.pid));
   console.log(`\n## Idle agents over ${wall.toFixed(1)} s (ttl 30 / loop_wait 10)${flags.length ? ` flags: ${flags.join(' ')}` : ''}${process.env['HA_AGENT_ENTRY'] ? ' built' : ' tsx'}`);
   pids.forEach((p, i) => {
     const cpu = ((after[i]!.cpuS - before[i]!.cpuS) / wall) * 100;
-    console.log(`${p.name}${p.name === leader ? ' (leader) ' : ' (replica)'}  CPU ${cpu.toFixed(3)}% of a core  RSS ${after[i]!.rssMb.toFixed(1)} MB`);
+    const a = after[i]!;
+    console.log(`${p.name}${p.name === leader ? ' (leader) ' : ' (replica)'}  CPU ${cpu.toFixed(3)}% of a core  RSS ${a.rssMb.toFixed(1)} MB  (PSS ${a.pssMb.toFixed(1)} MB, private ${a.privateMb.toFixed(1)} MB)`);
   });
+  console.log(`load average at start / end of the window: ${load0} / ${loadavg()} (2 cores)`);
   console.log('target ≤ 0.05% and ≤ 60 MB; reference manager 0.04%, 60 MB');
 
   // Crash detection: a replica's postmaster killed; its /health turns 503 when the agent noticed.
@@ -88,7 +107,10 @@ try {
     }
     lat.push(seen ? seen - t : NaN);
   }
-  if (crashes > 0) console.log(`crash detection (SIGKILL postmaster → /health 503): ${lat.map((l) => `${l.toFixed(0)} ms`).join(', ')} (target ≤ 100 ms)`);
+  if (crashes > 0) {
+    const sorted = [...lat].sort((x, y) => x - y);
+    console.log(`crash detection (SIGKILL postmaster → /health 503): ${lat.map((l) => `${l.toFixed(0)} ms`).join(', ')}; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (target ≤ 100 ms)`);
+  }
   if (prof) {
     for (const p of pids) await stopPid(p.pid, 'SIGTERM', 30_000);
     console.log(`CPU profiles in ${prof}`);

@@ -1,13 +1,16 @@
 /** SVG from a {@link ChartModel}, rendered offline by Graphviz compiled to WASM (@viz-js/viz). */
-import { instance, type Viz } from '@viz-js/viz';
+import type { Viz } from '@viz-js/viz';
 import type { ChartModel } from './model.ts';
 import { toDot, type DotOptions } from './dot.ts';
 
 let vizPromise: Promise<Viz> | undefined;
 
-/** The shared Viz instance (the WASM module is compiled once per process, then cached). */
+/**
+ * The shared Viz instance (the WASM module is compiled once per process, then cached). The module
+ * (~1 MB of JS with the WASM inlined) is imported at the first render, not when the agent starts.
+ */
 function viz(): Promise<Viz> {
-  vizPromise ??= instance().catch((err: unknown) => {
+  vizPromise ??= import('@viz-js/viz').then((m) => m.instance()).catch((err: unknown) => {
     vizPromise = undefined; // let a later call retry
     throw err;
   });

@@ -1,8 +1,15 @@
 /**
  * The local PostgreSQL between HA cycles: a status probe every second (the snapshot the API
- * answers from is never older than that) and a crash watcher every 100 ms, so a dead postmaster
- * is noticed at once instead of at the next loop, and so is a data directory wiped under a running
- * postmaster. Probe cost: ~0.2 ms of CPU; crash check: ~0.03 ms.
+ * answers from is never older than that) and a crash watcher, so a dead postmaster is noticed at
+ * once instead of at the next loop, and so is a data directory wiped under a running postmaster.
+ *
+ * Crash detection is driven by an event when the PgControl offers `openWatchConnection`
+ * (LocalPostgres): one idle connection is kept open while the database runs; a backend exits as
+ * soon as its postmaster dies, so the connection's end triggers a postmaster check at once, then
+ * every 10 ms for 300 ms (the postmaster may still be exiting). The poll (postmaster.pid + kill 0,
+ * the data directory's files) then only runs once a second as a fallback (and reopens the
+ * connection). Without `openWatchConnection` (the simulator) the poll runs every 100 ms.
+ * Probe cost: ~0.2 ms of CPU; one poll: ~0.03 ms.
  */
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { PgControl } from '../postgres/types.ts';
@@ -27,6 +34,11 @@ export class LocalWatch {
   /** The wiped data directory was reported; reset once it is back or the database stops running. */
   private goneReported = false;
   private readonly timers: (() => void)[] = [];
+  /** Closes the open watch connection; undefined when none is open. */
+  private closeWatch: (() => void) | undefined;
+  private openingWatch = false;
+  /** Cancels the checks that follow a closed watch connection. */
+  private cancelBurst: (() => void) | undefined;
 
   constructor(
     private readonly deps: {
@@ -44,21 +56,96 @@ export class LocalWatch {
        */
       onDataDirGone?: (reason: string) => void;
       probeEveryMs?: number;
+      /** Poll period; default 1000 ms with a watch connection, else 100 ms. */
       checkEveryMs?: number;
       /** Timers; default real time. */
       clock?: Clock;
     },
   ) {}
 
+  private get clock(): Clock {
+    return this.deps.clock ?? systemClock;
+  }
+
+  /** True when crash detection is driven by the watch connection's end. */
+  get eventDriven(): boolean {
+    return typeof this.deps.pg.openWatchConnection === 'function';
+  }
+
   start(): void {
-    const clock = this.deps.clock ?? systemClock;
+    const clock = this.clock;
     this.timers.push(everyOn(clock, this.deps.probeEveryMs ?? 1000, () => void this.probeOnce()));
-    this.timers.push(everyOn(clock, this.deps.checkEveryMs ?? 100, () => void this.checkPostmaster()));
+    this.timers.push(
+      everyOn(clock, this.deps.checkEveryMs ?? (this.eventDriven ? 1000 : 100), () => {
+        void this.checkPostmaster();
+        this.keepWatchConnection();
+      }),
+    );
+    this.keepWatchConnection();
   }
 
   stop(): void {
     this.stopped = true;
     for (const cancel of this.timers) cancel();
+    this.cancelBurst?.();
+    this.dropWatchConnection();
+  }
+
+  /** Opens the watch connection while the database runs (not while promoting); closes it otherwise. */
+  private keepWatchConnection(): void {
+    const open = this.deps.pg.openWatchConnection;
+    if (!open || this.stopped) return;
+    const db = this.deps.database();
+    if (!db || db.value !== 'running') {
+      this.dropWatchConnection();
+      return;
+    }
+    if (db.promoting || this.closeWatch || this.openingWatch) return;
+    this.openingWatch = true;
+    open
+      .call(this.deps.pg, () => this.watchClosed(), this.deps.probeTimeoutMs())
+      .then(
+        (close) => {
+          if (this.stopped || this.closeWatch) close();
+          else this.closeWatch = close;
+        },
+        () => undefined, // not reachable now: the poll retries
+      )
+      .finally(() => {
+        this.openingWatch = false;
+      });
+  }
+
+  private dropWatchConnection(): void {
+    const close = this.closeWatch;
+    this.closeWatch = undefined;
+    close?.();
+  }
+
+  /** The watch connection ended: check the postmaster now, then every 10 ms for 300 ms. */
+  private watchClosed(): void {
+    this.closeWatch = undefined;
+    if (this.stopped) return;
+    this.cancelBurst?.();
+    const clock = this.clock;
+    const until = clock.now() + 300;
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    let cancelled = false;
+    this.cancelBurst = () => {
+      cancelled = true;
+      if (timer !== undefined) clock.clearTimeout(timer);
+    };
+    const step = async () => {
+      timer = undefined;
+      if (cancelled || this.stopped) return;
+      const db = this.deps.database();
+      if (!db || db.value !== 'running') return;
+      await this.checkPostmaster();
+      if (cancelled || this.stopped || this.deps.database()?.value !== 'running') return;
+      if (clock.now() < until) timer = clock.setTimeout(() => void step(), 10);
+      else this.keepWatchConnection();
+    };
+    void step();
   }
 
   /** One status probe (at most one in flight); clears `probe` when the database does not run or does not answer. */

@@ -82,6 +82,10 @@ export interface LocalPoolOptions {
   statementTimeoutMs: number;
   /** Database to connect to; default `postgres`. */
   database?: string;
+  /** Seconds a connection may stay idle before it is closed; default 60, 0 = never. */
+  idleTimeoutSeconds?: number;
+  /** Called when a connection of the pool closes (postgres.js `onclose`). */
+  onClose?: () => void;
 }
 
 /** Creates the pool (lazy: connects on the first query). No type fetch round trip, notices dropped. */
@@ -94,8 +98,9 @@ export function createLocalPool(o: LocalPoolOptions): Sql {
     database: o.database ?? 'postgres',
     max: 1,
     connect_timeout: o.connectTimeoutSeconds,
-    idle_timeout: 60,
+    idle_timeout: o.idleTimeoutSeconds ?? 60,
     max_lifetime: null,
+    ...(o.onClose ? { onclose: o.onClose } : {}),
     fetch_types: false,
     prepare: false,
     onnotice: () => undefined,

@@ -567,6 +567,44 @@ export class LocalPostgres implements PgControl {
   }
 
   /**
+   * The crash watcher's connection (PgControl.openWatchConnection): a pool of its own (max 1, never
+   * idle-closed, application_name `ha-watch`) over the unix socket; `onClosed` once when its
+   * connection ends after it answered `SELECT 1`.
+   */
+  async openWatchConnection(onClosed: () => void, timeoutMs: number): Promise<() => void> {
+    let open = false;
+    let closed = false;
+    const sql = createLocalPool({
+      socketDir: this.node.socketDir,
+      port: this.opts.listen.port,
+      username: this.opts.superuser.username,
+      password: this.opts.superuser.password,
+      applicationName: 'ha-watch',
+      connectTimeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
+      statementTimeoutMs: DEFAULT_QUERY_TIMEOUT_MS,
+      idleTimeoutSeconds: 0,
+      onClose: () => {
+        if (!open || closed) return;
+        closed = true;
+        sql.end({ timeout: 0 }).catch(() => undefined);
+        onClosed();
+      },
+    });
+    const close = () => {
+      closed = true;
+      sql.end({ timeout: 0 }).catch(() => undefined);
+    };
+    try {
+      await bounded(sql`SELECT 1` as never, timeoutMs);
+    } catch (e) {
+      close();
+      throw e;
+    }
+    open = true;
+    return close;
+  }
+
+  /**
    * One round trip (see probe.ts), bounded by `timeoutMs`.
    * @throws PgUnreachableError (code 'pg_unreachable') when PostgreSQL does not answer;
    *         PgQueryError (code 'pg_query_failed') when it answers with an error.

@@ -159,7 +159,7 @@ export interface PgControl {
   /**
    * Why the data directory no longer holds the cluster (the directory, PG_VERSION or
    * global/pg_control missing), or undefined when it does. Synchronous and cheap (a few stat
-   * calls) for the 100 ms watcher. Optional: without it the watcher cannot see a wiped directory.
+   * calls) for the crash watcher. Optional: without it the watcher cannot see a wiped directory.
    */
   dataDirProblem?(): string | undefined;
 
@@ -170,6 +170,16 @@ export interface PgControl {
    * node's port or socket. Optional: `basebackup()` of LocalPostgres refuses on its own as well.
    */
   ensureNoPostmaster?(timeoutMs: number): Promise<void>;
+
+  /**
+   * Opens one idle connection (its own, not the probe's) whose end means the postmaster may be
+   * gone: a backend exits as soon as its postmaster dies, so the socket closes within
+   * milliseconds. Resolves once the connection answered a query, with a function that closes it
+   * (without calling `onClosed`); rejects when it cannot connect. `onClosed` is called at most once,
+   * when the connection ends otherwise (postmaster death, crash restart, terminated backend, …).
+   * Optional: without it LocalWatch polls the postmaster every 100 ms (the simulator).
+   */
+  openWatchConnection?(onClosed: () => void, timeoutMs: number): Promise<() => void>;
 
   /** One status probe, every query bounded by timeoutMs. Rejects when PostgreSQL does not answer. */
   probe(timeoutMs: number): Promise<PgStatus>;

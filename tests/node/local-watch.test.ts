@@ -159,4 +159,122 @@ describe('LocalWatch', () => {
     await w.probeOnce();
     expect(w.probe?.timeline).toBe(1);
   });
+
+  describe('with a watch connection (event-driven crash detection)', () => {
+    /** A fake PgControl whose watch connection the test ends by hand. */
+    function watchedPg(o: { pid: () => number | undefined; failOpen?: () => boolean }) {
+      const opened: { onClosed: () => void; closed: boolean }[] = [];
+      const pg = {
+        ...fakePg({ pid: o.pid }),
+        openWatchConnection: async (onClosed: () => void) => {
+          if (o.failOpen?.()) throw new Error('not reachable');
+          const c = { onClosed, closed: false };
+          opened.push(c);
+          return () => {
+            c.closed = true;
+          };
+        },
+      } as unknown as PgControl;
+      /** Ends the newest open connection from the server's side. */
+      const serverClose = () => {
+        const c = opened.filter((x) => !x.closed).at(-1)!;
+        c.closed = true;
+        c.onClosed();
+      };
+      return { pg, opened, serverClose };
+    }
+
+    it('reports a dead postmaster as soon as the connection ends, without waiting for the poll', async () => {
+      vi.useFakeTimers();
+      let alive = true;
+      const died = vi.fn();
+      const state = { value: 'running', promoting: false };
+      const f = watchedPg({ pid: () => (alive ? 42 : undefined) });
+      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      expect(w.eventDriven).toBe(true);
+      w.start();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(f.opened).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(250); // between two polls (1 s)
+      alive = false;
+      f.serverClose();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(died).toHaveBeenCalledTimes(1);
+      await vi.advanceTimersByTimeAsync(3000);
+      expect(died).toHaveBeenCalledTimes(1);
+      w.stop();
+    });
+
+    it('keeps checking for a moment when the postmaster is still exiting as the connection ends', async () => {
+      vi.useFakeTimers();
+      let alive = true;
+      const died = vi.fn();
+      const state = { value: 'running', promoting: false };
+      const f = watchedPg({ pid: () => (alive ? 42 : undefined) });
+      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      w.start();
+      await vi.advanceTimersByTimeAsync(100);
+      f.serverClose();
+      await vi.advanceTimersByTimeAsync(30);
+      expect(died).not.toHaveBeenCalled();
+      alive = false;
+      await vi.advanceTimersByTimeAsync(10);
+      expect(died).toHaveBeenCalledTimes(1);
+      w.stop();
+    });
+
+    it('reopens the connection when it ended but the postmaster lives (terminated backend, crash restart)', async () => {
+      vi.useFakeTimers();
+      const died = vi.fn();
+      const state = { value: 'running', promoting: false };
+      const f = watchedPg({ pid: () => 42 });
+      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: died });
+      w.start();
+      await vi.advanceTimersByTimeAsync(100);
+      f.serverClose();
+      await vi.advanceTimersByTimeAsync(400);
+      expect(died).not.toHaveBeenCalled();
+      expect(f.opened).toHaveLength(2);
+      expect(f.opened[1]!.closed).toBe(false);
+      w.stop();
+      expect(f.opened[1]!.closed).toBe(true);
+    });
+
+    it('polls once a second as a fallback, and then notices a crash while no connection could be opened', async () => {
+      vi.useFakeTimers();
+      let alive = true;
+      const died = vi.fn();
+      const pidCalls = vi.fn();
+      const state = { value: 'running', promoting: false };
+      const f = watchedPg({ pid: () => (pidCalls(), alive ? 42 : undefined), failOpen: () => true });
+      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      w.start();
+      await vi.advanceTimersByTimeAsync(3000);
+      expect(pidCalls).toHaveBeenCalledTimes(3);
+      alive = false;
+      await vi.advanceTimersByTimeAsync(999);
+      expect(died).not.toHaveBeenCalled();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(died).toHaveBeenCalledTimes(1);
+      w.stop();
+    });
+
+    it('closes the connection when the database stops running and ignores its end then', async () => {
+      vi.useFakeTimers();
+      const died = vi.fn();
+      const state = { value: 'running', promoting: false };
+      const f = watchedPg({ pid: () => undefined });
+      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: died });
+      w.start();
+      await vi.advanceTimersByTimeAsync(0);
+      state.value = 'stopping';
+      f.serverClose();
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(died).not.toHaveBeenCalled();
+      state.value = 'stopped';
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(f.opened.every((c) => c.closed)).toBe(true);
+      w.stop();
+    });
+  });
 });
