@@ -9,18 +9,22 @@
  */
 import { Command, CommanderError } from 'commander';
 import { readFile } from 'node:fs/promises';
-import { ConfigError, loadConfig } from '../config/index.ts';
-import { CHART_FORMATS, isChartFormat, renderChart } from '../charts/index.ts';
-import { databaseMachine } from '../machines/database.ts';
-import { restartMachine } from '../machines/restart.ts';
-import { switchoverMachine } from '../machines/switchover.ts';
-import { startAgent } from '../node/agent.ts';
-import { stateName } from '../journal/journaled-actor.ts';
-import { parseJournal, replayMachine } from '../journal/replay.ts';
 import { VERSION } from '../version.ts';
-import { runDemo } from './demo.ts';
 
-const MACHINES = { database: databaseMachine, switchover: switchoverMachine, restart: restartMachine } as const;
+// Each command loads what it needs when it runs (an idle agent never renders a chart or replays a
+// journal; see docs/performance.md "Idle agent").
+const MACHINE_NAMES = ['database', 'switchover', 'restart'] as const;
+type MachineName = (typeof MACHINE_NAMES)[number];
+const CHART_FORMAT_NAMES = ['mermaid', 'dot', 'svg', 'json'] as const;
+
+async function machines() {
+  const [{ databaseMachine }, { switchoverMachine }, { restartMachine }] = await Promise.all([
+    import('../machines/database.ts'),
+    import('../machines/switchover.ts'),
+    import('../machines/restart.ts'),
+  ]);
+  return { database: databaseMachine, switchover: switchoverMachine, restart: restartMachine } as const;
+}
 
 function fail(message: string, code: number): never {
   process.stderr.write(message.endsWith('\n') ? message : message + '\n');
@@ -51,6 +55,7 @@ async function main(argv: string[]): Promise<void> {
     .argument('[config]', 'path of ha.yml (else HA_CONFIGURATION / HA_* variables)')
     .description('run the node agent')
     .action(async (path: string | undefined) => {
+      const [{ ConfigError, loadConfig }, { startAgent }] = await Promise.all([import('../config/index.ts'), import('../node/agent.ts')]);
       let config;
       try {
         config = await loadConfig(path);
@@ -75,6 +80,7 @@ async function main(argv: string[]): Promise<void> {
     .description('a 3-node cluster on the in-process DCS with real PostgreSQL, in a temporary directory')
     .option('--nodes <n>', 'number of nodes', '3')
     .action(async (o: { nodes: string }) => {
+      const { runDemo } = await import('./demo.ts');
       const demo = await runDemo({ nodes: Number(o.nodes), out: (l) => process.stdout.write(l + '\n') }).catch((e: unknown) =>
         fail(e instanceof Error ? e.message : String(e), 1),
       );
@@ -83,14 +89,14 @@ async function main(argv: string[]): Promise<void> {
 
   program
     .command('chart')
-    .argument('<machine>', `one of ${Object.keys(MACHINES).join(', ')}`)
-    .option('--format <format>', `one of ${CHART_FORMATS.join(', ')}`, 'mermaid')
+    .argument('<machine>', `one of ${MACHINE_NAMES.join(', ')}`)
+    .option('--format <format>', `one of ${CHART_FORMAT_NAMES.join(', ')}`, 'mermaid')
     .description("print a machine's state chart, generated from its definition")
     .action(async (name: string, o: { format: string }) => {
-      const machine = MACHINES[name as keyof typeof MACHINES];
-      if (!machine) fail(`unknown machine '${name}': expected one of ${Object.keys(MACHINES).join(', ')}`, 2);
+      if (!(MACHINE_NAMES as readonly string[]).includes(name)) fail(`unknown machine '${name}': expected one of ${MACHINE_NAMES.join(', ')}`, 2);
+      const [{ CHART_FORMATS, isChartFormat, renderChart }, all] = await Promise.all([import('../charts/index.ts'), machines()]);
       if (!isChartFormat(o.format)) fail(`unknown format '${o.format}': expected one of ${CHART_FORMATS.join(', ')}`, 2);
-      process.stdout.write((await renderChart(machine, o.format)) + '\n');
+      process.stdout.write((await renderChart(all[name as MachineName], o.format)) + '\n');
     });
 
   program
@@ -98,8 +104,9 @@ async function main(argv: string[]): Promise<void> {
     .argument('<journal>', 'a journal file (JSON lines)')
     .description("rebuild the machines' states from a journal")
     .action(async (file: string) => {
+      const [{ stateName }, { parseJournal, replayMachine }, all] = await Promise.all([import('../journal/journaled-actor.ts'), import('../journal/replay.ts'), machines()]);
       const entries = parseJournal(await readFile(file, 'utf8'));
-      for (const [name, machine] of Object.entries(MACHINES)) {
+      for (const [name, machine] of Object.entries(all)) {
         const snap = replayMachine(machine, name, entries);
         if (!snap) continue;
         process.stdout.write(`${name}: ${stateName(snap.value)} ${JSON.stringify(snap.context)}\n`);
@@ -117,18 +124,23 @@ async function main(argv: string[]): Promise<void> {
     .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal)')
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")
-    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string }) => {
+    .option('--sync <mode>', 'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)')
+    .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off (default), or drawn from each seed')
+    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string }) => {
       const int = (name: string, v: string, min: number) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < min) fail(`--${name}: expected an integer >= ${min}, got '${v}'`, 2);
         return n;
       };
-      const { simulate, parseFaults, parseFaultKinds } = await import('../sim/run.ts');
+      const { simulate, parseFaults, parseFaultKinds, parseSyncMode } = await import('../sim/run.ts');
       let faults;
       let faultKinds;
+      let sync;
       try {
         faults = o.faults !== undefined ? parseFaults(o.faults) : undefined;
         faultKinds = o.kinds !== undefined ? parseFaultKinds(o.kinds) : undefined;
+        sync = o.sync !== undefined ? parseSyncMode(o.sync) : undefined;
+        if (o.failsafe !== undefined && !['on', 'off', 'draw'].includes(o.failsafe)) throw new Error(`--failsafe: expected on, off or draw, got '${o.failsafe}'`);
       } catch (e) {
         fail(e instanceof Error ? e.message : String(e), 2);
       }
@@ -141,6 +153,8 @@ async function main(argv: string[]): Promise<void> {
         ...(faults ? { faults } : {}),
         ...(faultKinds ? { faultKinds } : {}),
         ...(o.journal ? { journalPath: o.journal } : {}),
+        ...(sync ? { sync } : {}),
+        ...(o.failsafe !== undefined ? { failsafe: o.failsafe === 'draw' ? ('draw' as const) : o.failsafe === 'on' } : {}),
         out: (l) => process.stdout.write(l + '\n'),
         err: (l) => process.stderr.write(l + '\n'),
       });

@@ -12,7 +12,7 @@ import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
 import { standbyClusterOf, type StandbyClusterConfig } from './standby-cluster.ts';
-import { syncKeyOf, syncSettings, type SyncRaceRule } from './sync-standby.ts';
+import { syncKeyOf, syncSettings, VOTE_SETTLE_MS, type SyncRaceRule } from './sync-standby.ts';
 import { syncAllowed } from './switchover-admission.ts';
 import { checkDivergence, type LocalPosition } from './timeline-history.ts';
 import { upstreamMember } from './upstream.ts';
@@ -66,6 +66,12 @@ export interface CycleInput {
   nextStartAtMs?: number;
   /** Epoch ms since when the leader key has named a member without a member key (a ghost lock). */
   ghostLeaderSinceMs?: number;
+  /**
+   * Epoch ms since when this agent has seen no leader key (absent: a leader key, or not tracked).
+   * In synchronous `quorum` mode the votes of peers count only once the peers' published WAL
+   * positions were probed after the former primary stopped (sync-standby.ts VOTE_SETTLE_MS).
+   */
+  noLeaderSinceMs?: number;
   /** DCS unreachable, failsafe mode: every member the `failsafe` key lists accepted this cycle's POST /failsafe in time (src/node/failsafe.ts). */
   failsafeAccepted?: boolean;
   /** Failsafe mode: the member whose POST /failsafe this member accepted less than ttl ago (it still leads: no race). */
@@ -392,7 +398,8 @@ function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   if (standbyClusterOf(i.config)) return {};
   const mode = syncSettings(i.config).mode;
   if (mode === 'off' || !i.view.sync) return {};
-  return { sync: { mode, key: syncKeyOf(i.view.sync.value) } };
+  const settledAtMs = i.noLeaderSinceMs !== undefined ? i.noLeaderSinceMs + VOTE_SETTLE_MS : i.nowMs;
+  return { sync: { mode, key: syncKeyOf(i.view.sync.value), ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}) } };
 }
 
 /** The history key lags the leader's published timeline (the new leader has not written it yet). */

@@ -363,10 +363,27 @@ export function decideSyncStep(i: SyncStepInput): SyncStep {
   };
 }
 
+/**
+ * How long after the leader key vanished the peers' published WAL positions can be trusted as
+ * votes (mode `quorum`), ms. A member's status document carries the WAL position of its last
+ * probe (every second), not a position read at the request: a vote fetched right after the
+ * former primary stopped may predate the last WAL it received — the commits acknowledged through
+ * it — and let a member behind it win (finding 8, docs/simulation.md). The former primary stops
+ * before its key goes (a graceful release, or a demotion before its lease runs out): positions
+ * probed more than one probe interval (1 s) plus a margin after the key went missing are final.
+ */
+export const VOTE_SETTLE_MS = 1500;
+
 /** What the race reads of the `sync` key while synchronous mode is on. */
 export interface SyncRaceRule {
   mode: 'on' | 'quorum';
   key: SyncKey;
+  /**
+   * Mode `quorum`: the leader key vanished less than VOTE_SETTLE_MS ago; the peers' positions
+   * may not show the last WAL the former primary sent them yet. Votes of peers do not count
+   * until then (this many ms from now).
+   */
+  votesSettleInMs?: number;
 }
 
 /**
@@ -382,12 +399,16 @@ export function syncRaceRefusal(rule: SyncRaceRule, self: { name: string; walByt
   if (rule.mode === 'on') {
     return key.members.includes(self.name) ? undefined : `I am not a synchronous standby (sync key: ${key.members.join(', ')})`;
   }
+  const needed = votesNeeded(rule.mode, key);
+  const selfVote = key.members.includes(self.name) ? 1 : 0;
+  if (rule.votesSettleInMs !== undefined && rule.votesSettleInMs > 0 && needed > selfVote) {
+    return `waiting ${rule.votesSettleInMs} ms for the sync key members' WAL positions to settle before counting their votes`;
+  }
   const voters = key.members.filter((m) => {
     if (m === self.name) return true;
     const p = peers.find((x) => x.name === m);
     return !!p && p.reachable && p.walBytes !== undefined && p.walBytes <= self.walBytes;
   });
-  const needed = votesNeeded(rule.mode, key);
   if (voters.length >= needed) return undefined;
   return `quorum not reached: ${voters.length} of ${needed} votes from the sync key (${key.members.join(', ')}) not ahead of me`;
 }

@@ -85,6 +85,8 @@ export class NodeState {
   replicaTimeline = 0;
   /** Since when the leader key has named a member without a member key. */
   ghostLeader: { name: string; sinceMs: number } | undefined;
+  /** Epoch ms since when this agent has seen no leader key (synchronous quorum votes settle after it). */
+  noLeaderSinceMs: number | undefined;
   /** Why the local data diverged from the leader's timeline, while it does. */
   divergedReason: string | undefined;
   /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */

@@ -169,11 +169,21 @@ export class InvariantChecker {
    * `initialize` key holds no system identifier yet (the initializer runs PostgreSQL before it
    * takes the lock, as the reference does).
    */
-  checkLease(pgs: readonly SimPg[], nowMs: number, lock: { holder: string; liveUntilMs: number } | undefined, bootstrapping: boolean, agentOf: (name: string) => string): void {
+  checkLease(
+    pgs: readonly SimPg[],
+    nowMs: number,
+    lock: { holder: string; liveUntilMs: number } | undefined,
+    bootstrapping: boolean,
+    agentOf: (name: string) => string,
+    failsafeCovers: (name: string) => string | undefined = () => undefined,
+  ): void {
     if (bootstrapping || this.seen.has('leader-lease')) return;
     for (const pg of pgs) {
       if (!pg.acceptsWrites()) continue;
       if (lock && lock.holder === pg.name && lock.liveUntilMs > nowMs) continue;
+      // failsafe_mode: no live lease of another member, and every other member of the `failsafe`
+      // key accepted this member's POST /failsafe less than ttl ago.
+      if ((!lock || lock.holder === pg.name || lock.liveUntilMs <= nowMs) && failsafeCovers(pg.name) !== undefined) continue;
       const why = !lock
         ? 'no leader key in the DCS'
         : lock.holder !== pg.name

@@ -32,6 +32,8 @@ export interface SimulateOptions {
   plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs' | 'writeBytes'>;
   /** Every schedule in this synchronous mode (default: drawn from each seed, syncModeOf). */
   sync?: SyncModeName;
+  /** failsafe_mode of every schedule: on, off (default), or drawn from each seed (failsafeOf). */
+  failsafe?: boolean | 'draw';
 }
 
 /** The summary of a simulation (also what the tests read). */
@@ -44,12 +46,14 @@ export interface SimulateSummary {
   lost: number;
   /** Schedules per synchronous mode. */
   byMode: Record<SyncModeName, number>;
+  /** Schedules with failsafe_mode on. */
+  failsafeSchedules: number;
   firstFailure?: { seed: number; result: RunResult; shrunk: Fault[]; journalPath: string };
   exitCode: number;
 }
 
 /** What one schedule needs of the options. */
-export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync'>;
+export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe'>;
 
 /** Runs one schedule. */
 export async function runSchedule(seed: number, o: RunOptions, keepJournal = false): Promise<{ result: RunResult; world: World }> {
@@ -61,6 +65,7 @@ export async function runSchedule(seed: number, o: RunOptions, keepJournal = fal
     ...(o.faults ? { faults: o.faults } : {}),
     ...(o.faultKinds ? { faultKinds: o.faultKinds } : {}),
     ...(o.sync ? { sync: o.sync } : {}),
+    ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
     ...(o.plant ?? {}),
     keepJournal,
   });
@@ -85,6 +90,10 @@ export function describeFault(f: Fault): string {
       return `step ${f.at}: operator asks for a switchover to ${f.node}`;
     case 'heal':
       return `step ${f.at}: everything heals`;
+    case 'slow-loop':
+      return `step ${f.at}: event loop of ${f.node}'s agent ${f.ms} ms late for ${f.steps} steps`;
+    case 'net-delay':
+      return `step ${f.at}: messages to and from ${f.node} ${f.ms} ms late for ${f.steps} steps`;
   }
 }
 
@@ -118,6 +127,9 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   const byMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
   const ackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
   const unackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
+  let failsafeSchedules = 0;
+  let failsafeAccepts = 0;
+  const violationsByFailsafe = [0, 0];
   let syncLost = 0;
   let syncLostSchedules = 0;
   let simulatedMs = 0;
@@ -141,6 +153,9 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     acked += result.acked;
     unacked += result.unacked;
     byMode[result.sync]++;
+    if (result.failsafe) failsafeSchedules++;
+    failsafeAccepts += result.failsafeAccepts ?? 0;
+    violationsByFailsafe[result.failsafe ? 1 : 0]! += result.violations.length;
     ackedByMode[result.sync] += result.acked;
     unackedByMode[result.sync] += result.unacked;
     if (result.sync === 'off') {
@@ -162,6 +177,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   for (const k of INVARIANTS) out(`  ${k.padEnd(20)} ${byInvariant[k]}`);
   out(`synchronous modes (schedules / acknowledged commits / written, never acknowledged):`);
   for (const m of SYNC_MODES) out(`  ${m.padEnd(20)} ${byMode[m]} / ${ackedByMode[m]} / ${unackedByMode[m]}`);
+  out(`failsafe_mode (schedules / violations): on ${failsafeSchedules} / ${violationsByFailsafe[1]}, off ${o.schedules - failsafeSchedules} / ${violationsByFailsafe[0]}; POST /failsafe accepted ${failsafeAccepts} times`);
   out(`acknowledged commits: ${acked} (${unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${lost} in ${lostSchedules} schedules; synchronous schedules (sync-no-loss) ${syncLost} in ${syncLostSchedules} schedules`);
   out(`simulated: ${Math.round(simulatedMs / 1000)} s, ${timers} timers fired`);
   out(`pg_rewind (use_db_rewind on in odd-seeded schedules): ${rewinds} data directories rewound`);
@@ -181,12 +197,12 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     out(`shrunk schedule (${shrunk.length} faults, still breaks ${v0.invariant}):`);
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''} --faults '${JSON.stringify(shrunk)}'`);
+    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== undefined ? ` --failsafe ${o.failsafe === 'draw' ? 'draw' : o.failsafe ? 'on' : 'off'}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
   }
   out(`${o.schedules} schedules, ${violations} violations`);
-  return { schedules: o.schedules, violations, byInvariant, byFault, acked, lost: lost + syncLost, byMode, ...(firstFailure ? { firstFailure } : {}), exitCode: violations === 0 ? 0 : 1 };
+  return { schedules: o.schedules, violations, byInvariant, byFault, acked, lost: lost + syncLost, byMode, failsafeSchedules, ...(firstFailure ? { firstFailure } : {}), exitCode: violations === 0 ? 0 : 1 };
 }
 
 /** Parses `--kinds` (comma-separated fault kinds). */
@@ -194,6 +210,12 @@ export function parseFaultKinds(text: string): FaultKind[] {
   const kinds = text.split(',').map((k) => k.trim()).filter(Boolean);
   for (const k of kinds) if (!FAULT_KINDS.includes(k as FaultKind)) throw new Error(`--kinds: unknown fault kind '${k}': expected some of ${FAULT_KINDS.join(', ')}`);
   return kinds as FaultKind[];
+}
+
+/** Parses `--sync` (one synchronous mode). */
+export function parseSyncMode(text: string): SyncModeName {
+  if (!SYNC_MODES.includes(text as SyncModeName)) throw new Error(`--sync: unknown mode '${text}': expected one of ${SYNC_MODES.join(', ')}`);
+  return text as SyncModeName;
 }
 
 /** Parses `--faults` JSON (an array of faults as printed by a failing run). */

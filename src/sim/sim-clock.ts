@@ -137,6 +137,8 @@ export class NodeClock implements Clock {
   private frozen = false;
   private dead = false;
   private held: NodeTimer[] = [];
+  /** A slow event loop: every timer and every delivery runs this many ms late (0: on time). */
+  private lagMs = 0;
 
   constructor(private readonly clock: SimClock) {}
 
@@ -147,7 +149,7 @@ export class NodeClock implements Clock {
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const nt: NodeTimer = { fn, timer: undefined, cancelled: false };
     if (this.dead) return { id: nt };
-    nt.timer = this.clock.schedule(ms, () => this.fire(nt));
+    nt.timer = this.clock.schedule(ms + this.lagMs, () => this.fire(nt));
     return { id: nt };
   }
 
@@ -162,7 +164,15 @@ export class NodeClock implements Clock {
   deliver(fn: () => void): void {
     if (this.dead) return;
     if (this.frozen) this.held.push({ fn, timer: undefined, cancelled: false });
-    else fn();
+    else if (this.lagMs > 0) {
+      const nt: NodeTimer = { fn, timer: undefined, cancelled: false };
+      nt.timer = this.clock.schedule(this.lagMs, () => this.fire(nt));
+    } else fn();
+  }
+
+  /** Slow event loop: from now on timers and deliveries run `ms` late (0 ends it). */
+  setLag(ms: number): void {
+    this.lagMs = Math.max(0, ms);
   }
 
   /** A promise that settles like `p`, but through `deliver`. */

@@ -23,8 +23,13 @@ import { SimClock, type NodeClock } from './sim-clock.ts';
 import { holdsCommit, SimPg, type Commit, type SimPgBugs } from './sim-pg.ts';
 
 /** The fault kinds. */
-export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal'] as const;
+export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal', 'slow-loop', 'net-delay'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+/**
+ * Kinds drawn from a second PRNG stream (added later: drawing them from the first would move
+ * every earlier schedule of a seed).
+ */
+const LATER_KINDS: readonly FaultKind[] = ['slow-loop', 'net-delay'];
 
 /** One fault of a schedule: at step `at`, for `steps` steps (then healed). */
 export type Fault =
@@ -35,7 +40,11 @@ export type Fault =
   | { kind: 'freeze'; at: number; node: string; steps: number }
   /** An operator asks for a switchover to `node` (the `failover` key, as POST /switchover writes it). */
   | { kind: 'switchover'; at: number; node: string }
-  | { kind: 'heal'; at: number };
+  | { kind: 'heal'; at: number }
+  /** The agent's event loop runs late: every timer and every completion of its calls `ms` late. */
+  | { kind: 'slow-loop'; at: number; node: string; steps: number; ms: number }
+  /** Every message to or from the member (DCS answers and watch events, peer calls) takes `ms` more. */
+  | { kind: 'net-delay'; at: number; node: string; steps: number; ms: number };
 
 /** Options of one run. */
 export interface WorldOptions {
@@ -58,13 +67,12 @@ export interface WorldOptions {
   /** `database.use_db_rewind` (with remove_data_directory_on_rewind_failure). Default: odd seeds. */
   rewind?: boolean;
   /** Synchronous replication of the run (dynamic configuration). Default: syncModeOf(seed). */
-  /**
-   * Draw the synchronous mode from the seed (syncModeOf) when `sync` is not given. Off by default
-   * until finding 8 (docs/simulation.md: an acknowledged commit lost in 1 of 10,000 synchronous
-   * schedules) is fixed; `sync` still forces a mode.
-   */
-  drawSync?: boolean;
   sync?: SyncModeName;
+  /**
+   * `failsafe_mode` of the run (dynamic configuration): on, off, or 'draw' (failsafeOf(seed)).
+   * Default off until finding 10 (docs/simulation.md) is fixed.
+   */
+  failsafe?: boolean | 'draw';
   /** Planted bugs: wrap each agent's DCS client. */
   wrapDcs?: (dcs: Dcs, name: string) => Dcs;
   /** Planted bugs in the simulated PostgreSQL. */
@@ -101,6 +109,14 @@ export function syncModeOf(seed: number): SyncModeName {
   }
 }
 
+/**
+ * `failsafe_mode` of a seed: on when floor(seed / 16) is odd (the bits below choose the rewind
+ * rule and the synchronous mode, so failsafe runs in every one of them, with and without).
+ */
+export function failsafeOf(seed: number): boolean {
+  return ((Math.floor(seed / 16) % 2) + 2) % 2 === 1;
+}
+
 /** The dynamic configuration of a synchronous mode. */
 function syncConfig(mode: SyncModeName): Record<string, unknown> {
   switch (mode) {
@@ -124,6 +140,10 @@ export interface RunResult {
   violations: Violation[];
   /** The run's synchronous mode. */
   sync: SyncModeName;
+  /** The run's failsafe_mode. */
+  failsafe: boolean;
+  /** Rounds of POST /failsafe every listed member accepted (a leader kept running without the DCS). */
+  failsafeAccepts?: number;
   acked: number;
   /** Commits written that were never acknowledged (waiting for a synchronous standby when their primary stopped, or at the end). */
   unacked: number;
@@ -152,12 +172,13 @@ export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
  * liveness can be asked of every member); with `rewind` (odd seeds by default) it is first
  * rewound with pg_rewind, and re-cloned when that fails.
  */
-export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off'): Record<string, unknown> {
+export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off', failsafe = false): Record<string, unknown> {
   return {
     ttl: TIMING.ttl,
     loop_wait: TIMING.loop_wait,
     retry_timeout: TIMING.retry_timeout,
     ...syncConfig(sync),
+    ...(failsafe ? { failsafe_mode: true } : {}),
     database: {
       remove_data_directory_on_diverged_timelines: true,
       ...(rewind ? { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } : {}),
@@ -214,12 +235,11 @@ export function drawFaults(seed: number, opts: { nodes: number; steps: number; s
   const rng = new Prng((seed ^ 0x5bd1e995) >>> 0);
   const names = memberNames(opts.nodes);
   const faults: Fault[] = [];
-  const kinds = FAULT_KINDS.filter((k) => (k !== 'freeze' || opts.freeze) && (!opts.kinds || opts.kinds.includes(k)));
-  if (kinds.length === 0) return [];
+  const kinds = FAULT_KINDS.filter((k) => (k !== 'freeze' || opts.freeze) && (!opts.kinds || opts.kinds.includes(k)) && !LATER_KINDS.includes(k));
   const maxOutage = safeOutageSteps(opts.stepMs);
   const busy = (node: string, from: number, to: number, which: FaultKind[]) =>
     faults.some((f) => which.includes(f.kind) && 'node' in f && f.node === node && from <= f.at + ('steps' in f ? f.steps : 0) + 2 && f.at <= to + 2);
-  for (let at = 0; at < opts.steps; at++) {
+  for (let at = 0; at < opts.steps && kinds.length > 0; at++) {
     if (!rng.chance(0.1)) continue;
     const kind = rng.pick(kinds);
     const node = rng.pick(names);
@@ -252,7 +272,25 @@ export function drawFaults(seed: number, opts: { nodes: number; steps: number; s
       case 'heal':
         faults.push({ kind, at });
         break;
+      default:
+        break;
     }
+  }
+  // Slow event loops and message delays: a second stream, 0.04 per step; 100–1500 ms late for
+  // 2–30 steps (the lease margin, ttl − loop_wait − retry_timeout = 5 s, covers them).
+  // Only when `--kinds` names them: they still break invariants (docs/simulation.md, findings 9, 10).
+  const later = LATER_KINDS.filter((k) => !!opts.kinds && opts.kinds.includes(k));
+  if (later.length > 0) {
+    const rng2 = new Prng((seed ^ 0x27d4eb2f) >>> 0);
+    for (let at = 0; at < opts.steps; at++) {
+      if (!rng2.chance(0.04)) continue;
+      const kind = rng2.pick(later);
+      const node = rng2.pick(names);
+      const steps = rng2.int(2, 30);
+      const ms = rng2.int(100, 1500);
+      if (kind === 'slow-loop' || kind === 'net-delay') faults.push({ kind, at, node, steps, ms });
+    }
+    faults.sort((a, b) => a.at - b.at);
   }
   return faults;
 }
@@ -267,20 +305,49 @@ interface Member {
   /** The agent should run (false while crashed). */
   up: boolean;
   incarnation: number;
+  /** Slow event loop of its agent (ms late; survives an agent restart only while the fault lasts). */
+  lagMs: number;
+  /** Extra delay of every message to or from it, ms. */
+  delayMs: number;
+  /** Simulated ms before which no later watch event may be delivered (keeps watch events in order). */
+  watchDueMs: number;
 }
 
-/** Wraps every method of `target` so that its promise settles through the node's clock view. */
-function gated<T extends object>(target: T, view: NodeClock, subscribeName?: string): T {
+/**
+ * Wraps every method of `target` so that its promise settles through the node's clock view.
+ * `delay` (network delay faults): the member's extra message delay now, ms; an answer arrives
+ * that much later, a watch event too (in order).
+ */
+function gated<T extends object>(target: T, view: NodeClock, subscribeName?: string, delay?: { clock: SimClock; member: Member }): T {
   return new Proxy(target, {
     get(t, prop) {
       const v = (t as Record<string | symbol, unknown>)[prop];
       if (typeof v !== 'function') return v;
       if (prop === subscribeName) {
-        return (listener: (e: unknown) => void) => (v as (l: (e: unknown) => void) => () => void).call(t, (e) => view.deliver(() => listener(e)));
+        return (listener: (e: unknown) => void) =>
+          (v as (l: (e: unknown) => void) => () => void).call(t, (e) => {
+            const d = delay?.member.delayMs ?? 0;
+            if (!delay || (d === 0 && delay.member.watchDueMs <= delay.clock.now())) {
+              view.deliver(() => listener(e));
+              return;
+            }
+            const due = Math.max(delay.clock.now() + d, delay.member.watchDueMs);
+            delay.member.watchDueMs = due;
+            delay.clock.schedule(due - delay.clock.now(), () => view.deliver(() => listener(e)));
+          });
       }
       return (...args: unknown[]) => {
         const r = (v as (...a: unknown[]) => unknown).apply(t, args);
-        return r instanceof Promise ? view.gate(r) : r;
+        if (!(r instanceof Promise)) return r;
+        const d = delay?.member.delayMs ?? 0;
+        if (!delay || d === 0) return view.gate(r);
+        const clock = delay.clock;
+        return view.gate(
+          r.then(
+            (x: unknown) => new Promise((res) => clock.schedule(d, () => res(x))),
+            (e: unknown) => new Promise((_, rej) => clock.schedule(d, () => rej(e))),
+          ),
+        );
       };
     },
   });
@@ -309,6 +376,10 @@ export class World {
   /** Commits written (acknowledged or not). */
   private written = 0;
   readonly syncMode: SyncModeName;
+  readonly failsafeMode: boolean;
+  /** POST /failsafe accepted: `${target}\u0000${sender}` → simulated ms of the last acceptance (leader-lease judges with it). */
+  private readonly failsafeAccepted = new Map<string, number>();
+  private failsafeAccepts = 0;
   /** The PostgreSQLs that accepted writes at the last check (sync-no-loss judges each one that starts). */
   private readonly writers = new Set<SimPg>();
   /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
@@ -317,7 +388,8 @@ export class World {
   constructor(options: WorldOptions) {
     this.opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false, ...options };
     const { seed, nodes, steps, stepMs, freeze } = this.opts;
-    this.syncMode = options.sync ?? (options.drawSync === true ? syncModeOf(seed) : 'off');
+    this.syncMode = options.sync ?? syncModeOf(seed);
+    this.failsafeMode = options.failsafe === 'draw' ? failsafeOf(seed) : (options.failsafe ?? false);
     this.rng = new Prng(seed);
     this.startMs = this.clock.now();
     this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
@@ -352,6 +424,9 @@ export class World {
       view: undefined,
       up: false,
       incarnation: 0,
+      lagMs: 0,
+      delayMs: 0,
+      watchDueMs: 0,
     }));
     for (const m of this.members) this.byName.set(m.name, m);
     this.pgs = this.members.map((m) => m.pg);
@@ -484,12 +559,19 @@ export class World {
     const init = peekStore(this.store, `${prefix}initialize`);
     const key = peekStore(this.store, `${prefix}leader`);
     const now = this.clock.now();
-    this.checker.checkLease(this.pgs, now, key && { holder: key.value, liveUntilMs: key.liveUntilMs }, !init || init.value === '', (name) => {
-      const m = this.byName.get(name)!;
-      if (!m.up || !m.node) return 'down (crashed)';
-      const until = m.node.snapshot().leaderUntilMs;
-      return `${m.view?.isFrozen ? 'frozen' : 'up'}, ${until > now ? `believes it holds the lock for ${until - now} ms more` : 'does not hold the lock'}`;
-    });
+    this.checker.checkLease(
+      this.pgs,
+      now,
+      key && { holder: key.value, liveUntilMs: key.liveUntilMs },
+      !init || init.value === '',
+      (name) => {
+        const m = this.byName.get(name)!;
+        if (!m.up || !m.node) return 'down (crashed)';
+        const until = m.node.snapshot().leaderUntilMs;
+        return `${m.view?.isFrozen ? 'frozen' : 'up'}, ${until > now ? `believes it holds the lock for ${until - now} ms more` : 'does not hold the lock'}`;
+      },
+      (name) => this.failsafeCovers(name),
+    );
   }
 
   /** promotion-lag: `pg` promotes at `lsn`; judged against the store's optime and the members it could reach. */
@@ -564,6 +646,8 @@ export class World {
       faults: this.faults,
       violations: this.checker.violations,
       sync: this.syncMode,
+      failsafe: this.failsafeMode,
+      failsafeAccepts: this.failsafeAccepts,
       acked: this.acked.length,
       unacked: this.written - this.acked.length,
       lost,
@@ -631,6 +715,22 @@ export class World {
       case 'heal':
         this.healAll();
         return;
+      case 'slow-loop': {
+        const m = this.byName.get(f.node)!;
+        m.lagMs = f.ms;
+        m.view?.setLag(f.ms);
+        later(f.steps, () => {
+          m.lagMs = 0;
+          m.view?.setLag(0);
+        });
+        return;
+      }
+      case 'net-delay': {
+        const m = this.byName.get(f.node)!;
+        m.delayMs = f.ms;
+        later(f.steps, () => (m.delayMs = 0));
+        return;
+      }
     }
   }
 
@@ -647,6 +747,9 @@ export class World {
     }
     this.netCut.clear();
     for (const m of this.members) {
+      m.lagMs = 0;
+      m.delayMs = 0;
+      m.view?.setLag(0);
       m.view?.thaw();
       this.reviveAgent(m);
     }
@@ -678,7 +781,8 @@ export class World {
     const incarnation = ++m.incarnation;
     const view = this.clock.view();
     const raw = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: m.name, ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
-    const dcs = gated(this.opts.wrapDcs ? this.opts.wrapDcs(raw, m.name) : raw, view, 'subscribe');
+    view.setLag(m.lagMs);
+    const dcs = gated(this.opts.wrapDcs ? this.opts.wrapDcs(raw, m.name) : raw, view, 'subscribe', { clock: this.clock, member: m });
     const pg = gated<PgControl>(m.pg, view);
     const node = new HaNode({
       name: m.name,
@@ -687,7 +791,7 @@ export class World {
       apiUrl: `http://${m.name}:8008/ha`,
       connUrl: `postgres://${m.name}:5432/postgres`,
       tags: {},
-      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode),
+      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode, this.failsafeMode),
       initdbOptions: [],
       localParameters: {},
       dcs,
@@ -696,6 +800,7 @@ export class World {
       log: SILENT,
       clock: view,
       fetchStatus: (url) => this.fetchStatus(m.name, view, url),
+      postFailsafe: (url, body, timeoutMs) => this.postFailsafe(m.name, view, url, body, timeoutMs),
     });
     m.view = view;
     m.node = node;
@@ -710,6 +815,68 @@ export class World {
     });
   }
 
+  /**
+   * POST /failsafe from `from`'s agent: over the simulated network (a cut link or a frozen target
+   * times out after `timeoutMs`, a crashed agent refuses at once); the target's HaNode answers
+   * as its API would (src/http/failsafe-routes.ts).
+   */
+  private postFailsafe(from: string, view: NodeClock, url: string, body: unknown, timeoutMs: number): Promise<number | undefined> {
+    const name = /^http:\/\/([^:/]+)/.exec(url)?.[1] ?? '';
+    const target = this.byName.get(name);
+    if (!target) return Promise.resolve(undefined);
+    if (!this.connected(from, name) || target.view?.isFrozen) {
+      return new Promise((resolve) => view.setTimeout(() => resolve(undefined), timeoutMs));
+    }
+    if (!target.up || !target.node) return Promise.resolve(undefined);
+    const d = this.messageDelay(from, name);
+    if (d >= timeoutMs) return new Promise((resolve) => view.setTimeout(() => resolve(undefined), timeoutMs));
+    if (d > 0) {
+      const half = Math.floor(d / 2);
+      return new Promise((resolve) =>
+        this.clock.schedule(half, () => {
+          const status = this.failsafeAnswer(from, name, body);
+          this.clock.schedule(d - half, () => resolve(status));
+        }),
+      );
+    }
+    return Promise.resolve(this.failsafeAnswer(from, name, body));
+  }
+
+  /** The target's answer to a POST /failsafe from `from`, delivered now. */
+  private failsafeAnswer(from: string, name: string, body: unknown): number | undefined {
+    const target = this.byName.get(name)!;
+    if (!target.up || !target.node) return undefined;
+    const answer = target.node.acceptFailsafe(typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {});
+    if (answer.status === 200) {
+      this.failsafeAccepted.set(`${name}\u0000${from}`, this.clock.now());
+      this.failsafeAccepts++;
+    }
+    return answer.status;
+  }
+
+  /** Extra round-trip delay of a call between two members (net-delay faults of either), ms. */
+  private messageDelay(a: string, b: string): number {
+    return (this.byName.get(a)?.delayMs ?? 0) + (this.byName.get(b)?.delayMs ?? 0);
+  }
+
+  /**
+   * leader-lease's failsafe exemption (failsafe_mode on): `name` writes without a live lease, but
+   * every other member the store's `failsafe` key lists accepted its POST /failsafe less than ttl
+   * ago (they do not race meanwhile). Returns why, or undefined.
+   */
+  private failsafeCovers(name: string): string | undefined {
+    if (!this.failsafeMode) return undefined;
+    const listed = parseJson(peekStore(this.store, `${this.operator.prefix}failsafe`)?.value);
+    if (!listed || !(name in listed)) return undefined;
+    const now = this.clock.now();
+    for (const other of Object.keys(listed)) {
+      if (other === name) continue;
+      const at = this.failsafeAccepted.get(`${other}\u0000${name}`);
+      if (at === undefined || now - at >= TIMING.ttl * 1000) return undefined;
+    }
+    return 'failsafe';
+  }
+
   /** GET <api_url> from `from`: the target's status document, unless partitioned, frozen or down. */
   private fetchStatus(from: string, view: NodeClock, url: string): Promise<Record<string, unknown> | undefined> {
     const name = /^http:\/\/([^:/]+)/.exec(url)?.[1] ?? '';
@@ -720,6 +887,18 @@ export class World {
       return new Promise((resolve) => view.setTimeout(() => resolve(undefined), 2000));
     }
     if (!target.up || !target.node) return Promise.resolve(undefined);
+    const d = this.messageDelay(from, name);
+    if (d >= 2000) return new Promise((resolve) => view.setTimeout(() => resolve(undefined), 2000));
+    if (d > 0) {
+      // The request reaches the target after half the delay; the answer takes the other half.
+      const half = Math.floor(d / 2);
+      return new Promise((resolve) =>
+        this.clock.schedule(half, () => {
+          const doc = target.up && target.node ? (buildStatusDocument(target.node.snapshot(), this.clock.now()) as unknown as Record<string, unknown>) : undefined;
+          this.clock.schedule(d - half, () => resolve(doc));
+        }),
+      );
+    }
     return Promise.resolve(buildStatusDocument(target.node.snapshot(), this.clock.now()) as unknown as Record<string, unknown>);
   }
 }

@@ -140,6 +140,15 @@ describe('race rule', () => {
     // A member outside the key may gather the votes too.
     expect(syncRaceRefusal(rule, { name: 'x', walBytes: 100n }, peers)).toBeUndefined();
   });
+
+  it('quorum: peer votes count only once the positions settled after the leader key went (finding 8)', () => {
+    const rule = { mode: 'quorum' as const, key: { leader: 'L', members: ['a', 'b', 'c'], quorum: 2 }, votesSettleInMs: 700 };
+    expect(syncRaceRefusal(rule, { name: 'a', walBytes: 100n }, peers)).toMatch(/waiting 700 ms/);
+    // Its former leader, and a quorum of 1 a listed member gives itself, need no peer's vote.
+    expect(syncRaceRefusal(rule, { name: 'L', walBytes: 1n }, peers)).toBeUndefined();
+    expect(syncRaceRefusal({ ...rule, key: { ...rule.key, quorum: 1 } }, { name: 'a', walBytes: 100n }, peers)).toBeUndefined();
+    expect(syncRaceRefusal({ ...rule, votesSettleInMs: 0 }, { name: 'a', walBytes: 100n }, peers)).toBeUndefined();
+  });
 });
 
 describe('decideSyncStep', () => {

@@ -16,7 +16,7 @@ import { runSchedule, simulate, type RunOptions } from '../../src/sim/run.ts';
 import type { SimPg } from '../../src/sim/sim-pg.ts';
 import { flushContinuations, SimClock } from '../../src/sim/sim-clock.ts';
 import { Prng } from '../../src/sim/prng.ts';
-import { drawFaults, syncModeOf, type Fault, type FaultKind } from '../../src/sim/world.ts';
+import { drawFaults, failsafeOf, syncModeOf, type Fault, type FaultKind } from '../../src/sim/world.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ha-sim-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -156,6 +156,9 @@ describe('ha simulate', () => {
     expect(summary.byFault['pg-crash']).toBeGreaterThan(0);
     expect(summary.byFault['switchover']).toBeGreaterThan(0);
     expect(summary.acked).toBeGreaterThan(1000);
+    // Synchronous modes are drawn from the seed by default.
+    expect(summary.byMode.off).toBeLessThan(50);
+    expect(summary.byMode.quorum).toBeGreaterThan(0);
   });
 
   /** The leader's DCS partition from step 2 for 40 steps, for each member in turn (one of them leads). */
@@ -300,6 +303,55 @@ describe('ha simulate', () => {
     expect(summary.firstFailure?.seed).toBe(215);
     const clean = await runSchedule(215, { ...BASE, sync: 'true' });
     expect(clean.result.violations).toEqual([]);
+  });
+
+  it('finding 8: a quorum vote read from a stale status document lost an acknowledged commit (now none)', async () => {
+    // Seed 469461454 (mode quorum+strict): n3 restarts after a crash, n2 (the switchover's
+    // candidate) is cut from the DCS; the leader n1 hands over, and n3 won the race with n2's vote
+    // as n2's last probe showed it — before n2 received the commit acknowledged through it.
+    const faults: Fault[] = [
+      { kind: 'agent-crash', at: 18, node: 'n2', steps: 12 },
+      { kind: 'heal', at: 23 },
+      { kind: 'dcs-partition', at: 35, node: 'n3', steps: 17 },
+      { kind: 'dcs-partition', at: 45, node: 'n2', steps: 20 },
+      { kind: 'pg-crash', at: 51, node: 'n3' },
+      { kind: 'switchover', at: 52, node: 'n2' },
+    ];
+    expect(syncModeOf(469461454)).toBe('quorum+strict');
+    const { result } = await runSchedule(469461454, { nodes: 3, steps: 60, freeze: false, faults });
+    expect(result.sync).toBe('quorum+strict');
+    expect(result.violations).toEqual([]);
+    expect(result.lost).toBe(0);
+  });
+
+  it('failsafe_mode is drawn from the seed; a leader cut from the DCS stays primary while every member accepts its POST /failsafe', async () => {
+    expect(Array.from({ length: 64 }, (_, i) => failsafeOf(i)).filter(Boolean)).toHaveLength(32);
+    expect([failsafeOf(15), failsafeOf(16), failsafeOf(32), failsafeOf(48)]).toEqual([false, true, false, true]);
+    // Seed 7: n1 leads. Every member cut from the DCS for 30 steps: with failsafe the leader keeps
+    // acknowledging (its peers accept its calls), without it demotes; no invariant breaks.
+    const faults: Fault[] = ['n1', 'n2', 'n3'].map((node) => ({ kind: 'dcs-partition', at: 2, node, steps: 30 }));
+    const on = await runSchedule(7, { ...BASE, faults, failsafe: true });
+    const off = await runSchedule(7, { ...BASE, faults, failsafe: false });
+    expect(on.result.violations).toEqual([]);
+    expect(off.result.violations).toEqual([]);
+    expect(on.result.failsafe).toBe(true);
+    expect(on.result.failsafeAccepts).toBeGreaterThan(0);
+    expect(off.result.failsafeAccepts).toBe(0);
+    expect(on.result.acked).toBeGreaterThan(off.result.acked);
+    // A network partition between the leader and one member: its POSTs time out, it demotes.
+    const cut = await runSchedule(7, { ...BASE, faults: [...faults, { kind: 'net-partition', at: 10, node: 'n1', peer: 'n2', steps: 10 }], failsafe: true });
+    expect(cut.result.violations).toEqual([]);
+    expect(cut.result.acked).toBeLessThan(on.result.acked);
+  });
+
+  it('slow event loops and message delays are drawn only when --kinds names them', () => {
+    const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
+    for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, opts).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
+    const drawn = Array.from({ length: 50 }, (_, i) => drawFaults(i + 1, { ...opts, kinds: ['slow-loop', 'net-delay', 'pg-crash'] })).flat();
+    expect(drawn.some((f) => f.kind === 'slow-loop')).toBe(true);
+    expect(drawn.some((f) => f.kind === 'net-delay')).toBe(true);
+    // The earlier kinds' draw does not move when the later kinds are added.
+    expect(drawFaults(9, { ...opts, kinds: ['pg-crash'] })).toEqual(drawFaults(9, { ...opts, kinds: ['pg-crash', 'slow-loop', 'net-delay'] }).filter((f) => f.kind === 'pg-crash'));
   });
 
   it('planted bug: a PostgreSQL that accepts writes after its demotion', async () => {
