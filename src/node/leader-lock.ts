@@ -13,7 +13,9 @@
  *   acquire whose answer was lost); both through the same compare-and-set, never by creating.
  *
  * Time is the agent's own clock (`now`, epoch ms): `untilMs` is when the lock may have expired
- * in the DCS, counted from the last successful renewal.
+ * in the DCS, counted from the instant the last successful renewal was SENT (the DCS extended the
+ * lease at or after that instant; counting from the answer would add the answer's delay and any
+ * event-loop lag to what the agent believes: finding 9, docs/simulation.md).
  */
 import type { ClusterView } from '../domain/cluster.ts';
 import type { Dcs } from '../dcs/dcs.ts';
@@ -22,7 +24,7 @@ import type { Dcs } from '../dcs/dcs.ts';
 export type LockState =
   /** Never held in this process. */
   | { kind: 'none' }
-  /** Held: renewed (or acquired) at `renewedMs`, valid until `untilMs` on our clock. */
+  /** Held: renewal (or acquire) sent at `renewedMs`, valid until `untilMs` = renewedMs + ttl on our clock. */
   | { kind: 'held'; createRevision: string; renewedMs: number; untilMs: number }
   /** Released by us (`deleted` false while the delete has not reached the DCS) or lost. */
   | { kind: 'released'; createRevision: string; deleted: boolean; why: 'released' | 'lost' };
@@ -88,10 +90,11 @@ export class LeaderLock {
 
   /** Leader race (create-only). True when won; DCS failures reject (DcsError). */
   async acquire(): Promise<{ acquired: true } | { acquired: false; holder: string | undefined }> {
+    const sentMs = this.deps.now();
     const sent = this.deps.fence?.stamp();
     const r = await this.deps.dcs.attemptToAcquireLeader();
     if (!r.acquired) return r;
-    this.hold(r.createRevision, sent);
+    this.hold(r.createRevision, sentMs, sent);
     return { acquired: true };
   }
 
@@ -102,16 +105,17 @@ export class LeaderLock {
   async adopt(view: ClusterView): Promise<boolean> {
     if (this.read(view) !== 'adoptable' || !view.leader) return false;
     const rev = view.leader.createRevision;
+    const sentMs = this.deps.now();
     const sent = this.deps.fence?.stamp();
     if (await this.deps.dcs.updateLeader(rev)) {
-      this.hold(rev, sent);
+      this.hold(rev, sentMs, sent);
       return true;
     }
     return false;
   }
 
   /**
-   * Renews the held lock. 'ok': renewed, `untilMs` moved to now + ttl; 'lost': the key is gone,
+   * Renews the held lock. 'ok': renewed, `untilMs` moved to the send time + ttl; 'lost': the key is gone,
    * names another member or is another incarnation (the state becomes released/lost);
    * 'failed': the DCS could not be reached (the state is kept: the key may still be ours, and
    * `untilMs` runs out on our clock). Nothing to renew: 'lost'.
@@ -120,6 +124,7 @@ export class LeaderLock {
     const st = this.st;
     if (st.kind !== 'held') return 'lost';
     let ok: boolean;
+    const sentMs = this.deps.now();
     const sent = this.deps.fence?.stamp();
     try {
       ok = await this.deps.dcs.updateLeader(st.createRevision);
@@ -131,7 +136,7 @@ export class LeaderLock {
       this.st = { kind: 'released', createRevision: st.createRevision, deleted: true, why: 'lost' };
       return 'lost';
     }
-    this.hold(st.createRevision, sent);
+    this.hold(st.createRevision, sentMs, sent);
     return 'ok';
   }
 
@@ -167,9 +172,9 @@ export class LeaderLock {
     return this.st.kind === 'released' && !this.st.deleted;
   }
 
-  private hold(createRevision: string, sent?: number): void {
-    const now = this.deps.now();
-    this.st = { kind: 'held', createRevision, renewedMs: now, untilMs: now + this.deps.ttlMs() };
+  /** Holds incarnation `createRevision`, renewed by a request sent at `sentMs` (epoch ms); `sent`: the fence's stamp. */
+  private hold(createRevision: string, sentMs: number, sent?: number): void {
+    this.st = { kind: 'held', createRevision, renewedMs: sentMs, untilMs: sentMs + this.deps.ttlMs() };
     if (sent !== undefined) this.deps.fence?.held(sent);
   }
 }
