@@ -38,6 +38,11 @@ export class HaCycle {
     const { core } = this;
     const { dcs, log, name } = core.deps;
     const nowMs = core.now();
+    // The local facts and the peers' status do not depend on the keepalive or the lock: gathered
+    // meanwhile. Every decision still waits for the keepalive and the lock's renewal below.
+    const factsP = this.localFacts(nowMs);
+    factsP.catch(() => undefined);
+    const early = this.peersEarly(dcs.view());
     let dcsOk = true;
     try {
       await dcs.keepalive();
@@ -54,12 +59,18 @@ export class HaCycle {
     // Synchronous replication is managed only under the lock (a new leader starts from its own state).
     if (!lock.holdsLock) core.sync.reset();
     this.trackGhostLeader(view, nowMs);
+    if (view.leader) this.core.state.noLeaderSinceMs = undefined;
+    else this.core.state.noLeaderSinceMs ??= nowMs;
 
-    const facts = await this.localFacts(nowMs);
+    const facts = await factsP;
     const failover = view.failover?.value;
     const needPeers =
       dcsOk && facts.state === 'running' && !facts.busy && (!view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member)));
-    const peers: PeerStatus[] = needPeers ? await fetchPeers(view, name, core.deps.fetchStatus) : [];
+    const peers: PeerStatus[] = needPeers
+      ? early && sameOthers(early.view, view, name)
+        ? await early.peers
+        : await fetchPeers(view, name, core.deps.fetchStatus)
+      : [];
 
     const schedules = core.schedules();
     schedules?.observeFailoverKey(view);
@@ -100,6 +111,7 @@ export class HaCycle {
         : {}),
       ...(st.nextStartAtMs !== undefined ? { nextStartAtMs: st.nextStartAtMs } : {}),
       ...(st.ghostLeader ? { ghostLeaderSinceMs: st.ghostLeader.sinceMs } : {}),
+      ...(st.noLeaderSinceMs !== undefined ? { noLeaderSinceMs: st.noLeaderSinceMs } : {}),
       ...(st.rewindFailure ? { rewindFailure: st.rewindFailure } : {}),
     };
     const decision = decideCycle(input);
@@ -117,6 +129,22 @@ export class HaCycle {
     }
     if (dcsOk) await this.parts.memberKey.publish().catch((e) => log.warn({ err: String(e) }, 'publishing the member key failed'));
     if (dcsOk) await this.parts.failsafe?.afterCycle(dcs.view()).catch((e) => log.warn({ err: String(e) }, 'updating the failsafe key failed'));
+  }
+
+  /**
+   * Starts fetching the peers' status at the start of the cycle when the cached view already
+   * says the cycle will need it (no leader, or our own lock with a switchover pending): used only
+   * when the cycle does need it and the members are still those of `view`.
+   */
+  private peersEarly(view: ClusterView): { view: ClusterView; peers: Promise<PeerStatus[]> } | undefined {
+    const { core } = this;
+    const snap = core.db().getSnapshot();
+    if (snap.value !== 'running' || snap.context.promoting) return undefined;
+    const f = view.failover?.value;
+    if (view.leader && !(view.leader.name === core.deps.name && !!(f?.leader || f?.member))) return undefined;
+    const peers = fetchPeers(view, core.deps.name, core.deps.fetchStatus);
+    peers.catch(() => undefined);
+    return { view, peers };
   }
 
   /**
@@ -276,4 +304,15 @@ export class HaCycle {
       this.core.notice('lock.ghost', `the leader key names '${name}', which has no member key`);
     }
   }
+}
+
+/** True when both views list the same other members with the same API addresses. */
+function sameOthers(a: ClusterView, b: ClusterView, self: string): boolean {
+  const key = (v: ClusterView) =>
+    v.members
+      .filter((m) => m.name !== self && m.data.api_url)
+      .map((m) => `${m.name}@${m.data.api_url}`)
+      .sort()
+      .join(',');
+  return a === b || key(a) === key(b);
 }

@@ -131,6 +131,10 @@ export class Executor {
         db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
         return;
       case 'demote': {
+        // A switchover's demotion first runs CHECKPOINT while the primary still takes writes
+        // (bounded): the shutdown checkpoint then has little left to write, so writes stop for
+        // less time. Demotions forced by the DCS or the lock stop at once.
+        if (a.mode === 'graceful') await this.checkpointBeforeStop();
         st.releaseLockAfterStop = a.releaseLock;
         st.demoted = true;
         st.followsRemote = false;
@@ -189,6 +193,23 @@ export class Executor {
       case 'clearFailover':
         await dcs.setFailover({}, view.failover?.revision ?? view.failoverInvalid?.revision);
         return;
+    }
+  }
+
+  /**
+   * CHECKPOINT before a graceful demotion's fast stop, bounded by min(5 s, ttl / 4) (the lock was
+   * renewed at the start of this cycle). A failure or time-out only means a longer shutdown
+   * checkpoint: the stop goes on either way.
+   */
+  private async checkpointBeforeStop(): Promise<void> {
+    const { deps, state } = this.core;
+    const timeoutMs = Math.max(500, Math.min(5000, (state.config.ttl * 1000) / 4));
+    const t0 = this.core.now();
+    try {
+      await deps.pg.query('CHECKPOINT', timeoutMs);
+      deps.log.info({ ms: this.core.now() - t0 }, 'checkpoint before the demotion done');
+    } catch (e) {
+      deps.log.warn({ err: String(e), ms: this.core.now() - t0 }, 'checkpoint before the demotion failed: stopping anyway');
     }
   }
 
