@@ -4,11 +4,15 @@
  * (pg_exporter.md §1.8, §1.9). Failures and skips are cached for the TTL like upstream.
  */
 import { familySize, type Family } from './exposition.ts';
-import { renderFamilies, type QueryResult, type RenderCache } from './result-families.ts';
+import { renderFamilies, resultRowCount, type ArrayResult, type QueryResult, type RenderCache } from './result-families.ts';
 import type { CollectorDef } from './types.ts';
 
-/** Runs one SQL text before an absolute deadline (ms since epoch, or undefined for none). */
-export type QueryFn = (text: string, deadlineMs: number | undefined, what: string) => Promise<QueryResult>;
+/**
+ * Runs one SQL text before an absolute deadline (ms since epoch, or undefined for none). With
+ * `arrays` (the main query) the answer may have its rows as arrays (an ArrayResult); predicates
+ * are asked without it and read object rows.
+ */
+export type QueryFn = (text: string, deadlineMs: number | undefined, what: string, arrays?: boolean) => Promise<QueryResult | ArrayResult>;
 
 /** Outcome of one visit. `error` is set when the collector failed (nothing is published). */
 export interface VisitResult {
@@ -79,10 +83,10 @@ export class CollectorRun {
       if (!pass) {
         result = { families: [], skipped: true, fromCache: false };
       } else {
-        const res = await query(this.def.query, deadline, `query [${this.def.branch}]`);
+        const res = await query(this.def.query, deadline, `query [${this.def.branch}]`, true);
         const built = renderFamilies(this.def, res, this.constLabels, this.layout);
         for (const w of built.warnings) warn(`query [${this.def.branch}] ${w}`);
-        this.stats.rows = res.rows.length;
+        this.stats.rows = resultRowCount(res);
         result = { families: built.families, skipped: false, fromCache: false };
       }
     } catch (e) {
@@ -115,13 +119,14 @@ export class CollectorRun {
         continue;
       }
       const res = await query(p.query, deadline, `predicate [${label}] of query [${this.def.branch}]`);
+      const count = resultRowCount(res);
       let pass: boolean;
-      if (res.rows.length === 0) pass = false;
+      if (count === 0) pass = false;
       else {
-        if (res.rows.length > 1) throw new PredicateError(`predicate [${label}] returned ${res.rows.length} rows`);
+        if (count > 1) throw new PredicateError(`predicate [${label}] returned ${count} rows`);
         if (res.columns.length !== 1) throw new PredicateError(`predicate [${label}] returned ${res.columns.length} columns`);
         const col = res.columns[0]!;
-        const value = res.rows[0]![col.name];
+        const value = 'values' in res ? res.values[0]![0] : res.rows[0]![col.name];
         if (value !== null && col.type !== 16) throw new PredicateError(`predicate [${label}] returned a non-boolean column`);
         pass = value === true;
       }

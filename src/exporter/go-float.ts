@@ -42,6 +42,16 @@ export function formatGoFloat(x: number): string {
   const abs = x < 0 ? -x : x;
   // Fast path: in [1e-4, 1e6) JS's shortest round-trip text is already Go's plain form.
   if (abs >= 1e-4 && abs < 1e6) return String(x);
+  // Integers up to 1e21 (timestamps, byte counts): String() gives the same shortest digits as
+  // toExponential(), padded with zeros to the point; move the point instead of reformatting.
+  if (abs < 1e21 && Number.isInteger(x)) {
+    const t = String(abs);
+    let end = t.length;
+    while (t.charCodeAt(end - 1) === 48) end--;
+    const mant = end > 1 ? `${t[0]}.${t.slice(1, end)}` : t[0]!;
+    const e = t.length - 1;
+    return `${x < 0 ? '-' : ''}${mant}e+${e < 10 ? '0' : ''}${e}`;
+  }
   const [mant, expText] = x.toExponential().split('e') as [string, string];
   const exp = Number(expText);
   if (exp < -4 || exp >= 6) return `${mant}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;

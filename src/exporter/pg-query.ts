@@ -4,7 +4,7 @@
  * context deadline (pg_exporter.md §1.8). Unprepared (`unsafe`); simple protocol for pgbouncer.
  */
 import type { Sql } from 'postgres';
-import type { QueryResult } from './result-families.ts';
+import type { ArrayResult, QueryResult } from './result-families.ts';
 
 /** The deadline passed before or while the statement ran; the statement was cancelled. */
 export class QueryTimeoutError extends Error {
@@ -17,10 +17,14 @@ export class QueryTimeoutError extends Error {
  * (the query is cancelled server-side), or the driver's error (PostgresError with `.code`, or a
  * connection error such as ECONNREFUSED).
  */
-export async function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what = 'query'): Promise<QueryResult> {
+export function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what?: string): Promise<QueryResult>;
+/** With `arrays`, rows come as arrays in column order (postgres.js `.values()`): no object per row. */
+export function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what: string, arrays: true): Promise<ArrayResult>;
+export async function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what = 'query', arrays = false): Promise<QueryResult | ArrayResult> {
   const started = Date.now();
   if (deadlineMs !== undefined && deadlineMs - started <= 0) throw new QueryTimeoutError(`${what} timeout: no time left`);
-  const q = simple ? sql.unsafe(text).simple() : sql.unsafe(text);
+  const base = simple ? sql.unsafe(text).simple() : sql.unsafe(text);
+  const q = arrays ? base.values() : base;
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const exec = (async () => {
@@ -48,6 +52,7 @@ export async function runQuery(sql: Sql, text: string, deadlineMs: number | unde
     // With the simple protocol several statements give several results: use the last one.
     const last = Array.isArray(res) && res.length > 0 && Array.isArray(res[res.length - 1]) && 'columns' in (res[res.length - 1] as object) ? (res[res.length - 1] as typeof res) : res;
     const columns = ((last as unknown as { columns?: { name: string; type: number }[] }).columns ?? []).map((c) => ({ name: c.name, type: c.type }));
+    if (arrays) return { values: last as unknown as unknown[][], columns };
     return { rows: [...(last as unknown as Record<string, unknown>[])], columns };
   } catch (e) {
     if (timedOut && !(e instanceof QueryTimeoutError)) throw new QueryTimeoutError(`${what} timeout: ${(e as Error).message}`);

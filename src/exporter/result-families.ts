@@ -18,6 +18,26 @@ export interface QueryResult {
   columns: { name: string; type: number }[];
 }
 
+/** A query result with rows as arrays in `columns` order (postgres.js `.values()`): the exporter's form. */
+export interface ArrayResult {
+  values: unknown[][];
+  columns: { name: string; type: number }[];
+}
+
+/** Rows of either form. */
+export function resultRowCount(r: QueryResult | ArrayResult): number {
+  return 'values' in r ? r.values.length : r.rows.length;
+}
+
+/**
+ * Index of the column named `name` in `columns` as an object row sees it: the last column of that
+ * name (postgres.js assigns `row[name]` column by column). -1 when absent.
+ */
+function columnIndex(columns: readonly { name: string }[], name: string): number {
+  for (let i = columns.length - 1; i >= 0; i--) if (columns[i]!.name === name) return i;
+  return -1;
+}
+
 /** Families plus warnings (missing value columns, column count mismatch). */
 export interface BuiltResult {
   families: Family[];
@@ -56,7 +76,7 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
     }
     const base = `${c.name}_${col.rename ?? col.name}`;
     if (col.usage === 'HISTOGRAM') {
-      const fams = histogramFamilies(col, base, result.rows, rowLabels);
+      const fams = histogramFamilies(col, base, result.rows.map((row) => row[col.name]), rowLabels);
       for (const f of fams) sampleCount += f.samples.length;
       families.push(...fams);
       continue;
@@ -70,12 +90,11 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
 }
 
 /** Snapshot `_bucket`/`_count`/`_sum` gauges of one HISTOGRAM column, grouped by label tuple. */
-function histogramFamilies(col: ColumnDef, base: string, rows: Record<string, unknown>[], rowLabels: [string, string][][]): Family[] {
+function histogramFamilies(col: ColumnDef, base: string, column: unknown[], rowLabels: [string, string][][]): Family[] {
   const bounds = col.bucket ?? [];
   const groups = new Map<string, { labels: [string, string][]; counts: number[]; count: number; sum: number }>();
-  for (let ri = 0; ri < rows.length; ri++) {
-    const row = rows[ri]!;
-    const raw = row[col.name];
+  for (let ri = 0; ri < column.length; ri++) {
+    const raw = column[ri];
     if ((raw === null || raw === undefined) && col.defaultValue === undefined) continue;
     const x = sampleValue(raw, col);
     if (!Number.isFinite(x)) throw new ResultError(`histogram column ${col.name}: non-finite value ${x}`);
@@ -110,7 +129,7 @@ function histogramFamilies(col: ColumnDef, base: string, rows: Record<string, un
  * value column becomes a RenderedFamily whose exposition lines are written here, while other
  * collectors' queries may still be running. HISTOGRAM columns take the generic path.
  */
-export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels: readonly [string, string][] = [], layoutCache?: RenderCache): BuiltResult {
+export function renderFamilies(c: CollectorDef, result: QueryResult | ArrayResult, constLabels: readonly [string, string][] = [], layoutCache?: RenderCache): BuiltResult {
   const warnings: string[] = [];
   const present = new Map<string, number>();
   for (const col of result.columns) present.set(col.name, col.type);
@@ -122,28 +141,30 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
     layout = labelLayout(labelCols.map((l) => l.rename ?? l.name), constLabels);
     if (layoutCache) layoutCache.layout = layout;
   }
-  const rows = result.rows;
+  const columns = result.columns;
+  // Rows as arrays in column order (the exporter's queries arrive so; object rows are converted).
+  const rows: unknown[][] = 'values' in result ? result.values : result.rows.map((row) => columns.map((col) => row[col.name]));
   const n = rows.length;
   const L = labelCols.length;
   const oids = labelCols.map((l) => present.get(l.name));
-  const names = labelCols.map((l) => l.name);
+  const idx = labelCols.map((l) => columnIndex(columns, l.name));
   // Label values (row-major, config order).
   const vals = new Array<string>(n * L);
   for (let r = 0; r < n; r++) {
     const row = rows[r]!;
-    for (let j = 0; j < L; j++) vals[r * L + j] = labelValue(row[names[j]!], oids[j]);
+    for (let j = 0; j < L; j++) vals[r * L + j] = labelValue(row[idx[j]!], oids[j]);
   }
   // The same label values as this collector's previous result (the usual case: the same tables,
   // databases, settings scrape after scrape): its series order and label blocks still hold.
   const prev = layoutCache?.rows;
-  let form: RowForm;
-  let texts: string[];
+  let cached: CachedRows;
   if (prev && prev.n === n && sameStrings(prev.form.labelValues, vals)) {
-    ({ form, texts } = prev);
+    cached = prev;
   } else {
-    ({ form, texts } = rowForm(layout, vals, n, L));
-    if (layoutCache) layoutCache.rows = { n, form, texts };
+    cached = { n, ...rowForm(layout, vals, n, L), fams: new Map() };
+    if (layoutCache) layoutCache.rows = cached;
   }
+  const { form, texts } = cached;
   const { order } = form;
   const m = order.length;
   const families: Family[] = [];
@@ -158,17 +179,18 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
     const base = `${c.name}_${col.rename ?? col.name}`;
     if (col.usage === 'HISTOGRAM') {
       rowLabels ??= rows.map((_, r) => layout.names.map((name, j): [string, string] => [name, vals[r * L + j]!]));
-      const fams = histogramFamilies(col, base, rows, rowLabels);
+      const ci = columnIndex(columns, col.name);
+      const fams = histogramFamilies(col, base, rows.map((row) => row[ci]), rowLabels);
       for (const f of fams) sampleCount += f.samples.length;
       families.push(...fams);
       continue;
     }
     const values = new Float64Array(n);
     const valueTexts = new Array<string>(n);
-    const name = col.name;
+    const ci = columnIndex(columns, col.name);
     const unscaled = col.scale === 1;
     for (let r = 0; r < n; r++) {
-      const raw = rows[r]![name];
+      const raw = rows[r]![ci];
       // int8/numeric columns arrive as text: a short canonical integer is already its own Go %g text.
       if (unscaled && typeof raw === 'string' && SHORT_INT.test(raw)) {
         values[r] = Number(raw);
@@ -179,11 +201,14 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
         valueTexts[r] = formatGoFloat(v);
       }
     }
-    // One flat string per family, joined here (while other collectors' queries still run): `+=`
-    // would build a rope of m pieces that the final render then has to flatten, serially.
-    const parts = new Array<string>(m);
-    for (let i = 0; i < m; i++) parts[i] = `${base}${texts[i]} ${valueTexts[order[i]!]!}\n`;
-    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, parts.join(''), constLabels));
+    // One flat string per family, built here (while other collectors' queries still run): `+=`
+    // would build a rope of m pieces that the final render then has to flatten, serially. The
+    // family is written in chunks of CHUNK series: a chunk whose value texts are those of the
+    // previous result (same label values) is reused as is, so idle tables cost a comparison.
+    let ft = cached.fams.get(base);
+    if (!ft) cached.fams.set(base, (ft = { values: undefined, offsets: undefined, lines: '' }));
+    const lines = familyText(ft, base, texts, valueTexts, order);
+    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines, constLabels));
     sampleCount += n;
   }
   return { families, warnings, sampleCount };
@@ -193,7 +218,72 @@ export function renderFamilies(c: CollectorDef, result: QueryResult, constLabels
 export interface RenderCache {
   layout?: LabelLayout;
   /** Row form and label blocks (series order) of the last result. */
-  rows?: { n: number; form: RowForm; texts: string[] };
+  rows?: CachedRows;
+}
+
+/** Row form of a result, its label blocks, and per value family the text before each value. */
+interface CachedRows {
+  n: number;
+  form: RowForm;
+  texts: string[];
+  /** Per value family (by name): its texts from the last result with these label values. */
+  fams: Map<string, FamilyText>;
+}
+
+/** Series per reusable chunk of a family's text. */
+const CHUNK = 128;
+
+interface FamilyText {
+  /** Value texts of the last result, series order. */
+  values: string[] | undefined;
+  /** Start of every CHUNK series in `lines`, and its end. */
+  offsets: Int32Array | undefined;
+  /** The whole family text of the last result (the last line ends with `\n`). */
+  lines: string;
+}
+
+/**
+ * The family text for value texts `valueTexts` (result order) in series order `order`, reusing
+ * the text of unchanged chunks (a slice of the previous text, no copy until the join). Little
+ * stays alive across scrapes: the text, its chunk offsets and the previous value texts.
+ */
+function familyText(ft: FamilyText, base: string, texts: string[], valueTexts: string[], order: number[]): string {
+  const m = order.length;
+  if (m === 0) return '';
+  const first = ft.values === undefined;
+  const prev = (ft.values ??= new Array<string>(m));
+  const nch = Math.ceil(m / CHUNK);
+  const offsets = (ft.offsets ??= new Int32Array(nch + 1));
+  let changed = first;
+  const chunks = new Array<string>(nch);
+  for (let c = 0; c < nch; c++) {
+    const lo = c * CHUNK;
+    const hi = Math.min(m, lo + CHUNK);
+    let i = lo;
+    if (!first) while (i < hi && valueTexts[order[i]!] === prev[i]) i++;
+    if (i === hi) {
+      chunks[c] = ft.lines.slice(offsets[c]!, offsets[c + 1]!);
+      continue;
+    }
+    changed = true;
+    const parts = new Array<string>(5 * (hi - lo) + (hi === m ? 1 : 0));
+    let k = 0;
+    for (i = lo; i < hi; i++) {
+      const v = valueTexts[order[i]!]!;
+      prev[i] = v;
+      parts[k++] = i ? '\n' : '';
+      parts[k++] = base;
+      parts[k++] = texts[i]!;
+      parts[k++] = ' ';
+      parts[k++] = v;
+    }
+    if (hi === m) parts[k] = '\n';
+    chunks[c] = parts.join('');
+  }
+  if (!changed) return ft.lines;
+  for (let c = 0; c < nch; c++) offsets[c + 1] = offsets[c]! + chunks[c]!.length;
+  ft.lines = nch === 1 ? chunks[0]! : chunks.join('');
+  return ft.lines;
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

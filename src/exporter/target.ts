@@ -8,6 +8,7 @@ import { CollectorRun, type WarnFn } from './collector-run.ts';
 import type { Family } from './exposition.ts';
 import { planCollectors } from './planner.ts';
 import { runQuery } from './pg-query.ts';
+import type { ArrayResult, QueryResult } from './result-families.ts';
 import type { CollectorDef, ServerFacts } from './types.ts';
 
 /** How to reach a target and how to treat it. */
@@ -113,8 +114,10 @@ export class Target {
     this.planKey = '';
   }
 
-  private query(text: string, deadlineMs: number | undefined, what: string) {
-    return runQuery(this.sql, text, deadlineMs, this.opts.pooler, what);
+  private query(text: string, deadlineMs: number | undefined, what: string): Promise<QueryResult>;
+  private query(text: string, deadlineMs: number | undefined, what: string, arrays: boolean): Promise<QueryResult | ArrayResult>;
+  private query(text: string, deadlineMs: number | undefined, what: string, arrays = false): Promise<QueryResult | ArrayResult> {
+    return arrays ? runQuery(this.sql, text, deadlineMs, this.opts.pooler, what, true) : runQuery(this.sql, text, deadlineMs, this.opts.pooler, what);
   }
 
   /** Gathers facts; throws on any failure (the target is down for this scrape). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCollectorFile } from '../../src/exporter/config-load.ts';
 import { ExpositionBuilder, RenderedFamily, type Family } from '../../src/exporter/exposition.ts';
-import { buildFamilies, renderFamilies, type QueryResult, type RenderCache } from '../../src/exporter/result-families.ts';
+import { buildFamilies, renderFamilies, type ArrayResult, type QueryResult, type RenderCache } from '../../src/exporter/result-families.ts';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 function rng(seed: number) {
@@ -134,5 +134,40 @@ describe('rendered families (fast path) against generic families', () => {
         }
       }
     }
+  });
+
+  it('gives the same output when chunks of a large family are reused (same values, a few changed, all changed)', () => {
+    const text = (fams: Family[]) => {
+      const b = new ExpositionBuilder([['c', 'v']]);
+      for (const f of fams) b.add(f);
+      return b.render();
+    };
+    for (let seed = 1; seed <= 8; seed++) {
+      const rand = rng(seed);
+      for (const [def, labels] of [[collectors[0]!, true], [collectors[2]!, false]] as const) {
+        const cache: RenderCache = {};
+        const first = result(rand, labels, 100 + Math.floor(rand() * 500));
+        const copy: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r })) };
+        const few: QueryResult = { columns: first.columns, rows: first.rows.map((r) => (rand() < 0.01 ? { ...r, n: rand(), g: '7', v: 'x', w: 1e7 } : { ...r })) };
+        const all: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r, n: rand(), g: String(rand()), v: rand(), w: -rand() })) };
+        for (const res of [first, copy, few, few, all, first, copy]) {
+          expect(text(renderFamilies(def, res, [['c', 'v']], cache).families)).toEqual(text(renderFamilies(def, res, [['c', 'v']]).families));
+        }
+      }
+    }
+  });
+
+  it('reads rows as arrays (the exporter\'s form) like object rows, a repeated column name taking the last value', () => {
+    const [a] = collectors;
+    for (let seed = 1; seed <= 20; seed++) {
+      const res = result(rng(seed), true, Math.floor(rng(seed + 100)() * 40));
+      const arrays: ArrayResult = { columns: res.columns, values: res.rows.map((row) => res.columns.map((c) => row[c.name])) };
+      expect(renderFamilies(a!, arrays, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines)).toEqual(renderFamilies(a!, res, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines));
+    }
+    const cols = ['zeta', 'alpha', 'n', 'n'].map((name) => ({ name, type: 25 }));
+    const twice: ArrayResult = { columns: cols, values: [['a', 'b', '1', '2']] };
+    const asObject: QueryResult = { columns: cols, rows: [{ zeta: 'a', alpha: 'b', n: '2' }] };
+    expect((renderFamilies(a!, twice).families[0] as RenderedFamily).lines).toBe((renderFamilies(a!, asObject).families[0] as RenderedFamily).lines);
+    expect((renderFamilies(a!, twice).families[0] as RenderedFamily).lines).toBe('m_n{beta="b",zeta="a"} 2\n');
   });
 });
