@@ -121,12 +121,13 @@ async function main(argv: string[]): Promise<void> {
     .option('--nodes <k>', 'members per cluster', '3')
     .option('--steps <m>', 'fault steps per schedule (500 ms each)', '60')
     .option('--freeze', 'also draw agent freeze/thaw and agent outages longer than the lease (known unfixed fencing bug)')
-    .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal)')
+    .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal,slow-loop,net-delay)')
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")
     .option('--sync <mode>', 'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)')
     .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off (default), or drawn from each seed')
-    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string }) => {
+    .option('--watchdog <mode>', "watchdog.mode of every agent (the simulated fence): automatic (default), required, off")
+    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string; watchdog?: string }) => {
       const int = (name: string, v: string, min: number) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < min) fail(`--${name}: expected an integer >= ${min}, got '${v}'`, 2);
@@ -141,6 +142,7 @@ async function main(argv: string[]): Promise<void> {
         faultKinds = o.kinds !== undefined ? parseFaultKinds(o.kinds) : undefined;
         sync = o.sync !== undefined ? parseSyncMode(o.sync) : undefined;
         if (o.failsafe !== undefined && !['on', 'off', 'draw'].includes(o.failsafe)) throw new Error(`--failsafe: expected on, off or draw, got '${o.failsafe}'`);
+        if (o.watchdog !== undefined && !['off', 'automatic', 'required'].includes(o.watchdog)) throw new Error(`--watchdog: expected off, automatic or required, got '${o.watchdog}'`);
       } catch (e) {
         fail(e instanceof Error ? e.message : String(e), 2);
       }
@@ -155,6 +157,7 @@ async function main(argv: string[]): Promise<void> {
         ...(o.journal ? { journalPath: o.journal } : {}),
         ...(sync ? { sync } : {}),
         ...(o.failsafe !== undefined ? { failsafe: o.failsafe === 'draw' ? ('draw' as const) : o.failsafe === 'on' } : {}),
+        ...(o.watchdog !== undefined ? { watchdog: o.watchdog as 'off' | 'automatic' | 'required' } : {}),
         out: (l) => process.stdout.write(l + '\n'),
         err: (l) => process.stderr.write(l + '\n'),
       });

@@ -97,11 +97,17 @@ export function failsafeRaceVeto(i: { name: string; config: Pick<DynamicConfig, 
   if (i.acceptedLeader !== undefined && i.acceptedLeader !== i.name) {
     return `${i.acceptedLeader} runs as the leader in failsafe mode (it called POST /failsafe less than ttl ago)`;
   }
-  const listed = i.view.failsafe;
-  if (listed && Object.keys(listed).length > 0 && !Object.hasOwn(listed, i.name)) {
-    return 'I am not listed in the failsafe key';
-  }
+  if (!failsafeListed(i.config, i.view, i.name)) return 'I am not listed in the failsafe key';
   return undefined;
+}
+
+/**
+ * True when `name` may win a leader race as far as the `failsafe` key goes: failsafe mode off, the
+ * key empty or absent, or the key lists it (the rule failsafeRaceVeto applies to the racer).
+ */
+export function failsafeListed(config: Pick<DynamicConfig, 'failsafe_mode'>, view: ClusterView, name: string): boolean {
+  const listed = view.failsafe;
+  return config.failsafe_mode !== true || !listed || Object.keys(listed).length === 0 || Object.hasOwn(listed, name);
 }
 
 /** The members a failsafe round calls: every entry of the key except the leader itself. Undefined when the key does not list the leader. */

@@ -6,7 +6,7 @@
  */
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import type { DynamicConfig } from './dynamic-config.ts';
-import { failsafeRaceVeto } from './failsafe.ts';
+import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
 import { isEligibleCandidate, isHealthiest, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
@@ -577,5 +577,11 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
     (p) => (req.member ? p.name === req.member : p.name !== i.name) && isEligibleCandidate(p, opts) && syncOk(p),
   );
   if (candidates.length === 0) return d('no healthy members found: clearing the failover key', { kind: 'clearFailover' }, duties);
+  // Failsafe mode: a member the `failsafe` key does not list can never win the race (patroni.md
+  // §3.7), so handing over to it would leave the cluster without a leader. The key is rewritten
+  // from the member keys after this cycle (src/node/failsafe.ts afterCycle): wait for it.
+  if (!candidates.some((p) => failsafeListed(i.config, i.view, p.name))) {
+    return d(`waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`, duties);
+  }
   return d(`manual ${isFailover ? 'failover' : 'switchover'}: demoting myself`, { kind: 'demote', mode: 'graceful', releaseLock: true });
 }

@@ -366,11 +366,16 @@ export function decideSyncStep(i: SyncStepInput): SyncStep {
 /**
  * How long after the leader key vanished the peers' published WAL positions can be trusted as
  * votes (mode `quorum`), ms. A member's status document carries the WAL position of its last
- * probe (every second), not a position read at the request: a vote fetched right after the
- * former primary stopped may predate the last WAL it received — the commits acknowledged through
- * it — and let a member behind it win (finding 8, docs/simulation.md). The former primary stops
- * before its key goes (a graceful release, or a demotion before its lease runs out): positions
- * probed more than one probe interval (1 s) plus a margin after the key went missing are final.
+ * probe, not a position read at the request: a vote fetched right after the former primary
+ * stopped may predate the last WAL it received — the commits acknowledged through it — and let a
+ * member behind it win (finding 8, docs/simulation.md). The former primary stops before its key
+ * goes (a graceful release, or a demotion before its lease runs out): positions probed more than
+ * one probe age (1 s) plus a margin after the key went missing are final. That bound holds
+ * because a peer's GET /ha (its status document, what the race fetches) is one of the API's
+ * on-demand probe readers (PROBE_READERS, src/http/app.ts): the agent probes when its last probe
+ * started more than 1 s before the request (LocalWatch.fresh, src/node/local-watch.ts); the
+ * simulator keeps a probe every second. A probe that hangs past its bounded wait leaves an older
+ * position, as a hanging periodic probe did.
  */
 export const VOTE_SETTLE_MS = 1500;
 

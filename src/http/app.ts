@@ -1,6 +1,8 @@
 /**
  * The node REST API as a Hono app over snapshots (seed 000; decisions in docs/api.md).
- * Handlers answer from `deps.snapshot()` alone; writes go through `deps.commands`.
+ * Handlers answer from `deps.snapshot()` alone; writes go through `deps.commands`. Requests whose
+ * answer shows the status probe (PROBE_READERS) first await `deps.fresh()`, so the probe behind
+ * it is at most 1 s old although the agent only probes on demand (src/node/local-watch.ts).
  *
  * Deliberate departures from the reference (patroni.md §1.1, §8):
  * - every response has a Content-Type and a Content-Length;
@@ -46,6 +48,15 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
   ['/failsafe', ['POST']],
 ]);
 
+/**
+ * Paths whose answers show the local status probe (`snapshot().pg`): the health checks and the
+ * status document (GET /ha is what peers read: WAL positions for the leader race and quorum
+ * votes, VOTE_SETTLE_MS in src/domain/sync-standby.ts), /metrics, POST /restart (pending
+ * restart, postmaster start time) and POST /failsafe (the answer's `lsn`, read from the probe in
+ * src/node/failsafe.ts). /cluster, /history and /config show no probe data.
+ */
+export const PROBE_READERS: ReadonlySet<string> = new Set<string>([...HEALTH_PATHS, '/ha', '/metrics', '/restart', '/failsafe']);
+
 /** Hosts of every member's api_url in the snapshot's DCS view (for allowlist_include_members). */
 function memberHosts(s: NodeSnapshot): string[] {
   const hosts: string[] = [];
@@ -73,6 +84,8 @@ function allowOf(methods: readonly string[]): string[] {
  *   2 × max(10, loop_wait) s)
  * @param deps.settingsCatalogue the local server's PostgreSQL settings catalogue, against which
  *   PATCH/PUT /config check `database.parameters` (default: none, parameters not checked)
+ * @param deps.fresh awaited before answering a PROBE_READERS path when it returns a promise
+ *   (HaNode.freshProbe; default: the snapshot is always fresh)
  * @param deps.guard the access policy (api-guard.ts), read on every request (default: open,
  *   64 KiB bodies, 4 unsafe requests at once). When given, the status document carries
  *   `"authentication": "basic"` or `"none"`.
@@ -86,6 +99,7 @@ export function createNodeApp(deps: {
   switchoverPoll?: SwitchoverPollOptions;
   settingsCatalogue?: () => SettingsCatalogue | undefined;
   guard?: () => ApiGuardPolicy;
+  fresh?: () => Promise<void> | undefined;
 }): Hono {
   const resolved: ResolvedDeps = {
     snapshot: deps.snapshot,
@@ -98,6 +112,15 @@ export function createNodeApp(deps: {
   const defaultPolicy = openPolicy();
   const guard = deps.guard ?? (() => defaultPolicy);
   app.use('*', apiGuard(guard, () => memberHosts(resolved.snapshot())));
+  const fresh = deps.fresh ?? (() => undefined);
+  // After the guard: a refused request does not make the agent probe.
+  app.use('*', async (c, next) => {
+    if (PROBE_READERS.has(c.req.path)) {
+      const wait = fresh();
+      if (wait) await wait;
+    }
+    await next();
+  });
   const metrics = createNodeMetrics(resolved.snapshot, resolved.now);
   // A probe storm asks for the same answers many times a millisecond. For one snapshot object
   // (the node hands out a new one whenever anything in it changes) the status document and the
@@ -172,7 +195,7 @@ export function createNodeApp(deps: {
   // Fast path of GET health checks (load balancers probe them thousands of times a second): the
   // same answer as the route above (status, body, Content-Type, Content-Length, the policy's
   // extra headers — the only thing apiGuard does to a GET), without the router, the middleware
-  // chain and its promise. Anything unusual (another method, an encoded or unknown path, an
+  // chain and its promise; a promise only while a fresh probe is awaited. Anything unusual (another method, an encoded or unknown path, an
   // error) goes to Hono, which answers as before.
   const healthIndex = new Map<string, number>(HEALTH_PATHS.map((p, i) => [p, i]));
   const honoFetch = app.fetch;
@@ -184,11 +207,17 @@ export function createNodeApp(deps: {
         const q = url.indexOf('?', start);
         const index = healthIndex.get(q < 0 ? url.slice(start) : url.slice(start, q));
         if (index !== undefined) {
-          try {
-            return healthAnswer(index, q < 0 ? '' : url.slice(q + 1), guard().extraHeaders);
-          } catch {
-            // answered by Hono below (onError)
-          }
+          const query = q < 0 ? '' : url.slice(q + 1);
+          const answer = (): Response | Promise<Response> => {
+            try {
+              return healthAnswer(index, query, guard().extraHeaders);
+            } catch {
+              return honoFetch(request, env, executionCtx); // answered by Hono (onError)
+            }
+          };
+          // Synchronous while the probe is fresh (the common case); else once a fresh probe is in.
+          const wait = fresh();
+          return wait ? wait.then(answer) : answer();
         }
       }
     }

@@ -30,6 +30,12 @@ export interface NodeAppDeps {
    * undefined (catalogue not loadable): parameters are not checked.
    */
   settingsCatalogue?: () => SettingsCatalogue | undefined;
+  /**
+   * Freshness of the probe data behind the snapshot (HaNode.freshProbe): called before answering
+   * a request that shows it (PROBE_READERS in app.ts); undefined when it is fresh enough, else a
+   * promise (never rejecting, bounded) to await before reading the snapshot. Default: always fresh.
+   */
+  fresh?: () => Promise<void> | undefined;
 }
 
 /** NodeAppDeps with the defaults filled in. */

@@ -124,6 +124,9 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     journal,
     log,
     fetchStatus,
+    // No background probe: each HA cycle probes, and the API's readers of probe data (health
+    // checks, GET /ha of peers, /metrics…) get a probe at most 1 s old on demand (issue 13).
+    probeEveryMs: 0,
     // POST /failsafe to members, with the member client's TLS material and credentials (a POST needs them under restapi.authentication).
     postFailsafe: async (url, body, timeoutMs) => {
       const r = await requestApi(url, { ...security.memberClient, method: 'POST', body, timeoutMs });
@@ -155,6 +158,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     commands: nodeCommands(node, dcs, reload, fetchStatus),
     settingsCatalogue: () => settingsCatalogue,
     guard: () => security.policy,
+    fresh: () => node.freshProbe(),
   });
   app.route(
     '/',

@@ -104,10 +104,18 @@ export interface HaNodeOptions {
   callbackTimeoutMs?: number;
   /**
    * The fence of the local PostgreSQL (docs/ha.md "Fencing"): `watchdog` settings and the fence
-   * device (src/watchdog/process-fence.ts). Default: none (mode off), as in the simulator.
+   * device (src/watchdog/process-fence.ts; the simulator's is src/sim/sim-fence.ts). Default: none (mode off).
    */
   watchdog?: WatchdogSettings;
   fence?: FenceDevice;
+  /** The fence protocol's monotonic ms (default CLOCK_MONOTONIC); the simulator passes its clock. */
+  fenceMono?: () => number;
+  /**
+   * Background status probe period, ms (src/node/local-watch.ts). Default 1000 (the simulator,
+   * whose peers read snapshots directly). 0: probes on demand — every HA cycle, and readers of
+   * probe data call `freshProbe()` first (the agent, through its API).
+   */
+  probeEveryMs?: number;
 }
 
 /** A named state change for observers (demo output, tests). */
@@ -186,6 +194,7 @@ export class HaNode {
       },
       notice: (type, text) => this.core.notice(type, text),
       log: opts.log,
+      ...(opts.fenceMono ? { mono: opts.fenceMono } : {}),
     });
     const lock: LeaderLock = new LeaderLock({
       dcs: opts.dcs,
@@ -203,6 +212,7 @@ export class HaNode {
         return s ? { value: String(s.value), promoting: s.context.promoting } : undefined;
       },
       probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
+      ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),
       clock,
       onDied: () => this.db?.send({ type: 'pg.died', reason: 'postmaster is not running', at: now() }),
       // A wiped data directory under a running postmaster: stop it (by its remembered PID, as its
@@ -444,6 +454,14 @@ export class HaNode {
   /** The snapshot HTTP handlers and metrics read. */
   snapshot(): NodeSnapshot {
     return this.snapshots.snapshot();
+  }
+
+  /**
+   * Awaited by readers of probe data before `snapshot()`: undefined when the probe is at most 1 s
+   * old, else a promise settling once a fresh probe is in (bounded wait). See LocalWatch.fresh.
+   */
+  freshProbe(): Promise<void> | undefined {
+    return this.watch.fresh();
   }
 
   private onDcsEvent(e: DcsEvent): void {

@@ -1,7 +1,17 @@
 /**
- * The local PostgreSQL between HA cycles: a status probe every second (the snapshot the API
- * answers from is never older than that) and a crash watcher, so a dead postmaster is noticed at
- * once instead of at the next loop, and so is a data directory wiped under a running postmaster.
+ * The local PostgreSQL between HA cycles: the status probe and a crash watcher, so a dead
+ * postmaster is noticed at once instead of at the next loop, and so is a data directory wiped
+ * under a running postmaster.
+ *
+ * Probe freshness (issue 13): the probe the API answers from is at most `maxProbeAgeMs` (1 s) old,
+ * counted from the probe's start. Either a background probe runs every `probeEveryMs` (the
+ * simulator, whose peers read snapshots directly), or — `probeEveryMs: 0`, the agent — probes run
+ * on demand: each HA cycle probes (probeNow), and a reader of probe data (health checks, /ha, the
+ * peers' status reads, /metrics) calls `fresh()` first, which starts a probe when the last one is
+ * older than 1 s. One probe is in flight at a time, shared by every caller (single flight); a
+ * reader waits for it at most `readWaitMs` from that probe's start, then answers from what is
+ * known (as when a probe fails). An idle agent then probes once per loop_wait instead of every
+ * second.
  *
  * Crash detection is driven by an event when the PgControl offers `openWatchConnection`
  * (LocalPostgres): one idle connection is kept open while the database runs; a backend exits as
@@ -9,7 +19,7 @@
  * every 10 ms for 300 ms (the postmaster may still be exiting). The poll (postmaster.pid + kill 0,
  * the data directory's files) then only runs once a second as a fallback (and reopens the
  * connection). Without `openWatchConnection` (the simulator) the poll runs every 100 ms.
- * Probe cost: ~0.2 ms of CPU; one poll: ~0.03 ms.
+ * Probe cost: ~0.2 ms of CPU plus its garbage; one poll: ~0.03 ms.
  */
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { PgControl } from '../postgres/types.ts';
@@ -26,7 +36,12 @@ export interface WatchedDatabase {
 export class LocalWatch {
   /** The latest successful probe while the database runs; undefined otherwise. */
   probe: PgStatus | undefined;
-  private probing = false;
+  /** Clock time the last completed probe started (failed ones too); undefined before the first. */
+  probedAtMs: number | undefined;
+  /** The probe in flight, shared by every caller, and when it started. */
+  private inflight: { done: Promise<void>; startedAtMs: number } | undefined;
+  /** Readers waiting in `fresh()`; released at once when the postmaster or the data directory is reported gone. */
+  private readonly waiters = new Set<() => void>();
   private checking = false;
   private stopped = false;
   /** The newest timeline this running replica was seen on (see withReplicaTimeline). */
@@ -55,7 +70,15 @@ export class LocalWatch {
        * Reported before (and instead of) `onDied`. Needs `pg.dataDirProblem`.
        */
       onDataDirGone?: (reason: string) => void;
+      /**
+       * Background probe period, ms; default 1000. 0: no background probe, probes on demand
+       * (`probeOnce` from the HA cycle, `fresh()` from readers).
+       */
       probeEveryMs?: number;
+      /** Oldest probe `fresh()` accepts without probing, ms; default 1000. */
+      maxProbeAgeMs?: number;
+      /** How long after a probe's start `fresh()` callers wait for it at most, ms; default 1000. */
+      readWaitMs?: number;
       /** Poll period; default 1000 ms with a watch connection, else 100 ms. */
       checkEveryMs?: number;
       /** Timers; default real time. */
@@ -74,7 +97,8 @@ export class LocalWatch {
 
   start(): void {
     const clock = this.clock;
-    this.timers.push(everyOn(clock, this.deps.probeEveryMs ?? 1000, () => void this.probeOnce()));
+    const probeEveryMs = this.deps.probeEveryMs ?? 1000;
+    if (probeEveryMs > 0) this.timers.push(everyOn(clock, probeEveryMs, () => void this.probeOnce()));
     this.timers.push(
       everyOn(clock, this.deps.checkEveryMs ?? (this.eventDriven ? 1000 : 100), () => {
         void this.checkPostmaster();
@@ -148,22 +172,75 @@ export class LocalWatch {
     void step();
   }
 
-  /** One status probe (at most one in flight); clears `probe` when the database does not run or does not answer. */
-  async probeOnce(): Promise<void> {
-    if (this.probing || this.stopped) return;
+  /**
+   * One status probe; a probe already in flight is shared (single flight) instead of starting
+   * another. Clears `probe` when the database does not run or does not answer. Never rejects.
+   */
+  probeOnce(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const running = this.inflight;
+    if (running) return running.done;
+    const startedAtMs = this.clock.now();
+    const done = this.runProbe(startedAtMs).finally(() => {
+      if (this.inflight?.done === done) this.inflight = undefined;
+    });
+    this.inflight = { done, startedAtMs }; // cleared by the finally above, a microtask later at the earliest
+    return done;
+  }
+
+  /**
+   * What a reader of probe data awaits before answering: undefined when the probe is fresh
+   * enough — started at most `maxProbeAgeMs` ago, or nothing to probe (the database does not
+   * run, the watch stopped), or the probe in flight started more than `readWaitMs` ago (answer
+   * from what is known) — so the caller can answer synchronously; otherwise a promise that
+   * resolves once a probe started now (or the one in flight) completes, or `readWaitMs` after
+   * that probe's start, whichever comes first, or once the postmaster is reported dead (the
+   * crash is then answered at once). Never rejects.
+   */
+  fresh(): Promise<void> | undefined {
+    if (this.stopped) return undefined;
+    // The clock first: the common case of a health-check storm, without allocating.
+    const clock = this.clock;
+    const now = clock.now();
+    if (this.probedAtMs !== undefined && now - this.probedAtMs <= (this.deps.maxProbeAgeMs ?? 1000)) return undefined;
+    const db = this.deps.database();
+    if (!db || db.value !== 'running') return undefined;
+    const done = this.probeOnce();
+    const flight = this.inflight;
+    if (!flight) return undefined;
+    const left = flight.startedAtMs + (this.deps.readWaitMs ?? 1000) - now;
+    if (left <= 0) return undefined;
+    return new Promise<void>((resolve) => {
+      const release = () => {
+        clock.clearTimeout(timer);
+        this.waiters.delete(release);
+        resolve();
+      };
+      const timer = clock.setTimeout(release, left, { unref: true });
+      this.waiters.add(release);
+      void done.then(release);
+    });
+  }
+
+  /** Readers waiting for a probe answer now (the database just died: nothing to wait for). */
+  private releaseWaiters(): void {
+    for (const release of [...this.waiters]) release();
+  }
+
+  private async runProbe(startedAtMs: number): Promise<void> {
     const db = this.deps.database();
     if (db && db.value !== 'running') {
       this.probe = undefined;
       this.replicaTimeline = 0;
+      this.probedAtMs = startedAtMs;
       return;
     }
-    this.probing = true;
     try {
       this.probe = this.withReplicaTimeline(await this.deps.pg.probe(this.deps.probeTimeoutMs()));
     } catch {
       this.probe = undefined;
     } finally {
-      this.probing = false;
+      this.probedAtMs = startedAtMs;
     }
   }
 
@@ -204,6 +281,7 @@ export class LocalWatch {
           this.goneReported = true;
           this.probe = undefined;
           onGone!(gone);
+          this.releaseWaiters();
         }
         return;
       }
@@ -211,6 +289,7 @@ export class LocalWatch {
       if ((await this.deps.pg.postmasterPid()) === undefined && this.deps.database()?.value === 'running') {
         this.probe = undefined;
         this.deps.onDied();
+        this.releaseWaiters();
       }
     } finally {
       this.checking = false;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVARIANTS, primaryBoundS, replicasBoundS, type InvariantName } from './invariants.ts';
 import { FAULT_KINDS, SYNC_MODES, TIMING, World, type Fault, type FaultKind, type RunResult, type SyncModeName, type WorldOptions } from './world.ts';
+import type { WatchdogMode } from '../node/fencing.ts';
 
 /** Options of a simulation run. */
 export interface SimulateOptions {
@@ -34,6 +35,8 @@ export interface SimulateOptions {
   sync?: SyncModeName;
   /** failsafe_mode of every schedule: on, off (default), or drawn from each seed (failsafeOf). */
   failsafe?: boolean | 'draw';
+  /** watchdog.mode of every agent (the simulated fence): automatic (default, as the agent's), required, off. */
+  watchdog?: WatchdogMode;
 }
 
 /** The summary of a simulation (also what the tests read). */
@@ -53,7 +56,7 @@ export interface SimulateSummary {
 }
 
 /** What one schedule needs of the options. */
-export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe'>;
+export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog'>;
 
 /** Runs one schedule. */
 export async function runSchedule(seed: number, o: RunOptions, keepJournal = false): Promise<{ result: RunResult; world: World }> {
@@ -66,6 +69,7 @@ export async function runSchedule(seed: number, o: RunOptions, keepJournal = fal
     ...(o.faultKinds ? { faultKinds: o.faultKinds } : {}),
     ...(o.sync ? { sync: o.sync } : {}),
     ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
+    ...(o.watchdog !== undefined ? { watchdog: o.watchdog } : {}),
     ...(o.plant ?? {}),
     keepJournal,
   });
@@ -135,6 +139,8 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   let simulatedMs = 0;
   let timers = 0;
   let rewinds = 0;
+  let fenceDeadline = 0;
+  let fenceAgentGone = 0;
   let first: { seed: number; result: RunResult } | undefined;
   out(`ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`);
   out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
@@ -168,6 +174,8 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     simulatedMs += result.simulatedMs;
     timers += result.timersFired;
     rewinds += result.rewinds ?? 0;
+    fenceDeadline += result.fenceFirings?.deadline ?? 0;
+    fenceAgentGone += result.fenceFirings?.agentGone ?? 0;
     if (result.violations.length > 0 && !first) first = { seed, result };
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -181,6 +189,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
   out(`acknowledged commits: ${acked} (${unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${lost} in ${lostSchedules} schedules; synchronous schedules (sync-no-loss) ${syncLost} in ${syncLostSchedules} schedules`);
   out(`simulated: ${Math.round(simulatedMs / 1000)} s, ${timers} timers fired`);
   out(`pg_rewind (use_db_rewind on in odd-seeded schedules): ${rewinds} data directories rewound`);
+  out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${fenceDeadline + fenceAgentGone} firings (deadline missed ${fenceDeadline}, armed agent crashed ${fenceAgentGone})`);
   o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s`);
 
   let firstFailure: SimulateSummary['firstFailure'];
@@ -197,7 +206,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     out(`shrunk schedule (${shrunk.length} faults, still breaks ${v0.invariant}):`);
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== undefined ? ` --failsafe ${o.failsafe === 'draw' ? 'draw' : o.failsafe ? 'on' : 'off'}` : ''} --faults '${JSON.stringify(shrunk)}'`);
+    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== undefined ? ` --failsafe ${o.failsafe === 'draw' ? 'draw' : o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
   }

@@ -650,6 +650,11 @@ export class SimPg implements PgControl {
     this.dataGen++;
   }
 
+  /** The postmaster's PID and start instant now, synchronously (the simulated fence's /proc). */
+  get postmaster(): { pid: number; startedAtMs: number } | undefined {
+    return this.pid === undefined ? undefined : { pid: this.pid, startedAtMs: this.startedAtMs };
+  }
+
   async postmasterPid(): Promise<number | undefined> {
     return this.pid;
   }

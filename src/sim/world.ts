@@ -21,6 +21,8 @@ import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type 
 import { Prng } from './prng.ts';
 import { SimClock, type NodeClock } from './sim-clock.ts';
 import { holdsCommit, SimPg, type Commit, type SimPgBugs } from './sim-pg.ts';
+import { SimFence, type SimFenceFiring } from './sim-fence.ts';
+import type { WatchdogMode } from '../node/fencing.ts';
 
 /** The fault kinds. */
 export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal', 'slow-loop', 'net-delay'] as const;
@@ -73,6 +75,11 @@ export interface WorldOptions {
    * Default off until finding 10 (docs/simulation.md) is fixed.
    */
   failsafe?: boolean | 'draw';
+  /**
+   * `watchdog.mode` of every agent (the fence, src/sim/sim-fence.ts; safety_margin 5 s, the
+   * agent's default). Default automatic, as the agent's.
+   */
+  watchdog?: WatchdogMode;
   /** Planted bugs: wrap each agent's DCS client. */
   wrapDcs?: (dcs: Dcs, name: string) => Dcs;
   /** Planted bugs in the simulated PostgreSQL. */
@@ -155,6 +162,8 @@ export interface RunResult {
   timersFired: number;
   /** pg_rewind runs that rewrote a data directory (schedules with use_db_rewind). */
   rewinds?: number;
+  /** Fence firings (src/sim/sim-fence.ts): on a missed deadline, on an armed agent's crash. */
+  fenceFirings?: { deadline: number; agentGone: number };
   /** Simulated ms from the start to the first fault step (the end of the bootstrap). */
   faultsFromMs?: number;
 }
@@ -277,8 +286,10 @@ export function drawFaults(seed: number, opts: { nodes: number; steps: number; s
     }
   }
   // Slow event loops and message delays: a second stream, 0.04 per step; 100–1500 ms late for
-  // 2–30 steps (the lease margin, ttl − loop_wait − retry_timeout = 5 s, covers them).
-  // Only when `--kinds` names them: they still break invariants (docs/simulation.md, findings 9, 10).
+  // 2–30 steps (the lease margin, ttl − loop_wait − retry_timeout = 5 s, covers them; a leader
+  // whose loop is too late to demote in time is stopped by its fence: finding 9). Drawn only when
+  // `kinds` names them: under a slow loop an agent's cycle can stop for good (finding 11, open,
+  // docs/simulation.md), about 1 in 4,000 schedules. The first stream never moves.
   const later = LATER_KINDS.filter((k) => !!opts.kinds && opts.kinds.includes(k));
   if (later.length > 0) {
     const rng2 = new Prng((seed ^ 0x27d4eb2f) >>> 0);
@@ -384,6 +395,10 @@ export class World {
   private readonly writers = new Set<SimPg>();
   /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
   private readonly operator: InMemoryDcs;
+  /** Each member's fence of the current agent process (src/sim/sim-fence.ts). */
+  private readonly fences = new Map<string, SimFence | undefined>();
+  /** Every firing of a fence. */
+  readonly fenceFirings: SimFenceFiring[] = [];
 
   constructor(options: WorldOptions) {
     this.opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false, ...options };
@@ -654,6 +669,7 @@ export class World {
       simulatedMs: this.elapsedMs,
       timersFired: this.clock.fired,
       rewinds: this.pgs.reduce((n, pg) => n + pg.rewinds, 0),
+      fenceFirings: { deadline: this.fenceFirings.filter((f) => f.reason === 'deadline').length, agentGone: this.fenceFirings.filter((f) => f.reason === 'agent gone').length },
       ...(this.faultsFromMs !== undefined ? { faultsFromMs: this.faultsFromMs } : {}),
     };
   }
@@ -767,6 +783,9 @@ export class World {
     m.view?.kill();
     m.view = undefined;
     m.node = undefined;
+    // The process is gone, its end of the fence's pipe closed: an armed fence fires.
+    this.fences.get(m.name)?.agentGone();
+    this.fences.delete(m.name);
   }
 
   private reviveAgent(m: Member): void {
@@ -780,6 +799,8 @@ export class World {
     if (!m.up) return;
     const incarnation = ++m.incarnation;
     const view = this.clock.view();
+    const watchdogMode = this.opts.watchdog ?? 'automatic';
+    const fence = watchdogMode !== 'off' ? new SimFence(this.clock, view, m.pg, (f) => this.fenceFirings.push(f)) : undefined;
     const raw = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: m.name, ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
     view.setLag(m.lagMs);
     const dcs = gated(this.opts.wrapDcs ? this.opts.wrapDcs(raw, m.name) : raw, view, 'subscribe', { clock: this.clock, member: m });
@@ -801,12 +822,16 @@ export class World {
       clock: view,
       fetchStatus: (url) => this.fetchStatus(m.name, view, url),
       postFailsafe: (url, body, timeoutMs) => this.postFailsafe(m.name, view, url, body, timeoutMs),
+      watchdog: { mode: watchdogMode, safety_margin: 5 },
+      ...(fence ? { fence, fenceMono: () => this.clock.now() } : {}),
     });
     m.view = view;
     m.node = node;
+    this.fences.set(m.name, fence);
     node.start().catch(() => {
       if (m.incarnation !== incarnation || !m.up) return;
       view.kill();
+      fence?.agentGone();
       m.node = undefined;
       m.view = undefined;
       this.clock.schedule(1000, () => {

@@ -111,6 +111,26 @@ describe('failsafe in the leader race', () => {
   });
 });
 
+describe('failsafe and the switchover (finding 10, seed 779320)', () => {
+  const healthy = [{ name: 'n2', reachable: true, role: 'replica', state: 'running', walBytes: 1000n }];
+  const leaderIn = (failsafe: Record<string, string> | undefined, config = on) =>
+    input(
+      { config, holdsLock: true, db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'ok', peers: healthy },
+      { leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' }, failover: { value: { leader: 'n1', member: 'n2' }, revision: '5' }, ...(failsafe ? { failsafe } : {}) },
+    );
+  it('the leader waits for the failsafe key to list the candidate before demoting (an unlisted member never wins the race)', () => {
+    const d = decideCycle(leaderIn({ n1: 'a', n3: 'c' }));
+    expect(d.actions.map((a) => a.kind)).toEqual(['leaderDuties']);
+    expect(d.message).toBe('waiting for the failsafe key to list n2 before the switchover');
+  });
+  it('hands over once the key lists it, with an empty or absent key, or with failsafe mode off', () => {
+    expect(kinds(leaderIn({ n1: 'a', n2: 'b', n3: 'c' }))).toEqual(['demote']);
+    expect(kinds(leaderIn({}))).toEqual(['demote']);
+    expect(kinds(leaderIn(undefined))).toEqual(['demote']);
+    expect(kinds(leaderIn({ n1: 'a', n3: 'c' }, off))).toEqual(['demote']);
+  });
+});
+
 describe('DCS unreachable', () => {
   const primary = { db: { state: 'running' as const, role: 'primary' as const, busy: false }, dcsOk: false, holdsLock: false };
   it('a primary whose failsafe round every member accepted goes on', () => {

@@ -278,3 +278,155 @@ describe('LocalWatch', () => {
     });
   });
 });
+
+describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
+  /** A probe the test settles by hand; counts the probes started. */
+  function manualProbe() {
+    const pending: { resolve: (p: PgStatus) => void; reject: (e: Error) => void }[] = [];
+    let n = 0;
+    const probe = () => {
+      n++;
+      return new Promise<PgStatus>((resolve, reject) => pending.push({ resolve, reject }));
+    };
+    return {
+      probe,
+      started: () => n,
+      settle: (timeline = 1) => pending.shift()!.resolve({ inRecovery: false, timeline } as PgStatus),
+      fail: () => pending.shift()!.reject(new Error('timeout')),
+    };
+  }
+  const running = { value: 'running', promoting: false };
+
+  it('runs no background probe', async () => {
+    vi.useFakeTimers();
+    const m = manualProbe();
+    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    w.start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(m.started()).toBe(0);
+    w.stop();
+  });
+
+  it('answers at once while the last probe started at most 1 s ago, else probes once for every concurrent reader', async () => {
+    vi.useFakeTimers();
+    const m = manualProbe();
+    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    // No probe yet: the first reader starts one, the others (and the HA cycle's probeNow) share it.
+    const a = w.fresh();
+    const b = w.fresh();
+    const cycle = w.probeOnce();
+    expect(a).toBeInstanceOf(Promise);
+    expect(b).toBeInstanceOf(Promise);
+    expect(m.started()).toBe(1);
+    let done = 0;
+    void Promise.all([a, b, cycle]).then(() => done++);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(done).toBe(0);
+    m.settle(4);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toBe(1);
+    expect(w.probe?.timeline).toBe(4);
+    expect(w.probedAtMs).toBe(Date.now() - 50); // its start
+    // Fresh for 1 s from the probe's start (50 ms already gone): synchronous answers, no probe.
+    await vi.advanceTimersByTimeAsync(950);
+    expect(w.fresh()).toBeUndefined();
+    expect(m.started()).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    const c = w.fresh();
+    expect(c).toBeInstanceOf(Promise);
+    expect(w.fresh()).toBeInstanceOf(Promise);
+    expect(m.started()).toBe(2);
+    m.settle(5);
+    await c;
+    expect(w.probe?.timeline).toBe(5);
+    expect(w.fresh()).toBeUndefined();
+  });
+
+  it('bounds the wait: readers answer from what is known 1 s after the probe started; a failed probe counts as one', async () => {
+    vi.useFakeTimers();
+    const m = manualProbe();
+    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const first = w.fresh()!;
+    m.settle(2);
+    await first;
+    await vi.advanceTimersByTimeAsync(1500);
+    const slow = w.fresh()!; // probe 2 hangs
+    let waited = false;
+    void slow.then(() => (waited = true));
+    await vi.advanceTimersByTimeAsync(600);
+    const late = w.fresh()!; // joins probe 2: 400 ms left of its bound
+    let lateDone = false;
+    void late.then(() => (lateDone = true));
+    await vi.advanceTimersByTimeAsync(399);
+    expect(waited).toBe(false);
+    expect(lateDone).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(waited).toBe(true);
+    expect(lateDone).toBe(true);
+    expect(w.probe?.timeline).toBe(2); // what is known
+    // Past the bound the probe in flight is not waited for.
+    expect(w.fresh()).toBeUndefined();
+    expect(m.started()).toBe(2);
+    // It fails (its timeout): no probe data, and no new probe for 1 s from its start.
+    m.fail();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(w.probe).toBeUndefined();
+    expect(w.probedAtMs).toBe(Date.now() - 1000);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(w.fresh()).toBeInstanceOf(Promise);
+    expect(m.started()).toBe(3);
+  });
+
+  it('does not probe for readers while the database does not run or once stopped', async () => {
+    vi.useFakeTimers();
+    const m = manualProbe();
+    const state = { value: 'stopped', promoting: false };
+    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => state, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    expect(w.fresh()).toBeUndefined();
+    state.value = 'running';
+    expect(w.fresh()).toBeInstanceOf(Promise);
+    m.settle();
+    await vi.advanceTimersByTimeAsync(5000);
+    w.stop();
+    expect(w.fresh()).toBeUndefined();
+    expect(m.started()).toBe(1);
+  });
+
+  it('keeps a background probe when asked (the simulator): readers never wait', async () => {
+    vi.useFakeTimers();
+    let n = 0;
+    const w = new LocalWatch({ pg: fakePg({ probe: async () => ({ inRecovery: false, timeline: ++n }) as PgStatus }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {} });
+    w.start();
+    for (let i = 0; i < 5; i++) {
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(w.fresh()).toBeUndefined();
+    }
+    expect(n).toBe(5);
+    w.stop();
+  });
+});
+
+describe('LocalWatch probe on demand: a crash releases waiting readers', () => {
+  it('readers waiting for a probe answer at once when the postmaster is reported dead', async () => {
+    vi.useFakeTimers();
+    let alive = true;
+    const state = { value: 'running', promoting: false };
+    const w = new LocalWatch({
+      pg: fakePg({ pid: () => (alive ? 42 : undefined), probe: () => new Promise<PgStatus>(() => undefined) }),
+      database: () => state,
+      probeTimeoutMs: () => 2000,
+      onDied: () => (state.value = 'crashed'),
+      probeEveryMs: 0,
+      checkEveryMs: 100,
+    });
+    w.start();
+    let answered = false;
+    void w.fresh()!.then(() => (answered = true));
+    await vi.advanceTimersByTimeAsync(50);
+    alive = false;
+    await vi.advanceTimersByTimeAsync(50); // the next check
+    expect(answered).toBe(true);
+    expect(w.fresh()).toBeUndefined();
+    w.stop();
+  });
+});

@@ -344,9 +344,40 @@ describe('ha simulate', () => {
     expect(cut.result.acked).toBeLessThan(on.result.acked);
   });
 
-  it('slow event loops and message delays are drawn only when --kinds names them', () => {
+  describe('finding 10: failsafe mode (shrunk schedules of --failsafe draw, seeds 777000…786999)', () => {
+    it('seed 779320 (liveness-primary): a switchover to a member the failsafe key does not list waits for the key', async () => {
+      // n2's member key expired while it was cut from the DCS, so the leader n1 rewrote the
+      // failsafe key without it; right after the heal the operator asks for a switchover to n2.
+      // n1 handed over, n2 (unlisted) could never win the race and the others deferred to the
+      // candidate: no primary. Now n1 waits one cycle for the key to list n2.
+      const faults: Fault[] = [
+        { kind: 'switchover', at: 6, node: 'n1' },
+        { kind: 'dcs-partition', at: 24, node: 'n2', steps: 22 },
+        { kind: 'switchover', at: 49, node: 'n2' },
+      ];
+      expect(failsafeOf(779320)).toBe(true);
+      const { result } = await runSchedule(779320, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+      expect(result.failsafe).toBe(true);
+      expect(result.violations).toEqual([]);
+    });
+
+    it('seed 782769 (liveness-primary): the same, with a switchover to the member that was cut from the DCS', async () => {
+      const faults: Fault[] = [
+        { kind: 'dcs-partition', at: 16, node: 'n3', steps: 19 },
+        { kind: 'switchover', at: 18, node: 'n2' },
+        { kind: 'switchover', at: 37, node: 'n3' },
+      ];
+      const { result } = await runSchedule(782769, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+      expect(result.failsafe).toBe(true);
+      expect(result.violations).toEqual([]);
+    });
+  });
+
+  it('slow event loops and message delays are drawn only when named (finding 11), from a second stream', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
-    for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, opts).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
+    for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
+    const byDefault = Array.from({ length: 50 }, (_, i) => drawFaults(i + 1, opts)).flat();
+    expect(byDefault.some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
     const drawn = Array.from({ length: 50 }, (_, i) => drawFaults(i + 1, { ...opts, kinds: ['slow-loop', 'net-delay', 'pg-crash'] })).flat();
     expect(drawn.some((f) => f.kind === 'slow-loop')).toBe(true);
     expect(drawn.some((f) => f.kind === 'net-delay')).toBe(true);
