@@ -90,12 +90,18 @@ export function answerFailsafe(
  * Why this member must not take part in the leader race in failsafe mode, or undefined:
  * - it accepted a POST /failsafe from another member less than ttl ago (`acceptedLeader`): that
  *   member still runs as the leader without the DCS;
+ * - its agent started less than ttl ago while the `failsafe` key lists members (`restartGraceMs`,
+ *   ms left): an acceptance given before the restart is forgotten, yet the member that sent it may
+ *   still run as the leader on it (finding 10b, docs/simulation.md);
  * - the `failsafe` key is not empty and does not list it (patroni.md §3.3).
  */
-export function failsafeRaceVeto(i: { name: string; config: Pick<DynamicConfig, 'failsafe_mode'>; view: ClusterView; acceptedLeader?: string }): string | undefined {
+export function failsafeRaceVeto(i: { name: string; config: Pick<DynamicConfig, 'failsafe_mode'>; view: ClusterView; acceptedLeader?: string; restartGraceMs?: number }): string | undefined {
   if (i.config.failsafe_mode !== true) return undefined;
   if (i.acceptedLeader !== undefined && i.acceptedLeader !== i.name) {
     return `${i.acceptedLeader} runs as the leader in failsafe mode (it called POST /failsafe less than ttl ago)`;
+  }
+  if (i.restartGraceMs !== undefined && i.restartGraceMs > 0 && Object.keys(i.view.failsafe ?? {}).length > 0) {
+    return `this agent started less than ttl ago and may have accepted POST /failsafe before: not racing for ${i.restartGraceMs} ms`;
   }
   if (!failsafeListed(i.config, i.view, i.name)) return 'I am not listed in the failsafe key';
   return undefined;

@@ -76,6 +76,8 @@ export interface CycleInput {
   failsafeAccepted?: boolean;
   /** Failsafe mode: the member whose POST /failsafe this member accepted less than ttl ago (it still leads: no race). */
   failsafeLeader?: string;
+  /** Failsafe mode: ms left of the first ttl after this agent started (an acceptance before a restart is not remembered: no race meanwhile). */
+  failsafeRestartGraceMs?: number;
   /**
    * The last pg_rewind that failed: from which leader, on which of its timelines, and why. A
    * failed rewind is never tried again against the same leader timeline (docs/ha.md "Rewind");
@@ -343,7 +345,13 @@ export function decideCycle(i: CycleInput): CycleDecision {
     const failover = view.failover?.value;
     // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
     if (paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
-    const failsafeVeto = failsafeRaceVeto({ name, config, view, ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}) });
+    const failsafeVeto = failsafeRaceVeto({
+      name,
+      config,
+      view,
+      ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}),
+      ...(i.failsafeRestartGraceMs !== undefined ? { restartGraceMs: i.failsafeRestartGraceMs } : {}),
+    });
     if (failsafeVeto) {
       if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
       return d(`following no leader: ${failsafeVeto}`);

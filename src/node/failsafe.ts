@@ -35,12 +35,16 @@ export class Failsafe {
   private lastRoundSentMs = 0;
   /** Changes whenever what the snapshot shows changes (memo input of the snapshot). */
   version = 0;
+  /** When this agent started (node clock): acceptances given before are not remembered. */
+  private readonly startedMs: number;
 
   constructor(
     private readonly core: NodeCore,
     private readonly deadline: LeaderDeadline,
     private readonly post: FailsafePost = defaultFailsafePost,
-  ) {}
+  ) {
+    this.startedMs = core.now();
+  }
 
   // ---- replica side ----------------------------------------------------------------------------
 
@@ -88,11 +92,16 @@ export class Failsafe {
    * database a running primary: one round of POST /failsafe; `failsafeAccepted` says whether
    * every listed member accepted in time. Also the accepted leader (replica side) for the race.
    */
-  async facts(i: { dcsOk: boolean; view: ClusterView; state: string; role: string }): Promise<{ failsafeAccepted?: boolean; failsafeLeader?: string }> {
+  async facts(i: { dcsOk: boolean; view: ClusterView; state: string; role: string }): Promise<{ failsafeAccepted?: boolean; failsafeLeader?: string; failsafeRestartGraceMs?: number }> {
     const { config } = this.core.state;
-    const out: { failsafeAccepted?: boolean; failsafeLeader?: string } = {};
+    const out: { failsafeAccepted?: boolean; failsafeLeader?: string; failsafeRestartGraceMs?: number } = {};
     const leader = this.acceptedLeader();
     if (leader !== undefined) out.failsafeLeader = leader;
+    // A POST /failsafe this member accepted before its agent restarted still binds it for ttl from
+    // then (the sender may run as the leader on it): no race during the first ttl after the start.
+    // Not for a primary (a running primary refuses POST /failsafe: it accepted none).
+    const graceMs = this.startedMs + config.ttl * 1000 - this.core.now();
+    if (config.failsafe_mode === true && graceMs > 0 && i.role !== 'primary') out.failsafeRestartGraceMs = graceMs;
     if (i.dcsOk || config.failsafe_mode !== true || config.pause === true || i.role !== 'primary' || i.state !== 'running') {
       if (!i.dcsOk) this.stopActive('failsafe mode cannot keep this primary running');
       return out;

@@ -131,6 +131,21 @@ describe('failsafe and the switchover (finding 10, seed 779320)', () => {
   });
 });
 
+describe('a restarted agent in failsafe mode (finding 10b, seed 783671)', () => {
+  const replica = { db: { state: 'running' as const, role: 'replica' as const, busy: false }, peers: [] };
+  it('does not race during its first ttl while the failsafe key lists members', () => {
+    const d = decideCycle(input({ ...replica, failsafeRestartGraceMs: 4000 }, { failsafe: { n1: 'a', n2: 'b', n3: 'c' } }));
+    expect(d.actions).toEqual([]);
+    expect(d.message).toBe('following no leader: this agent started less than ttl ago and may have accepted POST /failsafe before: not racing for 4000 ms');
+  });
+  it('races as before once the grace is over, with an empty key, or with failsafe mode off', () => {
+    const view = { failsafe: { n1: 'a', n2: 'b', n3: 'c' } };
+    expect(decideCycle(input({ ...replica, failsafeRestartGraceMs: 0 }, view)).message).not.toMatch(/started less than ttl ago/);
+    expect(decideCycle(input({ ...replica, failsafeRestartGraceMs: 4000 }, { failsafe: {} })).message).not.toMatch(/started less than ttl ago/);
+    expect(decideCycle(input({ ...replica, config: off, failsafeRestartGraceMs: 4000 }, view)).message).not.toMatch(/started less than ttl ago/);
+  });
+});
+
 describe('DCS unreachable', () => {
   const primary = { db: { state: 'running' as const, role: 'primary' as const, busy: false }, dcsOk: false, holdsLock: false };
   it('a primary whose failsafe round every member accepted goes on', () => {

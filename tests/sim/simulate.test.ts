@@ -371,6 +371,22 @@ describe('ha simulate', () => {
       expect(result.failsafe).toBe(true);
       expect(result.violations).toEqual([]);
     });
+
+    it('seed 783671 (leader-lease, timeline-monotonic): a restarted agent does not race on an acceptance it forgot', async () => {
+      // n1 accepted n3's POST /failsafe (n3 cut from the DCS runs on failsafe), its agent crashed
+      // and came back 1.5 s later without that memory, raced and promoted while n3 still
+      // acknowledged writes. Now an agent does not race in its first ttl when the failsafe key
+      // lists members.
+      const faults: Fault[] = [
+        { kind: 'net-partition', at: 19, node: 'n3', peer: 'n2', steps: 17 },
+        { kind: 'dcs-partition', at: 34, node: 'n3', steps: 27 },
+        { kind: 'net-partition', at: 51, node: 'n2', peer: 'n3', steps: 11 },
+        { kind: 'agent-crash', at: 54, node: 'n1', steps: 3 },
+      ];
+      const { result } = await runSchedule(783671, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+      expect(result.failsafe).toBe(true);
+      expect(result.violations).toEqual([]);
+    });
   });
 
   it('slow event loops and message delays are drawn only when named (finding 11), from a second stream', () => {
