@@ -209,7 +209,7 @@ export class HaNode {
       pg: opts.pg,
       database: () => {
         const s = this.db?.getSnapshot();
-        return s ? { value: String(s.value), promoting: s.context.promoting } : undefined;
+        return s ? { value: String(s.value), promoting: s.context.promoting, sinceMs: s.context.sinceMs } : undefined;
       },
       probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
       ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),

@@ -31,6 +31,11 @@ export interface WatchedDatabase {
   value: string;
   /** A promotion is in progress (the postmaster may restart its processes). */
   promoting: boolean;
+  /**
+   * Epoch ms of the machine's last command (its context's `sinceMs`): tells one run from the next.
+   * A check reports a death only when it is unchanged from the check's start to its answer.
+   */
+  sinceMs?: number;
 }
 
 export class LocalWatch {
@@ -286,7 +291,12 @@ export class LocalWatch {
         return;
       }
       this.goneReported = false;
-      if ((await this.deps.pg.postmasterPid()) === undefined && this.deps.database()?.value === 'running') {
+      const runSinceMs = db.sinceMs;
+      const pid = await this.deps.pg.postmasterPid();
+      // The same run as at the check's start: an answer that arrives after the database was
+      // stopped and started again (a late event loop) says nothing of the new postmaster.
+      const after = this.deps.database();
+      if (pid === undefined && after?.value === 'running' && after.sinceMs === runSinceMs) {
         this.probe = undefined;
         this.deps.onDied();
         this.releaseWaiters();

@@ -31,6 +31,34 @@ describe('LocalWatch', () => {
     w.stop();
   });
 
+  it('does not report a death the answer of which arrives after the database was started again (finding 11)', async () => {
+    vi.useFakeTimers();
+    const died = vi.fn();
+    const state = { value: 'running', promoting: false, sinceMs: 1000 };
+    // The first check's answer ("no postmaster") is held until the database ran through stop and start.
+    let release: (pid: number | undefined) => void = () => {};
+    let held = true;
+    const pg = {
+      postmasterPid: () => (held ? new Promise<number | undefined>((r) => (release = r)) : Promise.resolve(42)),
+      probe: async () => ({ inRecovery: false, timeline: 1 }) as PgStatus,
+    } as unknown as PgControl;
+    const w = new LocalWatch({ pg, database: () => state, probeTimeoutMs: () => 100, onDied: died });
+    w.start();
+    await vi.advanceTimersByTimeAsync(100);
+    held = false;
+    Object.assign(state, { value: 'running', sinceMs: 1700 }); // demoted, stopped, started again meanwhile
+    release(undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(died).not.toHaveBeenCalled();
+    // The same run: a death is still reported.
+    held = true;
+    await vi.advanceTimersByTimeAsync(100);
+    release(undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(died).toHaveBeenCalledTimes(1);
+    w.stop();
+  });
+
   it('does not watch a database that is not running or is being promoted', async () => {
     vi.useFakeTimers();
     const died = vi.fn();
