@@ -125,7 +125,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")
     .option('--sync <mode>', 'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)')
-    .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off (default), or drawn from each seed')
+    .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off, or draw (default: drawn from each seed)')
     .option('--watchdog <mode>', "watchdog.mode of every agent (the simulated fence): automatic (default), required, off")
     .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string; watchdog?: string }) => {
       const int = (name: string, v: string, min: number) => {

@@ -33,7 +33,7 @@ export interface SimulateOptions {
   plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs' | 'writeBytes'>;
   /** Every schedule in this synchronous mode (default: drawn from each seed, syncModeOf). */
   sync?: SyncModeName;
-  /** failsafe_mode of every schedule: on, off (default), or drawn from each seed (failsafeOf). */
+  /** failsafe_mode of every schedule: on, off, or drawn from each seed (failsafeOf; the default of `simulate`). */
   failsafe?: boolean | 'draw';
   /** watchdog.mode of every agent (the simulated fence): automatic (default, as the agent's), required, off. */
   watchdog?: WatchdogMode;
@@ -119,7 +119,9 @@ export async function shrink(seed: number, faults: Fault[], invariant: Invariant
 }
 
 /** Runs the simulation and prints its report. Returns the summary (exit code 0 when no violation). */
-export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
+export async function simulate(options: SimulateOptions): Promise<SimulateSummary> {
+  // failsafe_mode is drawn from each seed unless forced (--failsafe on|off).
+  const o: SimulateOptions = { ...options, failsafe: options.failsafe ?? 'draw' };
   const { out } = o;
   const byInvariant = Object.fromEntries(INVARIANTS.map((k) => [k, 0])) as Record<InvariantName, number>;
   const byFault: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
@@ -206,7 +208,7 @@ export async function simulate(o: SimulateOptions): Promise<SimulateSummary> {
     out(`shrunk schedule (${shrunk.length} faults, still breaks ${v0.invariant}):`);
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== undefined ? ` --failsafe ${o.failsafe === 'draw' ? 'draw' : o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
+    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
   }

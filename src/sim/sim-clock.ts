@@ -139,6 +139,14 @@ export class NodeClock implements Clock {
   private held: NodeTimer[] = [];
   /** A slow event loop: every timer and every delivery runs this many ms late (0: on time). */
   private lagMs = 0;
+  /**
+   * Simulated ms until which the completions already queued behind a slow loop run (0: none).
+   * An event loop runs ready callbacks in order: a completion that is ready later never runs
+   * before one that was ready earlier, even once the loop is no longer late (finding 11: without
+   * this, a postmaster check answered under the slow loop ran after a start that completed once
+   * the lag had ended, and reported the new postmaster dead).
+   */
+  private backlogUntilMs = 0;
 
   constructor(private readonly clock: SimClock) {}
 
@@ -149,7 +157,9 @@ export class NodeClock implements Clock {
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const nt: NodeTimer = { fn, timer: undefined, cancelled: false };
     if (this.dead) return { id: nt };
-    nt.timer = this.clock.schedule(ms + this.lagMs, () => this.fire(nt));
+    // A timer that falls due while the backlog still drains runs after it.
+    const delay = Math.max(timerDelay(ms) + this.lagMs, this.backlogUntilMs - this.clock.now());
+    nt.timer = this.clock.schedule(delay, () => this.fire(nt));
     return { id: nt };
   }
 
@@ -164,9 +174,13 @@ export class NodeClock implements Clock {
   deliver(fn: () => void): void {
     if (this.dead) return;
     if (this.frozen) this.held.push({ fn, timer: undefined, cancelled: false });
-    else if (this.lagMs > 0) {
+    else if (this.lagMs > 0 || this.backlogUntilMs > this.clock.now()) {
+      // In order: after every completion queued before it (same instant: by sequence number).
+      const now = this.clock.now();
+      const at = Math.max(now + this.lagMs, this.backlogUntilMs);
+      this.backlogUntilMs = at;
       const nt: NodeTimer = { fn, timer: undefined, cancelled: false };
-      nt.timer = this.clock.schedule(this.lagMs, () => this.fire(nt));
+      nt.timer = this.clock.schedule(at - now, () => this.fire(nt));
     } else fn();
   }
 

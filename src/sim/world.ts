@@ -287,10 +287,9 @@ export function drawFaults(seed: number, opts: { nodes: number; steps: number; s
   }
   // Slow event loops and message delays: a second stream, 0.04 per step; 100–1500 ms late for
   // 2–30 steps (the lease margin, ttl − loop_wait − retry_timeout = 5 s, covers them; a leader
-  // whose loop is too late to demote in time is stopped by its fence: finding 9). Drawn only when
-  // `kinds` names them: under a slow loop an agent's cycle can stop for good (finding 11, open,
-  // docs/simulation.md), about 1 in 4,000 schedules. The first stream never moves.
-  const later = LATER_KINDS.filter((k) => !!opts.kinds && opts.kinds.includes(k));
+  // whose loop is too late to demote in time is stopped by its fence: finding 9). Drawn by
+  // default (since finding 11 was fixed) and when `kinds` names them. The first stream never moves.
+  const later = LATER_KINDS.filter((k) => !opts.kinds || opts.kinds.includes(k));
   if (later.length > 0) {
     const rng2 = new Prng((seed ^ 0x27d4eb2f) >>> 0);
     for (let at = 0; at < opts.steps; at++) {
