@@ -365,6 +365,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
       clusterTimeline: clusterTimeline(view),
       ...(failover && (failover.member || failover.leader) ? { failover } : {}),
       ...syncRule(i),
+      ...(config.failsafe_mode === true ? { failsafeListed: (n: string) => failsafeListed(config, view, n) } : {}),
     });
     if (verdict.healthy) {
       if (standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });

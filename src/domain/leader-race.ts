@@ -44,6 +44,11 @@ export interface RaceInput {
    * acknowledged commit (src/domain/sync-standby.ts syncRaceRefusal). Absent: asynchronous rules.
    */
   sync?: SyncRaceRule;
+  /**
+   * Failsafe mode: false for a member the `failsafe` key does not list, which can never win the
+   * race (src/domain/failsafe.ts failsafeListed). Absent: every member may.
+   */
+  failsafeListed?: (name: string) => boolean;
 }
 
 /** Verdict with the one-sentence reason the HA cycle logs. */
@@ -109,12 +114,25 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
       !!input.sync &&
       !!cand &&
       syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers]) !== undefined;
-    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync) {
+    // Nor does a candidate the failsafe key does not list: it would refuse to race ("not listed in
+    // the failsafe key") while the others waited for it (finding 12, docs/simulation.md).
+    const candUnlisted = !!input.failsafeListed && !input.failsafeListed(failover.member);
+    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync && !candUnlisted) {
       return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
     }
   }
   if (failover?.leader === self.name && !isCandidate) {
-    const other = peers.some((p) => p.reachable && p.state === 'running' && failoverPriority(p.tags) > 0);
+    // Only for a member that can win the race: running, allowed to promote, not behind the cluster
+    // timeline (no member behind it wins by itself) and, in failsafe mode, listed in the key.
+    // Otherwise nobody would take the lock (finding 13, docs/simulation.md).
+    const other = peers.some(
+      (p) =>
+        p.reachable &&
+        p.state === 'running' &&
+        failoverPriority(p.tags) > 0 &&
+        !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
+        (input.failsafeListed?.(p.name) ?? true),
+    );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
   }
   if (!isCandidate && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > BigInt(input.maxLagBytes)) {

@@ -131,6 +131,32 @@ describe('failsafe and the switchover (finding 10, seed 779320)', () => {
   });
 });
 
+describe('a switchover to a member the failsafe key does not list, written while the leader was cut from the DCS (finding 12, seed 5004313)', () => {
+  // n2 led on failsafe, cut from the DCS; the operator asked for a switchover to n3, which the key
+  // (rewritten while n3's member key had expired) does not list. The leader key expired: n3 may
+  // not race (unlisted), and n1 and n2 stepped aside for it: no primary, for ever.
+  const noLeader = { failover: { value: { leader: 'n2', member: 'n3' }, revision: '5' }, failsafe: { n1: 'a', n2: 'b' } };
+  const peers = [
+    { name: 'n2', reachable: true, role: 'replica', state: 'running', walBytes: 1000n },
+    { name: 'n3', reachable: true, role: 'replica', state: 'running', walBytes: 1000n },
+  ];
+  it('the others do not wait for a candidate that can never win the race', () => {
+    const d = decideCycle(input({ name: 'n1', peers }, noLeader));
+    expect(d.actions.map((a) => a.kind)).toEqual(['acquireLock']);
+  });
+  it('the candidate itself still does not race', () => {
+    expect(decideCycle(input({ name: 'n3', peers: [{ ...peers[0]!, name: 'n1' }, peers[0]!] }, noLeader)).message).toBe('following no leader: I am not listed in the failsafe key');
+  });
+  it('the former leader does not step aside for it either, when it is the only other member', () => {
+    const d = decideCycle(input({ name: 'n2', peers: [{ ...peers[1]! }] }, noLeader));
+    expect(d.actions.map((a) => a.kind)).toEqual(['acquireLock']);
+  });
+  it('a listed candidate, or failsafe mode off, still holds the race up', () => {
+    expect(decideCycle(input({ name: 'n1', peers }, { ...noLeader, failsafe: { n1: 'a', n2: 'b', n3: 'c' } })).message).toBe('following no leader: manual failover to n3 in progress');
+    expect(decideCycle(input({ name: 'n1', peers, config: off }, noLeader)).message).toBe('following no leader: manual failover to n3 in progress');
+  });
+});
+
 describe('a restarted agent in failsafe mode (finding 10b, seed 783671)', () => {
   const replica = { db: { state: 'running' as const, role: 'replica' as const, busy: false }, peers: [] };
   it('does not race during its first ttl while the failsafe key lists members', () => {

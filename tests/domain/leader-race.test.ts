@@ -33,6 +33,22 @@ describe('isHealthiest', () => {
     ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
     ['switchover to a member behind the cluster timeline: the others race anyway', base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }), true],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
+    ['the former leader of a switchover steps aside for a member that can win', base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }), false],
+    [
+      'the former leader of a switchover races when every other member is behind the cluster timeline (finding 13)',
+      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }, { name: 'c', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }),
+      true,
+    ],
+    [
+      'failsafe: the former leader races when the other members are not listed in the failsafe key (finding 12)',
+      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n === 'a' }),
+      true,
+    ],
+    [
+      'failsafe: a candidate the failsafe key does not list does not hold up the race (finding 12)',
+      base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      true,
+    ],
     ['synchronous mode: listed in the sync key', base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } } }), true],
     ['synchronous mode: not listed', base({ sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), false],
     ['synchronous mode: the key lists nobody (only its leader may)', base({ sync: { mode: 'on', key: { leader: 'L', members: [], quorum: 0 } } }), false],

@@ -412,6 +412,37 @@ describe('ha simulate', () => {
     });
   });
 
+  it('finding 12 (seed 5004313, liveness-primary): a switchover to a member the failsafe key does not list, asked while the leader was cut from the DCS', async () => {
+    // n3's member key expired during its DCS partition, so the leader n2 wrote the failsafe key
+    // without it; n2 was then cut from the DCS (failsafe) and the operator asked for a switchover
+    // to n3. The leader key expired; n3 (unlisted) never raced and n1 and n2 waited for it.
+    const faults: Fault[] = [
+      { kind: 'dcs-partition', at: 4, node: 'n3', steps: 27 },
+      { kind: 'dcs-partition', at: 30, node: 'n2', steps: 29 },
+      { kind: 'switchover', at: 36, node: 'n3' },
+    ];
+    const { result } = await runSchedule(5004313, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+    expect(result.failsafe).toBe(true);
+    expect(result.violations).toEqual([]);
+  });
+
+  it('finding 13 (seed 5008648, liveness-primary): the former leader of a switchover whose candidate is behind the cluster timeline races', async () => {
+    // n3 took over by switchover (timeline 2) but, its messages late, never published itself as
+    // primary: n1 and n2 stayed on timeline 1. n3 was cut from the DCS and demoted; the operator
+    // asked for a switchover to n2. The key expired: n2 and n1 were behind the cluster timeline
+    // and n3 stepped aside as the switchover's former leader: no primary.
+    const faults: Fault[] = [
+      { kind: 'slow-loop', at: 12, node: 'n3', steps: 13, ms: 440 },
+      { kind: 'switchover', at: 21, node: 'n3' },
+      { kind: 'heal', at: 23 },
+      { kind: 'net-delay', at: 24, node: 'n3', steps: 8, ms: 663 },
+      { kind: 'dcs-partition', at: 29, node: 'n3', steps: 26 },
+      { kind: 'switchover', at: 42, node: 'n2' },
+    ];
+    const { result } = await runSchedule(5008648, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+    expect(result.violations).toEqual([]);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
