@@ -123,14 +123,19 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   }
   if (failover?.leader === self.name && !isCandidate) {
     // Only for a member that can win the race: running, allowed to promote, not behind the cluster
-    // timeline (no member behind it wins by itself) and, in failsafe mode, listed in the key.
-    // Otherwise nobody would take the lock (finding 13, docs/simulation.md).
+    // timeline (no member behind it wins by itself), let by the sync key (synchronous mode) and,
+    // in failsafe mode, listed in the failsafe key. Otherwise nobody would take the lock
+    // (finding 13, docs/simulation.md).
+    const everyone = [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers];
+    // Whether the key lets it at all: a quorum vote still settling is not a refusal.
+    const settled = input.sync ? { mode: input.sync.mode, key: input.sync.key } : undefined;
     const other = peers.some(
       (p) =>
         p.reachable &&
         p.state === 'running' &&
         failoverPriority(p.tags) > 0 &&
         !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
+        !(settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined) &&
         (input.failsafeListed?.(p.name) ?? true),
     );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };

@@ -40,6 +40,20 @@ describe('isHealthiest', () => {
       true,
     ],
     [
+      'synchronous mode: the former leader of a switchover races when the sync key lets only it take over (finding 13, seed 2388)',
+      base({ failover: { leader: 'a', member: 'b' }, sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'synchronous mode: the former leader steps aside for a listed member, also while quorum votes settle',
+      base({
+        failover: { leader: 'a', member: 'b' },
+        sync: { mode: 'quorum', key: { leader: 'a', members: ['b'], quorum: 1 }, votesSettleInMs: 500 },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, timeline: 2 }],
+      }),
+      false,
+    ],
+    [
       'failsafe: the former leader races when the other members are not listed in the failsafe key (finding 12)',
       base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n === 'a' }),
       true,

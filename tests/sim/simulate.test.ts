@@ -443,6 +443,18 @@ describe('ha simulate', () => {
     expect(result.violations).toEqual([]);
   });
 
+  it('finding 13, with --freeze (seed 2388, liveness-primary): the same when the sync key lets only the former leader take over', async () => {
+    const faults: Fault[] = [
+      { kind: 'slow-loop', at: 13, node: 'n2', steps: 23, ms: 953 },
+      { kind: 'net-delay', at: 17, node: 'n3', steps: 16, ms: 1136 },
+      { kind: 'pg-crash', at: 18, node: 'n2' },
+      { kind: 'switchover', at: 24, node: 'n2' },
+      { kind: 'freeze', at: 33, node: 'n3', steps: 10 },
+    ];
+    const { result } = await runSchedule(2388, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' });
+    expect(result.violations).toEqual([]);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
