@@ -91,12 +91,17 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * - no reachable peer still runs as primary;
  * - synchronous mode with a `sync` key: the key lets it (listed; in quorum mode enough votes),
  *   unless an operator's failover names it;
- * - no reachable peer is ahead in WAL (the sync key's former leader excepted); at equal WAL a
+ * - no reachable peer is ahead in WAL (excepted: the sync key's former leader, a peer the sync
+ *   key refuses, a peer behind the cluster timeline while this member is on it); at equal WAL a
  *   peer with higher failover_priority wins.
  * Unreachable peers are ignored.
  */
 export function isHealthiest(input: RaceInput): RaceVerdict {
   const { self, peers, failover } = input;
+  const everyone = [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers];
+  // Whether the sync key lets a member win at all (a quorum vote still settling is not a refusal).
+  const settled = input.sync ? { mode: input.sync.mode, key: input.sync.key } : undefined;
+  const syncRefuses = (p: { name: string; walBytes?: bigint }) => !!settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined;
   const myPriority = failoverPriority(self.tags);
   const isCandidate = failover?.member === self.name;
   if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
@@ -126,16 +131,13 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // timeline (no member behind it wins by itself), let by the sync key (synchronous mode) and,
     // in failsafe mode, listed in the failsafe key. Otherwise nobody would take the lock
     // (finding 13, docs/simulation.md).
-    const everyone = [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers];
-    // Whether the key lets it at all: a quorum vote still settling is not a refusal.
-    const settled = input.sync ? { mode: input.sync.mode, key: input.sync.key } : undefined;
     const other = peers.some(
       (p) =>
         p.reachable &&
         p.state === 'running' &&
         failoverPriority(p.tags) > 0 &&
         !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
-        !(settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined) &&
+        !syncRefuses(p) &&
         (input.failsafeListed?.(p.name) ?? true),
     );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
@@ -167,6 +169,14 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     if (p.walBytes === undefined) continue;
     // The sync key's former leader may hold WAL it never had acknowledged: being behind it is fine.
     if (input.sync && p.name === input.sync.key.leader) continue;
+    // A peer the sync key does not let win holds no acknowledged commit this member lacks (the
+    // key lets this member: it holds them all, its votes included): being behind it loses
+    // nothing acknowledged, and deferring to it would leave nobody to take over (finding 14).
+    if (syncRefuses(p)) continue;
+    // A peer behind the cluster timeline never wins the race by itself, and what it has past the
+    // cluster's switch point is not in the cluster's history (this member, on the cluster
+    // timeline, holds the rest): its WAL position does not count either.
+    if (input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline && self.timeline >= input.clusterTimeline) continue;
     if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
     if (p.walBytes === self.walBytes && failoverPriority(p.tags) > myPriority && p.name !== failover?.leader) {
       return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };

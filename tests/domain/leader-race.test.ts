@@ -54,6 +54,18 @@ describe('isHealthiest', () => {
       false,
     ],
     [
+      'synchronous mode: a peer ahead that the sync key refuses does not stop its leader (finding 14, seed 31337445)',
+      base({ sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }], clusterTimeline: 1 }),
+      true,
+    ],
+    [
+      'synchronous mode: a listed peer ahead still does',
+      base({ sync: { mode: 'on', key: { leader: 'L', members: ['a', 'b'], quorum: 0 } }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }] }),
+      false,
+    ],
+    ['a peer ahead in numbers but behind the cluster timeline does not count', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }] }), true],
+    ['asynchronous: a peer ahead on the cluster timeline does', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }] }), false],
+    [
       'failsafe: the former leader races when the other members are not listed in the failsafe key (finding 12)',
       base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n === 'a' }),
       true,

@@ -455,6 +455,21 @@ describe('ha simulate', () => {
     expect(result.violations).toEqual([]);
   });
 
+  it('finding 14 (seed 31337445, liveness-primary): the sync key lets only its leader take over, a refused peer is ahead in WAL', async () => {
+    // n3 took over by switchover (quorum mode, sync key {leader n3, no standby}) and was cut from
+    // the DCS before n1 and n2 followed it; n1 (timeline 1) was ahead of it in LSN numbers. The
+    // key refused n1 and n2, and n3 deferred to n1 ("wal position of n1 is ahead"): no primary.
+    const faults: Fault[] = [
+      { kind: 'net-partition', at: 2, node: 'n2', peer: 'n3', steps: 9 },
+      { kind: 'net-partition', at: 19, node: 'n2', peer: 'n1', steps: 26 },
+      { kind: 'net-delay', at: 26, node: 'n1', steps: 14, ms: 330 },
+      { kind: 'switchover', at: 32, node: 'n3' },
+      { kind: 'dcs-partition', at: 37, node: 'n3', steps: 23 },
+    ];
+    const { result } = await runSchedule(31337445, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' });
+    expect(result.violations).toEqual([]);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
