@@ -19,7 +19,7 @@ export interface SimulateOptions {
   seed: number;
   nodes: number;
   steps: number;
-  /** Draw freeze/thaw and long agent outages (the known fencing gap). */
+  /** Draw freeze/thaw and long agent outages (opt-in: the fence's arming gap, docs/simulation.md). */
   freeze: boolean;
   /** Run this schedule (JSON array of faults) instead of drawing one, for every seed. */
   faults?: Fault[];
@@ -148,8 +148,8 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
   out(
     o.freeze
-      ? 'freeze faults: ON (agent freeze/thaw and agent outages longer than the lease leave PostgreSQL running unsupervised: a known unfixed bug, fencing is another issue; violations are expected)'
-      : 'freeze faults: off (agent freeze/thaw and agent outages longer than the lease are a known unfixed bug, fencing is another issue: --freeze draws them)',
+      ? 'freeze faults: ON (agent freeze/thaw and agent outages longer than the lease; known open: a primary started after a crash is not fenced until its agent arms the fence, so a freeze in between leaves it unsupervised: rare violations are expected)'
+      : 'freeze faults: off (agent freeze/thaw and agent outages longer than the lease: --freeze draws them; known open: a primary started after a crash is unfenced until armed)',
   );
   const t0 = performance.now();
   for (let i = 0; i < o.schedules; i++) {
