@@ -118,6 +118,16 @@ export class HaCycle {
     this.noteDivergence(decision, facts);
     for (const action of decision.actions) {
       if (this.parts.stopped()) break;
+      // Starting or promoting a primary on the lock needs the lock now, not when the facts were
+      // gathered: a cycle that stalled in between (a stopped or late process) may hold a renewal
+      // answer that is older than ttl (finding 15, docs/simulation.md). The next cycle decides again.
+      if (needsLiveLock(action) && core.lock.untilMs <= core.now()) {
+        core.notice(
+          'lock.stale',
+          `not carrying out '${decision.message}': the leader lock this cycle relied on may have expired ${core.now() - core.lock.untilMs} ms ago (the cycle ran late)`,
+        );
+        break;
+      }
       await this.parts.executor.execute(action, view);
     }
     if (decision.actions.some((a) => a.kind === 'clearFailover')) schedules?.switchoverFailed(decision.message);
@@ -304,6 +314,11 @@ export class HaCycle {
       this.core.notice('lock.ghost', `the leader key names '${name}', which has no member key`);
     }
   }
+}
+
+/** Actions that make this member a writable primary on the strength of the leader lock. */
+function needsLiveLock(action: CycleDecision['actions'][number]): boolean {
+  return action.kind === 'promote' || (action.kind === 'start' && action.role === 'primary');
 }
 
 /** True when both views list the same other members with the same API addresses. */

@@ -470,6 +470,21 @@ describe('ha simulate', () => {
     expect(result.violations).toEqual([]);
   });
 
+  it('finding 15, with --freeze (seed 257, single-writer): a cycle that stalled after its renewal does not start a primary on a lock that ran out', async () => {
+    // n1 (leader) was frozen with a renewal's answer in flight and its postmaster crashed; thawed
+    // 14.5 s later, the cycle went on with that answer ("renewed"), started PostgreSQL as primary
+    // on a lock that had expired 5 s before (n3 led by then), unfenced: two writers.
+    const faults: Fault[] = [
+      { kind: 'freeze', at: 17, node: 'n1', steps: 7 },
+      { kind: 'pg-crash', at: 18, node: 'n1' },
+      { kind: 'net-delay', at: 21, node: 'n1', steps: 22, ms: 594 },
+      { kind: 'freeze', at: 26, node: 'n1', steps: 29 },
+    ];
+    const { result, world } = await runSchedule(257, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+    expect(world.journalJsonl()).toContain('ha.lock.stale');
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
