@@ -4,7 +4,8 @@
  *
  * Rules that must stay true:
  * - The lease is granted with `autoKeepAlive: false` and kept alive only by `keepalive()` (one
- *   keepaliveOnce per HA loop), so a frozen agent loses its member and leader keys after ttl.
+ *   request per HA loop on one long-lived LeaseKeepAlive stream, keepalive-stream.ts), so a
+ *   frozen agent loses its member and leader keys after ttl.
  *   An answer "lease not found" grants a new lease; keys are then re-put by their owners.
  * - Every call is bounded by retryTimeoutMs (gRPC deadline + Promise timer), and by the leader
  *   cycle's deadline while one is set (setDeadline); every failure, including cockatiel's
@@ -26,6 +27,7 @@ import { encodeJson, encodeMember, encodeStatus } from './codec.ts';
 import { clusterPrefix, DcsError, type AcquireResult, type Dcs, type DcsEvent, type DcsOptions } from './dcs.ts';
 import { DcsEmitter } from './emitter.ts';
 import { boundedCall, createEtcdClient, errorMessage, type EtcdSecurity } from './etcd-client.ts';
+import { KeepaliveStream } from './keepalive-stream.ts';
 import { KEY, absoluteKey, memberKey, relativeKey } from './keys.ts';
 import type { StoredKv } from './view.ts';
 
@@ -65,6 +67,8 @@ export class EtcdDcs implements Dcs {
   private readonly emitter = new DcsEmitter();
   private lease: Lease | undefined;
   private leaseId: string | undefined;
+  /** The one LeaseKeepAlive stream of `keepalive()` (keepalive-stream.ts). */
+  private readonly keepalives: KeepaliveStream;
   private watcher: Watcher | undefined;
   private watchWanted = false;
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -82,6 +86,7 @@ export class EtcdDcs implements Dcs {
     this.resyncDelayMs = options.resyncDelayMs ?? 500;
     this.now = options.now ?? Date.now;
     this.client = createEtcdClient(options.hosts, options.security);
+    this.keepalives = new KeepaliveStream(() => this.client.leaseClient.leaseKeepAlive());
   }
 
   /** Current lease id (decimal string), undefined before the grant (tests, diagnostics). */
@@ -110,6 +115,7 @@ export class EtcdDcs implements Dcs {
     const lease = this.lease;
     this.lease = undefined;
     this.leaseId = undefined;
+    this.keepalives.close();
     if (lease) {
       await boundedCall('lease revoke', this.retryTimeoutMs, (deadline) => lease.revoke({ deadline })).catch(() => {});
     }
@@ -153,7 +159,8 @@ export class EtcdDcs implements Dcs {
     if (!lease) return this.grant();
     try {
       const sent = this.now();
-      await this.call('lease keepalive', (deadline) => lease.keepaliveOnce({ deadline }), isLeaseInvalid);
+      const id = this.leaseId!;
+      await this.call('lease keepalive', (deadline) => this.keepalives.once(id, deadline), isLeaseInvalid);
       if (this.lease === lease) this.lastKeepalive = sent;
     } catch (err) {
       if (!isLeaseInvalid(err)) throw err;
