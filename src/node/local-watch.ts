@@ -19,6 +19,10 @@
  * every 10 ms for 300 ms (the postmaster may still be exiting). The poll (postmaster.pid + kill 0,
  * the data directory's files) then only runs once a second as a fallback (and reopens the
  * connection). Without `openWatchConnection` (the simulator) the poll runs every 100 ms.
+ * A wiped data directory is noticed by an event too when the PgControl offers `watchDataDir`
+ * (inotify on the directory's own entries). While both event sources are open the poll only runs
+ * every `idleCheckEveryMs` (5 s); as soon as one is lost it runs every second again until it is
+ * back (issue 13: an idle agent's wake-ups).
  * Probe cost: ~0.2 ms of CPU plus its garbage; one poll: ~0.03 ms.
  */
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -59,6 +63,11 @@ export class LocalWatch {
   private openingWatch = false;
   /** Cancels the checks that follow a closed watch connection. */
   private cancelBurst: (() => void) | undefined;
+  /** Stops the data directory watch; undefined when none is open. */
+  private closeDirWatch: (() => void) | undefined;
+  /** The next poll and the clock time it is due. */
+  private pollTimer: ReturnType<Clock['setTimeout']> | undefined;
+  private pollDueMs = 0;
 
   constructor(
     private readonly deps: {
@@ -84,8 +93,14 @@ export class LocalWatch {
       maxProbeAgeMs?: number;
       /** How long after a probe's start `fresh()` callers wait for it at most, ms; default 1000. */
       readWaitMs?: number;
-      /** Poll period; default 1000 ms with a watch connection, else 100 ms. */
+      /**
+       * Fixed poll period, ms. Default: 100 ms without `openWatchConnection`; with it 1000 ms,
+       * or `idleCheckEveryMs` while the watch connection (and the data directory watch, when the
+       * PgControl offers `watchDataDir`) are open.
+       */
       checkEveryMs?: number;
+      /** Poll period while every event source is open, ms; default 5000. */
+      idleCheckEveryMs?: number;
       /** Timers; default real time. */
       clock?: Clock;
     },
@@ -104,20 +119,80 @@ export class LocalWatch {
     const clock = this.clock;
     const probeEveryMs = this.deps.probeEveryMs ?? 1000;
     if (probeEveryMs > 0) this.timers.push(everyOn(clock, probeEveryMs, () => void this.probeOnce()));
-    this.timers.push(
-      everyOn(clock, this.deps.checkEveryMs ?? (this.eventDriven ? 1000 : 100), () => {
-        void this.checkPostmaster();
-        this.keepWatchConnection();
-      }),
-    );
     this.keepWatchConnection();
+    this.keepDirWatch();
+    this.schedulePoll(this.pollEveryMs());
   }
 
   stop(): void {
     this.stopped = true;
     for (const cancel of this.timers) cancel();
+    if (this.pollTimer !== undefined) this.clock.clearTimeout(this.pollTimer);
+    this.pollTimer = undefined;
     this.cancelBurst?.();
     this.dropWatchConnection();
+    this.dropDirWatch();
+  }
+
+  /** The poll period now (see `checkEveryMs`). */
+  private pollEveryMs(): number {
+    if (this.deps.checkEveryMs !== undefined) return this.deps.checkEveryMs;
+    if (!this.eventDriven) return 100;
+    const dirWatched = !this.deps.pg.watchDataDir || this.closeDirWatch !== undefined;
+    return this.closeWatch && dirWatched ? (this.deps.idleCheckEveryMs ?? 5000) : 1000;
+  }
+
+  private schedulePoll(delayMs: number): void {
+    if (this.stopped) return;
+    const clock = this.clock;
+    if (this.pollTimer !== undefined) clock.clearTimeout(this.pollTimer);
+    this.pollDueMs = clock.now() + delayMs;
+    this.pollTimer = clock.setTimeout(() => this.poll(), delayMs);
+  }
+
+  /** An event source was lost: the next poll comes within the shorter period. */
+  private pollSoon(): void {
+    const every = this.pollEveryMs();
+    if (this.pollTimer !== undefined && this.pollDueMs - this.clock.now() > every) this.schedulePoll(every);
+  }
+
+  private poll(): void {
+    this.pollTimer = undefined;
+    if (this.stopped) return;
+    void this.checkPostmaster();
+    this.keepWatchConnection();
+    this.keepDirWatch();
+    this.schedulePoll(this.pollEveryMs());
+  }
+
+  /** Watches the data directory while the database runs; stops watching otherwise. */
+  private keepDirWatch(): void {
+    const watchDir = this.deps.pg.watchDataDir;
+    if (!watchDir || this.stopped) return;
+    const db = this.deps.database();
+    if (!db || db.value !== 'running') {
+      this.dropDirWatch();
+      return;
+    }
+    if (this.closeDirWatch) return;
+    try {
+      const close = watchDir.call(this.deps.pg, (ended) => {
+        if (ended && this.closeDirWatch === close) {
+          this.closeDirWatch = undefined;
+          this.pollSoon();
+        }
+        if (!this.stopped) void this.checkPostmaster();
+      });
+      this.closeDirWatch = close;
+    } catch {
+      // Missing directory or inotify limits: the poll checks it (every second) and retries.
+    }
+  }
+
+  private dropDirWatch(): void {
+    const close = this.closeDirWatch;
+    this.closeDirWatch = undefined;
+    close?.();
   }
 
   /** Opens the watch connection while the database runs (not while promoting); closes it otherwise. */
@@ -155,6 +230,7 @@ export class LocalWatch {
   private watchClosed(): void {
     this.closeWatch = undefined;
     if (this.stopped) return;
+    this.pollSoon();
     this.cancelBurst?.();
     const clock = this.clock;
     const until = clock.now() + 300;

@@ -3,7 +3,7 @@
  * initdb / pg_ctl / pg_basebackup / pg_controldata (run as the `postgres` OS user when the agent is
  * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, watch } from 'node:fs';
 import { chmod, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import postgres from 'postgres';
 import { dirname, join, resolve } from 'node:path';
@@ -602,6 +602,29 @@ export class LocalPostgres implements PgControl {
     }
     open = true;
     return close;
+  }
+
+  /** PgControl.watchDataDir: fs.watch on the data directory (not recursive, not keeping the process alive). */
+  watchDataDir(onChange: (ended: boolean) => void): () => void {
+    let ended = false;
+    const w = watch(this.dataDir, { persistent: false });
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      w.close();
+      onChange(true);
+    };
+    w.on('change', () => {
+      if (ended) return;
+      // The directory itself gone (removed or renamed): the watch is bound to the old inode.
+      if (!existsSync(this.dataDir)) end();
+      else onChange(false);
+    });
+    w.on('error', end);
+    return () => {
+      ended = true;
+      w.close();
+    };
   }
 
   /**

@@ -181,6 +181,17 @@ export interface PgControl {
    */
   openWatchConnection?(onClosed: () => void, timeoutMs: number): Promise<() => void>;
 
+  /**
+   * Watches the data directory's own entries (inotify through fs.watch; not its subdirectories)
+   * and calls `onChange` on any change there: a wipe removes PG_VERSION, postmaster.pid and the
+   * subdirectories, so the crash watcher checks at once instead of at its next poll. Returns a
+   * function that stops watching. `onChange` is also called (once) when the watch itself ends
+   * (the directory removed or renamed, an inotify error); the caller then opens it again.
+   * Throws when the directory cannot be watched (missing, inotify limits). Optional: without it
+   * LocalWatch checks the directory at its poll only.
+   */
+  watchDataDir?(onChange: (ended: boolean) => void): () => void;
+
   /** One status probe, every query bounded by timeoutMs. Rejects when PostgreSQL does not answer. */
   probe(timeoutMs: number): Promise<PgStatus>;
 

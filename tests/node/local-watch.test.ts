@@ -307,6 +307,86 @@ describe('LocalWatch', () => {
   });
 });
 
+describe('LocalWatch with a watch connection and a data directory watch', () => {
+  /** A fake PgControl with both event sources, each ended by hand. */
+  function eventPg(o: { pid: () => number | undefined; problem: () => string | undefined; failDirWatch?: () => boolean }) {
+    const conns: { onClosed: () => void; closed: boolean }[] = [];
+    const dirs: { onChange: (ended: boolean) => void; closed: boolean }[] = [];
+    const pidCalls = vi.fn();
+    const pg = {
+      ...fakePg({ pid: () => (pidCalls(), o.pid()), dataDirProblem: o.problem }),
+      openWatchConnection: async (onClosed: () => void) => {
+        const c = { onClosed, closed: false };
+        conns.push(c);
+        return () => void (c.closed = true);
+      },
+      watchDataDir: (onChange: (ended: boolean) => void) => {
+        if (o.failDirWatch?.()) throw new Error('ENOSPC: inotify watch limit');
+        const d = { onChange, closed: false };
+        dirs.push(d);
+        return () => void (d.closed = true);
+      },
+    } as unknown as PgControl;
+    return { pg, conns, dirs, pidCalls };
+  }
+
+  it('polls every 5 s while both sources are open, every second once one is lost, and reopens it', async () => {
+    vi.useFakeTimers();
+    const state = { value: 'running', promoting: false };
+    const f = eventPg({ pid: () => 42, problem: () => undefined });
+    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined, onDataDirGone: () => undefined });
+    w.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.conns).toHaveLength(1);
+    expect(f.dirs).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(f.pidCalls).toHaveBeenCalledTimes(4); // at 5, 10, 15, 20 s
+    // The directory watch ends (directory renamed, inotify error): polls come every second.
+    f.dirs[0]!.closed = true;
+    f.dirs[0]!.onChange(true);
+    await vi.advanceTimersByTimeAsync(0);
+    const after = f.pidCalls.mock.calls.length;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(f.pidCalls.mock.calls.length).toBe(after + 1);
+    expect(f.dirs).toHaveLength(2); // reopened by that poll
+    expect(f.dirs[1]!.closed).toBe(false);
+    const n = f.pidCalls.mock.calls.length;
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(f.pidCalls.mock.calls.length).toBe(n); // back to 5 s
+    await vi.advanceTimersByTimeAsync(1);
+    expect(f.pidCalls.mock.calls.length).toBe(n + 1);
+    w.stop();
+    expect(f.conns.every((c) => c.closed) && f.dirs[1]!.closed).toBe(true);
+  });
+
+  it('reports a wiped data directory at the directory event, not at the next poll', async () => {
+    vi.useFakeTimers();
+    let problem: string | undefined;
+    const gone = vi.fn();
+    const state = { value: 'running', promoting: false };
+    const f = eventPg({ pid: () => 42, problem: () => problem });
+    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined, onDataDirGone: gone });
+    w.start();
+    await vi.advanceTimersByTimeAsync(1200);
+    problem = 'PG_VERSION is missing';
+    f.dirs[0]!.onChange(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gone).toHaveBeenCalledWith('PG_VERSION is missing');
+    w.stop();
+  });
+
+  it('polls every second while the directory cannot be watched', async () => {
+    vi.useFakeTimers();
+    const state = { value: 'running', promoting: false };
+    const f = eventPg({ pid: () => 42, problem: () => undefined, failDirWatch: () => true });
+    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined, onDataDirGone: () => undefined });
+    w.start();
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(f.pidCalls).toHaveBeenCalledTimes(5);
+    w.stop();
+  });
+});
+
 describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   /** A probe the test settles by hand; counts the probes started. */
   function manualProbe() {
