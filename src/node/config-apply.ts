@@ -35,6 +35,9 @@ export class ConfigApplier {
   private leaseTtl: number;
   private clientRetryTimeout: number;
   private ttlChanging = false;
+  /** The mod revision of the stored dynamic configuration last validated, and the config that gave. */
+  private lastRevision: string | undefined;
+  private lastApplied: DynamicConfig | undefined;
 
   constructor(
     private readonly core: NodeCore,
@@ -56,7 +59,15 @@ export class ConfigApplier {
     if (!view.config) return;
     const { state, deps } = this.core;
     const prev = state.config;
+    // The same stored value (same mod revision) as last time, already applied: nothing to
+    // validate again (an idle agent's cycle, issue 13). A reload of the local configuration
+    // replaces state.config, so the check is also against what this call applied.
+    if (view.config.revision === this.lastRevision && prev === this.lastApplied) {
+      this.applyTiming(prev);
+      return;
+    }
     const { config: next, problems, adjustments } = sanitizeDynamicConfig(view.config.value, prev);
+    this.lastRevision = view.config.revision;
     const problem = [...problems, ...adjustments].join('; ');
     if (problem !== this.lastProblem) {
       this.lastProblem = problem;
@@ -64,6 +75,7 @@ export class ConfigApplier {
       else if (adjustments.length) this.core.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
     }
     this.applyTiming(next);
+    this.lastApplied = next;
     if (next === prev) return;
     state.config = next;
     // A failed pg_rewind is tried again after the operator changes the rewind settings (docs/ha.md "Rewind").

@@ -92,11 +92,16 @@ export class ScheduledWork {
     }
   }
 
-  /** Clock tick for both machines. */
+  /**
+   * Clock tick for both machines, sent only to a machine holding a plan (state `scheduled`, the
+   * only one that handles `clock.tick` in src/machines/switchover.ts and restart.ts): a tick to
+   * an idle machine changes nothing, and would cost an idle agent a journaled event per machine
+   * and per cycle (issue 13).
+   */
   tick(): void {
     const now = this.opts.clock.now();
-    this.switchover.send({ type: 'clock.tick', now });
-    this.restart.send({ type: 'clock.tick', now });
+    if (this.switchover.getSnapshot().value === 'scheduled') this.switchover.send({ type: 'clock.tick', now });
+    if (this.restart.getSnapshot().value === 'scheduled') this.restart.send({ type: 'clock.tick', now });
   }
 
   /** The switchover phase for decideCycle, or undefined when the machine has no live plan. */

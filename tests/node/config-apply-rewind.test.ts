@@ -29,7 +29,13 @@ function fakeCore(database: Record<string, unknown>, localParameters: Record<str
   return { core, state };
 }
 
-const viewWith = (config: Record<string, unknown>): ClusterView => ({ members: [], config: { value: config, revision: '5' } });
+/** A view holding `config`; as in a real DCS, each distinct stored value has its own mod revision. */
+const revisions = new Map<string, string>();
+const viewWith = (config: Record<string, unknown>): ClusterView => {
+  const json = JSON.stringify(config);
+  if (!revisions.has(json)) revisions.set(json, String(revisions.size + 5));
+  return { members: [], config: { value: config, revision: revisions.get(json)! } };
+};
 
 describe('ConfigApplier with use_db_rewind', () => {
   it('forces wal_log_hints = on (pg_rewind needs it), even over a configured off', () => {

@@ -27,7 +27,13 @@ function fakeCore(bootstrap: { ttl: number; loop_wait: number; retry_timeout: nu
   return { core, calls, state, setFailTtl: (v: boolean) => (failTtl = v) };
 }
 
-const viewWith = (config: Record<string, unknown>): ClusterView => ({ members: [], config: { value: config, revision: '5' } });
+/** A view holding `config`; as in a real DCS, each distinct stored value has its own mod revision. */
+const revisions = new Map<string, string>();
+const viewWith = (config: Record<string, unknown>): ClusterView => {
+  const json = JSON.stringify(config);
+  if (!revisions.has(json)) revisions.set(json, String(revisions.size + 5));
+  return { members: [], config: { value: config, revision: revisions.get(json)! } };
+};
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
 describe('ConfigApplier: ttl and retry_timeout reach the DCS client', () => {
