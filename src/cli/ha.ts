@@ -120,7 +120,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <s>', 'seed of the first schedule (schedule i uses seed S+i)', '1')
     .option('--nodes <k>', 'members per cluster', '3')
     .option('--steps <m>', 'fault steps per schedule (500 ms each)', '60')
-    .option('--freeze', 'also draw agent freeze/thaw and agent outages longer than the lease (opt-in: a primary started after a crash is unfenced until armed, docs/simulation.md)')
+    .option('--freeze', 'also draw agent freeze/thaw and agent outages longer than the lease (opt-in: open violations, docs/simulation.md "Freeze")')
     .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal,slow-loop,net-delay)')
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")

@@ -59,8 +59,8 @@ export interface WorldOptions {
   stepMs?: number;
   /**
    * Also draw the faults that leave PostgreSQL running without its agent for longer than the
-   * lease: agent freeze/thaw and long agent outages. Opt-in: a primary started after a crash is
-   * not fenced until its agent arms the fence (docs/simulation.md, "Freeze").
+   * lease: agent freeze/thaw and long agent outages. Opt-in: violations remain open
+   * (docs/simulation.md, "Freeze").
    */
   freeze?: boolean;
   /** The schedule to run instead of the drawn one (replay, shrinking). */
@@ -238,8 +238,8 @@ function safeOutageSteps(stepMs: number): number {
 /**
  * Draws the fault schedule of `seed` (its own PRNG stream, so the world's draws do not move it).
  * Without `freeze`, agent outages stay shorter than the lease and never overlap a DCS partition
- * of the same member (with a fence not armed yet, either leaves PostgreSQL running unsupervised
- * past the lease: docs/simulation.md "Freeze").
+ * of the same member (the faults `--freeze` adds, with violations still open: docs/simulation.md
+ * "Freeze").
  */
 export function drawFaults(seed: number, opts: { nodes: number; steps: number; stepMs: number; freeze: boolean; kinds?: readonly FaultKind[] }): Fault[] {
   const rng = new Prng((seed ^ 0x5bd1e995) >>> 0);
