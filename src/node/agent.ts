@@ -94,7 +94,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     log.warn({ notice: 'watchdog.firedWhileAway' }, text);
     journal.append({ machine: 'ha', kind: 'event', event: { type: 'ha.watchdog.firedWhileAway', reason: text, at: Date.now() } });
   }
-  const fence = config.watchdog.mode !== 'off' ? new ProcessFence({ logFile: fenceLog, warn: (text) => log.warn(text) }) : undefined;
+  const fence = config.watchdog.mode !== 'off' ? new ProcessFence({ dataDir: config.database.data_dir, logFile: fenceLog, warn: (text) => log.warn(text) }) : undefined;
   // Started now, idle (and again whenever it ends): arming it before the leader race is then one
   // line on its pipe, not a process start. A failure here is retried at the first arming.
   fence?.start().catch((e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'the fence process did not start'));

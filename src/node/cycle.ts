@@ -120,12 +120,12 @@ export class HaCycle {
       if (this.parts.stopped()) break;
       // Starting or promoting a primary on the lock needs the lock now, not when the facts were
       // gathered: a cycle that stalled in between (a stopped or late process) may hold a renewal
-      // answer that is older than ttl (finding 15, docs/simulation.md). The next cycle decides again.
-      if (needsLiveLock(action) && core.lock.untilMs <= core.now()) {
-        core.notice(
-          'lock.stale',
-          `not carrying out '${decision.message}': the leader lock this cycle relied on may have expired ${core.now() - core.lock.untilMs} ms ago (the cycle ran late)`,
-        );
+      // answer that is older than ttl (finding 15, docs/simulation.md). With a fence, the lock must
+      // also outlast the fence's margin: past it the fence may have fired already, before the new
+      // postmaster existed (finding 16; the launch itself checks again). The next cycle decides again.
+      const refusal = needsLiveLock(action) ? core.fencing.primaryLaunchRefusal(true, core.lock.untilMs, core.now()) : undefined;
+      if (refusal !== undefined) {
+        core.notice('lock.stale', `not carrying out '${decision.message}': ${refusal} (the cycle ran late)`);
         break;
       }
       await this.parts.executor.execute(action, view);

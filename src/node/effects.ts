@@ -30,17 +30,39 @@ export interface EffectContext {
   stopTimeoutMs: () => number;
   /** Timers; default real time. */
   clock?: Clock;
+  /**
+   * Why a primary must not be launched now (the leader lock is no longer valid for the fence's
+   * margin), or undefined when it may. Asked right before each launch of a postmaster as primary
+   * and before promoting one that came up in recovery (finding 16): an earlier check can be
+   * seconds old by then (the agent stalled or was stopped between the cycle's decision and the
+   * launch, or a start was retried after the fence stopped the first attempt).
+   */
+  mayLaunchPrimary?: () => string | undefined;
 }
 
-/** Starts PostgreSQL, retrying while a crashed postmaster's children still hold shared memory. */
-async function startWithRetry(pg: PgControl, timeoutMs: number, clock: Clock): Promise<void> {
+/** A start as primary refused at the launch by `mayLaunchPrimary`: never retried. */
+export class PrimaryLaunchRefused extends Error {}
+
+/** Throws PrimaryLaunchRefused when `ctx.mayLaunchPrimary` says no. */
+function checkPrimaryLaunch(ctx: EffectContext): void {
+  const why = ctx.mayLaunchPrimary?.();
+  if (why !== undefined) throw new PrimaryLaunchRefused(`not starting PostgreSQL as primary: ${why}`);
+}
+
+/**
+ * Starts PostgreSQL, retrying while a crashed postmaster's children still hold shared memory. As
+ * primary (`ctx` given), each launch is checked by `ctx.mayLaunchPrimary` first, without retry
+ * once refused.
+ */
+async function startWithRetry(pg: PgControl, timeoutMs: number, clock: Clock, ctx?: EffectContext): Promise<void> {
   const deadline = clock.now() + timeoutMs;
+  const opts = ctx?.mayLaunchPrimary ? { beforeLaunch: () => checkPrimaryLaunch(ctx) } : undefined;
   for (;;) {
     try {
-      await pg.start(Math.max(1000, deadline - clock.now()));
+      await pg.start(Math.max(1000, deadline - clock.now()), opts);
       return;
     } catch (e) {
-      if (clock.now() + 200 >= deadline) throw e;
+      if (e instanceof PrimaryLaunchRefused || clock.now() + 200 >= deadline) throw e;
       await sleepOn(clock, 200);
     }
   }
@@ -59,6 +81,40 @@ async function markPromotion(pg: PgControl, ctx: EffectContext): Promise<void> {
   } catch {
     // The marker only adds a divergence check; the promotion stands without it.
   }
+}
+
+/**
+ * Promotes, with the promotion marker written first (finding 17): the marker names this member for
+ * the timeline the promotion will make (one above the newest this data directory knows, as
+ * PostgreSQL picks it), so a promotion that took effect but whose agent stalled or was fenced
+ * before `markPromotion` still leaves its marker: that "timeline N" is told apart from another
+ * member's "timeline N" forked at the same switch point. The launch check runs last, with no
+ * await between it and the promotion.
+ */
+async function promoteMarked(pg: PgControl, ctx: EffectContext): Promise<void> {
+  const clock = ctx.clock ?? systemClock;
+  // Refused already: no marker for a promotion that will not happen.
+  checkPrimaryLaunch(ctx);
+  try {
+    const s = await pg.probe(2000);
+    if (s.inRecovery && s.timeline >= 1) {
+      let newest = s.timeline;
+      for (let i = 0; i < 16; i++) {
+        const ok = await pg.readTimelineHistory(newest + 1).then(
+          () => true,
+          () => false,
+        );
+        if (!ok) break;
+        newest++;
+      }
+      await pg.writePromotion({ timeline: newest + 1, member: ctx.memberName, atMs: clock.now() });
+    }
+  } catch {
+    // Best effort, as markPromotion: the marker only adds a divergence check.
+  }
+  checkPrimaryLaunch(ctx);
+  await pg.promote(ctx.startTimeoutMs());
+  await markPromotion(pg, ctx);
 }
 
 /** The database machine with real effects. */
@@ -101,11 +157,8 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.configure(ctx.configureFor(input.role));
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
-        if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) {
-          await pg.promote(ctx.startTimeoutMs());
-          await markPromotion(pg, ctx);
-        }
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
+        if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
       }),
       stop: fromPromise(async ({ input }: { input: StopInput }) => {
         await pg.stop(input.mode, ctx.stopTimeoutMs());
@@ -114,11 +167,10 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       restart: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.stop('fast', ctx.stopTimeoutMs());
         await pg.configure(ctx.configureFor(input.role));
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
       }),
       promote: fromPromise(async () => {
-        await pg.promote(ctx.startTimeoutMs());
-        await markPromotion(pg, ctx);
+        await promoteMarked(pg, ctx);
       }),
     } as never,
   });

@@ -7,7 +7,10 @@
  * agent, src/watchdog/process-fence.ts; none in the simulator and in unit tests). This module
  * decides when it is armed, fed and disarmed (disarmed, the process stays, idle):
  * - armed before a promotion (the leader race) and whenever this agent holds the lock while a
- *   postmaster runs (adopted key, bootstrap, a primary started after a failure);
+ *   postmaster runs (adopted key, bootstrap, a primary started after a failure) — or, with a
+ *   device that fences a data directory, whenever it holds the lock at all: armed on the data
+ *   directory it stops whatever postmaster runs there when it fires, so a primary this agent
+ *   starts (or restarts after a crash) is fenced from its first instant (finding 16);
  * - fed on every successful acquire or renewal with the deadline "send time of that renewal +
  *   ttl − safety_margin", on the monotonic clock (the lease cannot expire before send time + ttl);
  * - kept armed, unfed, after the lock is lost or released while the postmaster still runs as
@@ -66,6 +69,14 @@ export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, re
   }
   return { marginMs, adjusted };
 }
+
+/**
+ * A primary is launched only while the lock is valid for the fence's margin plus this, ms: the
+ * fence's deadline then comes at least this long after the launch, when the new postmaster has
+ * written its postmaster.pid (at once, before it reads its configuration) and the fence armed on
+ * the data directory finds it.
+ */
+export const LAUNCH_SLACK_MS = 1000;
 
 export interface FencingDeps {
   settings: WatchdogSettings;
@@ -147,7 +158,7 @@ export class Fencing {
     const ok = await this.serial(async () => {
       if (this.deps.device?.armed) return true;
       const pid = await this.deps.postmasterPid();
-      if (pid === undefined) return false;
+      if (pid === undefined && !this.deps.device?.dataDir) return false;
       return this.armOn(pid, stamp);
     });
     if (!ok && this.mode === 'required') {
@@ -176,12 +187,18 @@ export class Fencing {
       }
       if (!held) return; // lost or released with a primary still running: armed, unfed, until it stops
       const pid = await this.deps.postmasterPid();
-      if (pid === undefined) {
+      if (pid === undefined && !d?.dataDir) {
         if (d?.armed) await this.disarm('no postmaster runs');
         return;
       }
+      // Armed on the data directory (d.dataDir), the fence also stops a postmaster started after
+      // the arming: it stays armed while no postmaster runs, so none runs unfenced (finding 16).
       if (d?.armed) return;
       if (this.lastStamp === undefined) return;
+      // Nothing runs and the deadline passed: there is nothing to stop, and a fence armed now would
+      // fire at once and end (started again for the next arming). No primary is launched on such a
+      // lock (primaryLaunchRefusal); the next renewal arms it.
+      if (pid === undefined && this.deadline(this.lastStamp).remainingMs <= 0) return;
       if (!(await this.armOn(pid, this.lastStamp)) && this.mode === 'required' && !this.failed) {
         this.failed = true;
         this.deps.notice('watchdog.failed', 'the fence (watchdog) could not be armed while leading and watchdog.mode is required: demoting');
@@ -200,6 +217,33 @@ export class Fencing {
       if (d?.armed) await this.disarm('agent shutting down');
       await d?.close?.().catch((e: unknown) => this.deps.log.warn({ err: String(e) }, 'ending the fence process failed'));
     });
+  }
+
+  /**
+   * How long before the lock's expiry the fence fires (its margin), ms; 0 without a fence. A
+   * primary must not be started or promoted after "lock valid until − this": the fence may have
+   * fired already (finding 16).
+   */
+  marginMs(): number {
+    if (this.mode === 'off' || !this.deps.device) return 0;
+    const cfg = this.deps.config();
+    return effectiveMarginMs(this.deps.settings.safety_margin, cfg.ttl * 1000, cfg.retry_timeout * 1000).marginMs;
+  }
+
+  /**
+   * Why a postmaster must not be launched (or promoted) as primary now on a lock valid until
+   * `lockUntilMs` (agent clock `nowMs`), or undefined when it may: the lock must still be valid
+   * for the fence's margin plus `LAUNCH_SLACK_MS`, so the fence, armed on the data directory,
+   * fires only after the new postmaster has written its postmaster.pid (finding 16).
+   */
+  primaryLaunchRefusal(lockHeld: boolean, lockUntilMs: number, nowMs: number): string | undefined {
+    if (!lockHeld) return 'this member does not hold the leader lock';
+    const needMs = this.marginMs() > 0 ? this.marginMs() + LAUNCH_SLACK_MS : 0;
+    const leftMs = lockUntilMs - nowMs;
+    if (leftMs > needMs) return undefined;
+    return leftMs <= 0
+      ? `the leader lock may have expired ${-leftMs} ms ago`
+      : `the leader lock is valid for ${leftMs} ms only, not more than the fence's margin and slack (${needMs} ms)`;
   }
 
   /** The fence deadline of a renewal sent at `stampMono`. */
@@ -229,7 +273,7 @@ export class Fencing {
     return { remainingMs: deadlineMonoMs - this.stamp(), deadlineMonoMs };
   }
 
-  private async armOn(pid: number, stampMono: number): Promise<boolean> {
+  private async armOn(pid: number | undefined, stampMono: number): Promise<boolean> {
     const d = this.deps.device;
     if (!d) {
       if (!this.failed) this.deps.log.warn(`watchdog.mode is ${this.mode} but this agent has no fence: PostgreSQL is not fenced`);
@@ -237,19 +281,20 @@ export class Fencing {
       return false;
     }
     const { remainingMs, deadlineMonoMs } = this.deadline(stampMono);
+    const what = [pid !== undefined ? `postmaster ${pid}` : undefined, d.dataDir ? `data directory ${d.dataDir}` : undefined].filter(Boolean).join(' and ');
     try {
       await d.arm(pid, remainingMs, deadlineMonoMs);
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
       this.deps.notice(
         'watchdog.armFailed',
-        `could not arm the fence on postmaster ${pid}: ${why}${this.mode === 'automatic' ? ' (watchdog.mode automatic: going on without it)' : ''}`,
+        `could not arm the fence on ${what}: ${why}${this.mode === 'automatic' ? ' (watchdog.mode automatic: going on without it)' : ''}`,
       );
       this.failed = true;
       return false;
     }
     this.failed = false;
-    this.deps.notice('watchdog.armed', `fence armed on postmaster ${pid} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`);
+    this.deps.notice('watchdog.armed', `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`);
     return true;
   }
 
@@ -264,6 +309,11 @@ export class Fencing {
   private onDeviceEvent(e: FenceEvent): void {
     if (e.kind === 'fired') {
       const f = e.fired;
+      if (f.signals.length === 0 && f.stopped) {
+        // Armed on the data directory with no postmaster running there (finding 16): nothing to stop.
+        this.deps.notice('watchdog.expired', `the fence's deadline passed (${f.reason}) with no postmaster running: nothing to stop`);
+        return;
+      }
       this.deps.notice(
         'watchdog.fired',
         `the fence stopped PostgreSQL (${f.reason}${f.reason === 'deadline' ? `, ${f.lateMs} ms late` : ''}): ${f.signals.join(' then ') || 'no signal needed'}, ${f.stopped ? 'stopped' : 'NOT stopped'} in ${f.tookMs} ms`,

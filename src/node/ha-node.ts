@@ -329,6 +329,7 @@ export class HaNode {
       startTimeoutMs: () => this.deps.startTimeoutMs,
       stopTimeoutMs: () => 60_000,
       clock,
+      mayLaunchPrimary: () => this.core.fencing.primaryLaunchRefusal(this.core.lock.held, this.core.lock.untilMs, this.core.now()),
     });
     const term = () => ({ timeline: this.watch.probe?.timeline, leader: dcs.view().leader?.name });
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });

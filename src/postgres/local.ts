@@ -207,7 +207,7 @@ export class LocalPostgres implements PgControl {
    * @throws PgToolError (pg_ctl failed, with the log tail); PgUnreachableError when the socket does
    *         not answer before `timeoutMs`.
    */
-  async start(timeoutMs: number): Promise<void> {
+  async start(timeoutMs: number, opts?: { beforeLaunch?: () => void }): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     await this.ensureDirs();
     await this.ensureLogFile();
@@ -225,6 +225,8 @@ export class LocalPostgres implements PgControl {
       // attached process (checked above), so the stale pid file can go.
       await rm(join(this.dataDir, 'postmaster.pid'), { force: true });
       await this.removeStaleSocketLock();
+      // The last check, with no await between it and the launch (finding 16).
+      opts?.beforeLaunch?.();
       await pgCtlStartNoWait(this.target, timeoutMs);
     } else {
       this.remember(running);

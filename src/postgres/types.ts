@@ -112,8 +112,13 @@ export interface PgControl {
    */
   configure(opts: ConfigureOptions): Promise<void>;
 
-  /** pg_ctl start -w; resolves when it accepts connections; rejects after timeoutMs or on failure. */
-  start(timeoutMs: number): Promise<void>;
+  /**
+   * pg_ctl start -w; resolves when it accepts connections; rejects after timeoutMs or on failure.
+   * `beforeLaunch` runs synchronously right before a postmaster is launched (not when one runs
+   * already), after every other step of the start; when it throws, nothing is launched and the
+   * start rejects with its error (the agent's last check that it may start a primary: finding 16).
+   */
+  start(timeoutMs: number, opts?: { beforeLaunch?: () => void }): Promise<void>;
 
   /**
    * pg_ctl stop -m <mode> -w; resolves when the postmaster is gone (or was not running).

@@ -8,6 +8,9 @@
  * - `/proc/<pid>/stat` is the simulated postmaster's PID and start instant; SIGQUIT stops the
  *   simulated PostgreSQL at once (`SimPg.crash`: backends gone, no more acknowledgements, no
  *   shutdown checkpoint), as an immediate shutdown does;
+ * - armed on the data directory as in production (finding 16): its postmaster.pid is
+ *   `SimPg.dataDirPostmaster`, which also shows a postmaster still starting up (crashed by the
+ *   fence, its start fails);
  * - the pipe: the agent's commands reach the fence the instant the agent's code writes them (the
  *   agent's `Fencing`, src/node/fencing.ts, decides what and when); the fence's answers and events
  *   reach the agent through its `NodeClock` (late with a slow loop, held while frozen, dropped once
@@ -53,6 +56,11 @@ export class SimFence implements FenceDevice {
     return this.corePid;
   }
 
+  /** The data directory the fence watches (one per simulated member; the name is for messages only). */
+  get dataDir(): string {
+    return `/sim/${this.pg.name}/data`;
+  }
+
   onEvent(listener: (e: FenceEvent) => void): void {
     this.listeners.add(listener);
   }
@@ -61,7 +69,7 @@ export class SimFence implements FenceDevice {
     this.ensure();
   }
 
-  arm(pid: number, remainingMs: number, deadlineMonoMs: number): Promise<void> {
+  arm(pid: number | undefined, remainingMs: number, deadlineMonoMs: number): Promise<void> {
     const core = this.ensure();
     return new Promise<void>((resolve, reject) => {
       this.waiting.push((m) => {
@@ -70,7 +78,8 @@ export class SimFence implements FenceDevice {
           resolve();
         } else reject(new Error(m.ev === 'refused' ? m.reason : `the fence answered ${m.ev}`));
       });
-      core.handle({ op: 'arm', pid, remainingMs, deadlineMonoMs });
+      const dataDir = this.dataDir;
+      core.handle({ op: 'arm', pid: pid ?? 0, ...(dataDir ? { dataDir } : {}), remainingMs, deadlineMonoMs });
     });
   }
 
@@ -121,17 +130,18 @@ export class SimFence implements FenceDevice {
       setTimer: (fn, ms) => clock.schedule(ms, fn),
       clearTimer: (h) => clock.cancel(h as ReturnType<SimClock['schedule']>),
       readStat: (p) => {
-        const pm = pg.postmaster;
+        const pm = pg.dataDirPostmaster;
         if (!pm || pm.pid !== p) return undefined;
         // `pid (comm) state ppid` and 17 more fields, then field 22: the start time.
         return `${p} (postgres) S 1 ${Array.from({ length: 17 }, () => '0').join(' ')} ${pm.startedAtMs}`;
       },
       listPids: () => {
-        const pm = pg.postmaster;
+        const pm = pg.dataDirPostmaster;
         return pm ? [pm.pid] : [];
       },
+      dataDirPostmaster: () => pg.dataDirPostmaster?.pid,
       kill: (p) => {
-        const pm = pg.postmaster;
+        const pm = pg.dataDirPostmaster;
         if (!pm || pm.pid !== p) throw new Error('ESRCH');
         pg.crash();
       },
@@ -139,7 +149,9 @@ export class SimFence implements FenceDevice {
       send: (msg) => {
         if (msg.ev === 'fired') {
           armedAtFire = true;
-          this.onFired({ node: pg.name, atMs: clock.now(), reason: msg.reason, lateMs: msg.lateMs, stopped: msg.stopped });
+          // A firing that found no postmaster to stop (armed on the data directory with none
+          // running: finding 16) stopped nothing: not counted among the firings.
+          if (msg.signals.length > 0) this.onFired({ node: pg.name, atMs: clock.now(), reason: msg.reason, lateMs: msg.lateMs, stopped: msg.stopped });
         }
         this.view.deliver(() => this.receive(msg, queue));
       },

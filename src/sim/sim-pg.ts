@@ -259,6 +259,8 @@ export class SimPg implements PgControl {
   private epoch = 0;
   private pid: number | undefined;
   private startedAtMs = 0;
+  /** When the postmaster now starting up was started (its stand-in postmaster.pid, `dataDirPostmaster`). */
+  private startingSinceMs = 0;
   private slots: string[] = [];
   private ghostWritable = false;
   /** Inside a fast shutdown, while the walsenders send the last WAL. */
@@ -455,11 +457,13 @@ export class SimPg implements PgControl {
     this.configured = opts;
   }
 
-  async start(): Promise<void> {
+  async start(_timeoutMs?: number, opts?: { beforeLaunch?: () => void }): Promise<void> {
     if (!this.data) throw new Error('start: no cluster in the data directory');
     if (this.run !== 'stopped') throw new Error('start: another server might be running');
+    opts?.beforeLaunch?.();
     const epoch = ++this.epoch;
     this.run = 'starting';
+    this.startingSinceMs = this.world.clock.now();
     this.world.changed(this);
     await this.after(200, 600);
     if (epoch !== this.epoch || this.run !== 'starting' || !this.data) throw new Error('start: the server exited during start-up');
@@ -653,6 +657,17 @@ export class SimPg implements PgControl {
   /** The postmaster's PID and start instant now, synchronously (the simulated fence's /proc). */
   get postmaster(): { pid: number; startedAtMs: number } | undefined {
     return this.pid === undefined ? undefined : { pid: this.pid, startedAtMs: this.startedAtMs };
+  }
+
+  /**
+   * The postmaster of this data directory now, as its postmaster.pid shows it (the simulated
+   * fence armed on the data directory, finding 16): the running one, or one still starting up (a
+   * real postmaster writes postmaster.pid first thing; here it has a stand-in PID until it runs).
+   */
+  get dataDirPostmaster(): { pid: number; startedAtMs: number } | undefined {
+    if (this.pid !== undefined) return { pid: this.pid, startedAtMs: this.startedAtMs };
+    if (this.run === 'starting') return { pid: 60_000 + (this.epoch % 10_000), startedAtMs: this.startingSinceMs };
+    return undefined;
   }
 
   async postmasterPid(): Promise<number | undefined> {

@@ -3,7 +3,11 @@
  * tested without a postmaster. The process around it is src/watchdog/fence-process.ts.
  *
  * - `arm`: remembers the postmaster (PID and its start time from /proc, so a recycled PID is never
- *   signalled) and the deadline;
+ *   signalled), the data directory when given, and the deadline. Armed on a data directory, the
+ *   fence needs no running postmaster: when it fires it also stops whichever postmaster runs in
+ *   that directory at that instant (postmaster.pid), so a primary started (or restarted after a
+ *   crash) after the arming is fenced too, with no window until the agent arms it on the new PID
+ *   (docs/simulation.md finding 16);
  * - `feed`: moves the deadline (a successful leader-lock renewal);
  * - the deadline passes, or the agent's pipe closes while armed: fire — SIGQUIT to the postmaster
  *   (immediate shutdown: every backend exits at once), then, when it is still alive `killAfterMs`
@@ -26,6 +30,11 @@ export interface FenceOps {
   readStat(pid: number): string | undefined;
   /** Every PID of the machine. */
   listPids(): number[];
+  /**
+   * The postmaster running in `dataDir` now (its postmaster.pid, checked against the process's
+   * working directory, so a stale file or a recycled PID is never taken); undefined when none.
+   */
+  dataDirPostmaster?(dataDir: string): number | undefined;
   /** process.kill; throws when the process does not exist. */
   kill(pid: number, signal: 'SIGQUIT' | 'SIGKILL'): void;
   sleep(ms: number): Promise<void>;
@@ -58,6 +67,9 @@ export function statFields(text: string): { state: string; ppid: number; startTi
 
 export class FenceCore {
   private target: Target | undefined;
+  /** The data directory armed on (its postmaster is looked up when the fence fires). */
+  private dataDir: string | undefined;
+  private armedFlag = false;
   private deadlineMono = 0;
   private timer: unknown;
   private firing = false;
@@ -70,7 +82,7 @@ export class FenceCore {
 
   /** True while armed (and not fired). */
   get armed(): boolean {
-    return this.target !== undefined && !this.firing && !this.done;
+    return this.armedFlag && !this.firing && !this.done;
   }
 
   /** ms until the deadline (negative once passed); undefined when not armed. */
@@ -83,27 +95,34 @@ export class FenceCore {
     if (this.done || this.firing) return;
     switch (msg.op) {
       case 'arm': {
-        const id = this.identify(msg.pid);
-        if (!id) {
-          this.ops.send({ ev: 'refused', reason: `no live process ${msg.pid}` });
+        const dataDir = typeof msg.dataDir === 'string' && msg.dataDir !== '' && this.ops.dataDirPostmaster ? msg.dataDir : undefined;
+        const id = msg.pid ? this.identify(msg.pid) : undefined;
+        if (!id && dataDir === undefined) {
+          this.ops.send({ ev: 'refused', reason: msg.pid ? `no live process ${msg.pid}` : 'neither a postmaster nor a data directory to fence' });
           return;
         }
         this.target = id;
+        this.dataDir = dataDir;
+        this.armedFlag = true;
         this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
-        this.ops.send({ ev: 'armed', pid: id.pid, remainingMs: Math.round(this.deadlineMono - this.ops.mono()) });
+        this.ops.send({ ev: 'armed', pid: id?.pid ?? 0, remainingMs: Math.round(this.deadlineMono - this.ops.mono()) });
         return;
       }
       case 'feed':
-        if (this.target) this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
+        if (this.armedFlag) this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
         return;
       case 'disarm':
         this.target = undefined;
+        this.dataDir = undefined;
+        this.armedFlag = false;
         if (this.timer !== undefined) this.ops.clearTimer(this.timer);
         this.timer = undefined;
         this.ops.send({ ev: 'disarmed' });
         return;
       case 'exit':
         this.target = undefined;
+        this.dataDir = undefined;
+        this.armedFlag = false;
         this.finish({ ev: 'disarmed' }, FENCE_EXIT.disarmed);
         return;
     }
@@ -112,7 +131,7 @@ export class FenceCore {
   /** The agent's pipe closed (the agent died): fire when armed, else exit. */
   agentGone(): void {
     if (this.done || this.firing) return;
-    if (this.target) void this.fire('agent gone');
+    if (this.armedFlag) void this.fire('agent gone');
     else this.finish(undefined, FENCE_EXIT.disarmed);
   }
 
@@ -182,24 +201,33 @@ export class FenceCore {
   }
 
   private async fire(reason: 'deadline' | 'agent gone'): Promise<void> {
-    const t = this.target;
-    if (this.firing || this.done || !t) return;
+    if (this.firing || this.done || !this.armedFlag) return;
     this.firing = true;
     if (this.timer !== undefined) this.ops.clearTimer(this.timer);
     const start = this.ops.mono();
     const lateMs = reason === 'deadline' ? Math.max(0, Math.round(start - this.deadlineMono)) : 0;
     const signals: string[] = [];
-    let stopped = !this.alive(t);
-    if (!stopped) {
+    // The postmaster armed on, and whichever runs in the armed data directory now (started after
+    // the arming, or restarted after a crash): both, when they differ.
+    const targets: Target[] = [];
+    if (this.target && this.alive(this.target)) targets.push(this.target);
+    if (this.dataDir !== undefined) {
+      const pid = this.ops.dataDirPostmaster?.(this.dataDir);
+      const id = pid !== undefined ? this.identify(pid) : undefined;
+      if (id && !targets.some((t) => t.pid === id.pid)) targets.push(id);
+    }
+    let stopped = true;
+    for (const t of targets) {
       // Its children now: once the postmaster is gone they are re-parented and cannot be found.
       const children = this.children(t.pid);
       if (this.signal(t, 'SIGQUIT')) signals.push('SIGQUIT');
-      stopped = await this.waitGone(t, this.opts.killAfterMs);
-      if (!stopped) {
+      let gone = await this.waitGone(t, this.opts.killAfterMs);
+      if (!gone) {
         if (this.signal(t, 'SIGKILL')) signals.push('SIGKILL');
         for (const c of children) this.signal(c, 'SIGKILL');
-        stopped = await this.waitGone(t, 1000);
+        gone = await this.waitGone(t, 1000);
       }
+      stopped &&= gone;
     }
     this.finish({ ev: 'fired', reason, lateMs, signals, stopped, tookMs: Math.round(this.ops.mono() - start) }, FENCE_EXIT.fired);
   }

@@ -13,7 +13,7 @@
  * from the build output (dist/) as compiled, from the sources as one ESM file that the agent
  * bundles with esbuild at start (process-fence.ts `fenceCommand`), never through tsx.
  */
-import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { FenceCore, FENCE_EXIT } from './fence-core.ts';
 import { monoNowMs, parseLine, type FromFence, type ToFence } from './protocol.ts';
@@ -70,6 +70,17 @@ const core = new FenceCore(
         return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
       } catch {
         return [];
+      }
+    },
+    dataDirPostmaster: (dataDir) => {
+      // postmaster.pid's first line is the postmaster's PID; the postmaster's working directory is
+      // its data directory, which rules out a stale file naming a recycled PID.
+      try {
+        const pid = Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]?.trim());
+        if (!Number.isInteger(pid) || pid <= 1) return undefined;
+        return readlinkSync(`/proc/${pid}/cwd`) === realpathSync(dataDir) ? pid : undefined;
+      } catch {
+        return undefined;
       }
     },
     kill: (pid, signal) => process.kill(pid, signal),

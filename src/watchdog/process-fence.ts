@@ -36,8 +36,14 @@ export interface FenceDevice {
    * when it ends) until `close`. Optional: without it, `arm` starts the fence.
    */
   start?(): Promise<void>;
-  /** Arms the fence for postmaster `pid` (starting it when none runs). Rejects when it cannot be armed. */
-  arm(pid: number, remainingMs: number, deadlineMonoMs: number): Promise<void>;
+  /**
+   * Arms the fence for postmaster `pid` and, when the device has a `dataDir`, for whichever
+   * postmaster runs there when it fires (`pid` undefined: none runs now); starts the fence when
+   * none runs. Rejects when it cannot be armed.
+   */
+  arm(pid: number | undefined, remainingMs: number, deadlineMonoMs: number): Promise<void>;
+  /** The data directory the fence also watches when armed (its postmaster.pid at firing time). */
+  readonly dataDir?: string | undefined;
   /** Moves the deadline (after a successful renewal). Best effort, synchronous. */
   feed(remainingMs: number, deadlineMonoMs: number): void;
   /** Disarms; the fence stays (idle). Resolves once it is certain not to fire. */
@@ -55,6 +61,11 @@ export interface FenceDevice {
 export interface ProcessFenceOptions {
   /** After SIGQUIT, how long the postmaster may take before SIGKILL, ms (default 1000). */
   killAfterMs?: number;
+  /**
+   * The data directory: an armed fence also stops the postmaster running there when it fires
+   * (started after the arming), and may be armed while none runs.
+   */
+  dataDir?: string;
   /** File the fence appends its firings to (JSON lines). */
   logFile?: string;
   /** How long starting the process, and each answer of it, may take, ms (default 10 000). */
@@ -207,17 +218,21 @@ export class ProcessFence implements FenceDevice {
     return this.ensure();
   }
 
-  async arm(pid: number, remainingMs: number, deadlineMonoMs: number): Promise<void> {
+  get dataDir(): string | undefined {
+    return this.opts.dataDir;
+  }
+
+  async arm(pid: number | undefined, remainingMs: number, deadlineMonoMs: number): Promise<void> {
     if (this.closed) throw new Error('the fence is closed');
     const timeoutMs = this.timeoutMs();
     await this.ensure();
     const child = this.child;
     if (!child) throw new Error('the fence process ended before it could be armed');
     const reply = this.next((m) => m.ev === 'armed' || m.ev === 'refused', timeoutMs);
-    this.write({ op: 'arm', pid, remainingMs, deadlineMonoMs });
+    this.write({ op: 'arm', pid: pid ?? 0, ...(this.opts.dataDir ? { dataDir: this.opts.dataDir } : {}), remainingMs, deadlineMonoMs });
     const m = await reply;
     if (m?.ev === 'armed' && this.child === child) {
-      this.armedPid = pid;
+      this.armedPid = pid ?? 0;
       return;
     }
     if (m?.ev === 'refused') throw new Error(`fence refused to arm: ${m.reason}`);

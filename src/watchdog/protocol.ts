@@ -11,8 +11,11 @@
 
 /** Agent → fence. */
 export type ToFence =
-  /** Arm for postmaster `pid`: fire unless fed before the deadline. */
-  | { op: 'arm'; pid: number; remainingMs: number; deadlineMonoMs: number }
+  /**
+   * Arm for postmaster `pid` (0: none runs) and, when given, for whichever postmaster runs in
+   * `dataDir` when the fence fires (postmaster.pid): fire unless fed before the deadline.
+   */
+  | { op: 'arm'; pid: number; dataDir?: string; remainingMs: number; deadlineMonoMs: number }
   /** A successful leader-lock renewal: the new deadline. */
   | { op: 'feed'; remainingMs: number; deadlineMonoMs: number }
   /** Disarm; the process stays, idle, ready for the next `arm`. */
@@ -24,7 +27,7 @@ export type ToFence =
 export type FromFence =
   /** The process runs and reads its stdin. */
   | { ev: 'ready'; pid: number }
-  /** Armed for `pid` (its start time read from /proc). */
+  /** Armed for `pid` (its start time read from /proc; 0: on the data directory only). */
   | { ev: 'armed'; pid: number; remainingMs: number }
   /** Arming refused (no such process, not a postgres process). */
   | { ev: 'refused'; reason: string }

@@ -7,8 +7,9 @@
  * Every process started here is stopped by PID in afterAll.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessFence } from '../../src/watchdog/process-fence.ts';
 import { monoNowMs } from '../../src/watchdog/protocol.ts';
@@ -75,6 +76,35 @@ describe('fence process', () => {
     expect(events).toEqual(['fired', 'exited']);
     console.log(`fence: deadline 3000 ms after the arm call, postmaster stand-in gone after ${ms} ms`);
 
+  });
+
+  it('armed on a data directory with no postmaster: stops the one started there after the arming (postmaster.pid, checked against its cwd), never a process a stale file names', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ha-fence-datadir-'));
+    try {
+      // A stale postmaster.pid naming a process elsewhere (a recycled PID): not signalled.
+      const other = victim();
+      writeFileSync(join(dataDir, 'postmaster.pid'), `${other.pid}\n${dataDir}\n`);
+      const stale = new ProcessFence({ dataDir });
+      await stale.arm(undefined, 500, monoNowMs() + 500);
+      started.push(stale.pid!);
+      const stalePid = stale.pid!;
+      await waitFor(() => !isAlive(stalePid), 5000, 'the first fence to fire and exit');
+      expect(isAlive(other.pid!)).toBe(true);
+      // Armed with nothing running; a "postmaster" started afterwards in the data directory.
+      const fence = new ProcessFence({ dataDir });
+      await fence.arm(undefined, 1500, monoNowMs() + 1500);
+      const fencePid = fence.pid!;
+      started.push(fencePid);
+      expect(fence.armed).toBe(true);
+      const v = spawn('sleep', ['1000'], { stdio: 'ignore', cwd: dataDir });
+      if (v.pid) started.push(v.pid);
+      writeFileSync(join(dataDir, 'postmaster.pid'), `${v.pid}\n${dataDir}\n`);
+      const { signal } = await exitTime(v, () => 0);
+      expect(signal).toBe('SIGQUIT');
+      await waitFor(() => !isAlive(fencePid), 5000, 'the fence to exit');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('stays quiet while fed, goes back to idle on disarm without touching the process, and exits on close', async () => {

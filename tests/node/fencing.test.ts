@@ -11,17 +11,18 @@ class FakeDevice implements FenceDevice {
   armedPid: number | undefined;
   running = false;
   listener: ((e: FenceEvent) => void) | undefined;
+  dataDir: string | undefined;
   get armed() {
     return this.armedPid !== undefined;
   }
   get pid() {
     return this.running ? 4242 : undefined;
   }
-  async arm(pid: number, remainingMs: number, deadlineMonoMs: number) {
-    this.calls.push(`arm ${pid} ${remainingMs} ${deadlineMonoMs}`);
+  async arm(pid: number | undefined, remainingMs: number, deadlineMonoMs: number) {
+    this.calls.push(`arm ${pid ?? 'dir'} ${remainingMs} ${deadlineMonoMs}`);
     if (this.fail) throw new Error('cannot start');
     this.running = true;
-    this.armedPid = pid;
+    this.armedPid = pid ?? 0;
   }
   feed(remainingMs: number, deadlineMonoMs: number) {
     this.calls.push(`feed ${remainingMs} ${deadlineMonoMs}`);
@@ -40,8 +41,9 @@ class FakeDevice implements FenceDevice {
   }
 }
 
-function setup(mode: WatchdogMode, opts: { pid?: number } = {}) {
+function setup(mode: WatchdogMode, opts: { pid?: number; dataDir?: string } = {}) {
   const device = new FakeDevice();
+  device.dataDir = opts.dataDir;
   let mono = 1000;
   const world = { held: false, primary: false, pid: opts.pid as number | undefined, paused: false };
   const notices: string[] = [];
@@ -142,5 +144,56 @@ describe('Fencing', () => {
     fencing.renewed(fencing.stamp());
     await fencing.sync();
     expect(device.calls).toEqual([]);
+  });
+
+  it('finding 16: with a data directory, stays armed while the postmaster is down and arms with none running, so a primary started next is fenced', async () => {
+    const { device, fencing, world, notices, advance } = setup('automatic', { pid: 77, dataDir: '/data' });
+    world.held = true;
+    world.primary = true;
+    fencing.renewed(fencing.stamp());
+    await fencing.sync();
+    expect(device.calls).toEqual(['arm 77 5000 6000']);
+    // The postmaster crashed: the fence stays armed (on the data directory), no disarm.
+    world.primary = false;
+    world.pid = undefined;
+    await fencing.sync();
+    expect(device.armed).toBe(true);
+    expect(device.calls).toEqual(['arm 77 5000 6000']);
+    // A new agent process (fence idle) holding the lock with nothing running: armed on the directory.
+    device.armedPid = undefined;
+    const sent = fencing.stamp();
+    advance(100);
+    fencing.renewed(sent);
+    await fencing.sync();
+    expect(device.calls.at(-1)).toBe('arm dir 4900 6000');
+    expect(notices.filter((n) => n === 'watchdog.disarmed')).toEqual([]);
+    // Not armed on nothing once that deadline passed (it would fire at once with nothing to stop).
+    device.armedPid = undefined;
+    advance(6000);
+    await fencing.sync();
+    expect(device.calls.at(-1)).toBe('arm dir 4900 6000');
+  });
+
+  it('finding 16: without a data directory, disarms when no postmaster runs (PID only, as before)', async () => {
+    const { device, fencing, world } = setup('automatic', { pid: 77 });
+    world.held = true;
+    fencing.renewed(fencing.stamp());
+    await fencing.sync();
+    expect(device.armed).toBe(true);
+    world.pid = undefined;
+    await fencing.sync();
+    expect(device.armed).toBe(false);
+  });
+
+  it('finding 16: a primary is launched only on a lock valid for more than the fence margin plus the launch slack', () => {
+    const { fencing } = setup('automatic', { pid: 77, dataDir: '/data' });
+    // ttl 10, retry_timeout 10, safety_margin 5: margin 5 s; + 1 s slack.
+    expect(fencing.marginMs()).toBe(5000);
+    expect(fencing.primaryLaunchRefusal(true, 10_000 + 6001, 10_000)).toBeUndefined();
+    expect(fencing.primaryLaunchRefusal(true, 10_000 + 6000, 10_000)).toMatch(/valid for 6000 ms only/);
+    expect(fencing.primaryLaunchRefusal(true, 9_000, 10_000)).toMatch(/expired 1000 ms ago/);
+    expect(fencing.primaryLaunchRefusal(false, 0, 10_000)).toMatch(/does not hold/);
+    const off = setup('off', { pid: 77 }).fencing;
+    expect(off.primaryLaunchRefusal(true, 10_001, 10_000)).toBeUndefined();
   });
 });

@@ -485,6 +485,56 @@ describe('ha simulate', () => {
     expect(world.journalJsonl()).toContain('ha.lock.stale');
   });
 
+  it('finding 16, with --freeze (seed 5006442, leader-lease): a primary restarted after a crash is fenced while its agent is frozen', async () => {
+    // n3 (leader, its loop 840 ms late) restarted its crashed postmaster as primary and froze
+    // before arming the fence on the new PID (the fence was armed on the old one, disarmed when it
+    // died): the primary wrote past its lease. Armed on the data directory, the fence stops it.
+    const faults: Fault[] = [
+      { kind: 'slow-loop', at: 11, node: 'n3', steps: 27, ms: 840 },
+      { kind: 'pg-crash', at: 34, node: 'n3' },
+      { kind: 'freeze', at: 40, node: 'n3', steps: 26 },
+    ];
+    const { result, world } = await runSchedule(5006442, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+    // Still armed (on the data directory) across the crash, it stops the new postmaster.
+    expect(world.journalJsonl()).toMatch(/"node":"n3"[^\n]*the fence stopped PostgreSQL \(deadline, 0 ms late\): SIGQUIT/);
+  });
+
+  it('finding 16, with --freeze (seeds 5008556, 5009078, leader-lease): their drawn schedules break nothing', async () => {
+    for (const seed of [5008556, 5009078]) {
+      const { result } = await runSchedule(seed, { nodes: 3, steps: 60, freeze: true, failsafe: 'draw' });
+      expect(result.violations).toEqual([]);
+    }
+  });
+
+  it('finding 16, with --freeze (seed 5004363, timeline-monotonic): a start the fence stopped is not retried as primary on a lost lock', async () => {
+    // n1's start as primary, issued before a freeze, launched its postmaster; the fence stopped it
+    // at its deadline; thawed, the start's retry loop launched it again as primary on timeline 1
+    // although the lock was gone and n2 wrote on timeline 2.
+    const faults: Fault[] = [
+      { kind: 'slow-loop', at: 27, node: 'n1', steps: 28, ms: 974 },
+      { kind: 'pg-crash', at: 30, node: 'n1' },
+      { kind: 'freeze', at: 41, node: 'n1', steps: 18 },
+    ];
+    const { result, world } = await runSchedule(5004363, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+    expect(world.journalJsonl()).toContain('not starting PostgreSQL as primary');
+  });
+
+  it('finding 17, with --freeze (seed 5003160, diverged-streaming): a promotion whose agent froze before writing its marker is still told apart', async () => {
+    // n1 promoted (switchover) to timeline 2 and froze before writing ha.promotion.json; its fence
+    // stopped it; n3 promoted to its own timeline 2 at the same switch point; thawed, n1 followed
+    // n3: identical history files, no marker to tell the two "timeline 2"s apart.
+    const faults: Fault[] = [
+      { kind: 'switchover', at: 3, node: 'n1' },
+      { kind: 'slow-loop', at: 3, node: 'n2', steps: 14, ms: 861 },
+      { kind: 'freeze', at: 14, node: 'n1', steps: 24 },
+    ];
+    const { result, world } = await runSchedule(5003160, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+    expect(world.journalJsonl()).toMatch(/diverged from leader n3: timeline 2 here was made by n1's promotion/);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);

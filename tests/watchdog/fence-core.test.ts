@@ -217,3 +217,61 @@ describe('FenceCore', () => {
     expect(w.sent.at(-1)).toMatchObject({ ev: 'fired', signals: [], stopped: true });
   });
 });
+
+describe('FenceCore armed on a data directory (finding 16)', () => {
+  function withDataDir() {
+    const w = world();
+    /** The postmaster.pid of /data, as the fence process reads it (checked against the process's cwd). */
+    const dir = { pid: undefined as number | undefined };
+    const ops: FenceOps = { ...w.ops, dataDirPostmaster: (d) => (d === '/data' ? dir.pid : undefined) };
+    return { ...w, ops, dir };
+  }
+
+  it('arms with no postmaster running and stops the one started in the data directory after the arming', async () => {
+    const w = withDataDir();
+    const core = new FenceCore(w.ops);
+    core.handle({ op: 'arm', pid: 0, dataDir: '/data', remainingMs: 5000, deadlineMonoMs: w.now() + 5000 });
+    expect(w.sent[0]).toEqual({ ev: 'armed', pid: 0, remainingMs: 5000 });
+    expect(core.armed).toBe(true);
+    // The agent starts PostgreSQL (a primary after a crash), then freezes: nobody arms on the new PID.
+    await w.advance(1000);
+    w.procs.set(300, { state: 'S', ppid: 1, start: '777' });
+    w.dir.pid = 300;
+    await w.advance(4000);
+    await settle();
+    expect(w.signals).toEqual([[300, 'SIGQUIT']]);
+    expect(w.sent.at(-1)).toMatchObject({ ev: 'fired', reason: 'deadline', signals: ['SIGQUIT'], stopped: true });
+    expect(w.exitCode()).toBe(3);
+  });
+
+  it('stops both the postmaster armed on and the one the data directory names now, and the latter on the pipe closing too', async () => {
+    const w = withDataDir();
+    w.procs.set(100, { state: 'S', ppid: 1, start: '555' });
+    const core = new FenceCore(w.ops);
+    core.handle({ op: 'arm', pid: 100, dataDir: '/data', remainingMs: 60_000, deadlineMonoMs: w.now() + 60_000 });
+    w.procs.set(300, { state: 'S', ppid: 1, start: '777' });
+    w.dir.pid = 300;
+    core.agentGone();
+    await settle();
+    expect(w.signals).toEqual([
+      [100, 'SIGQUIT'],
+      [300, 'SIGQUIT'],
+    ]);
+    expect(w.sent.at(-1)).toMatchObject({ ev: 'fired', reason: 'agent gone', stopped: true });
+  });
+
+  it('signals nothing when no postmaster runs there at the deadline; refuses an arming with neither a live PID nor a data directory', async () => {
+    const w = withDataDir();
+    const core = new FenceCore(w.ops);
+    core.handle({ op: 'arm', pid: 0, remainingMs: 100, deadlineMonoMs: w.now() + 100 });
+    expect(w.sent[0]).toMatchObject({ ev: 'refused' });
+    core.handle({ op: 'arm', pid: 100, dataDir: '/data', remainingMs: 100, deadlineMonoMs: w.now() + 100 });
+    expect(w.sent[1]).toEqual({ ev: 'armed', pid: 0, remainingMs: 100 });
+    // postmaster.pid names a PID whose process is gone.
+    w.dir.pid = 400;
+    await w.advance(200);
+    await settle();
+    expect(w.signals).toEqual([]);
+    expect(w.sent.at(-1)).toMatchObject({ ev: 'fired', signals: [], stopped: true });
+  });
+});
