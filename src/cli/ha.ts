@@ -120,7 +120,8 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <s>', 'seed of the first schedule (schedule i uses seed S+i)', '1')
     .option('--nodes <k>', 'members per cluster', '3')
     .option('--steps <m>', 'fault steps per schedule (500 ms each)', '60')
-    .option('--freeze', 'also draw agent freeze/thaw and agent outages longer than the lease (opt-in: open violations, docs/simulation.md "Freeze")')
+    .option('--freeze', 'draw agent freeze/thaw and agent outages longer than the lease (the default since findings 16 and 17: docs/simulation.md "Freeze")')
+    .option('--no-freeze', 'do not draw them: agent outages stay shorter than the lease (the draw before findings 16 and 17)')
     .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal,slow-loop,net-delay)')
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")
@@ -151,7 +152,7 @@ async function main(argv: string[]): Promise<void> {
         seed: int('seed', o.seed, 0),
         nodes: int('nodes', o.nodes, 2),
         steps: int('steps', o.steps, 0),
-        freeze: o.freeze === true,
+        freeze: o.freeze !== false,
         ...(faults ? { faults } : {}),
         ...(faultKinds ? { faultKinds } : {}),
         ...(o.journal ? { journalPath: o.journal } : {}),

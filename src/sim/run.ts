@@ -19,7 +19,7 @@ export interface SimulateOptions {
   seed: number;
   nodes: number;
   steps: number;
-  /** Draw freeze/thaw and long agent outages (opt-in: open violations, docs/simulation.md "Freeze"). */
+  /** Draw freeze/thaw and long agent outages (`ha simulate` does by default since findings 16 and 17; docs/simulation.md "Freeze"). */
   freeze: boolean;
   /** Run this schedule (JSON array of faults) instead of drawing one, for every seed. */
   faults?: Fault[];
@@ -148,8 +148,8 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
   out(
     o.freeze
-      ? 'freeze faults: ON (agent freeze/thaw and agent outages longer than the lease: opt-in, about 6 violations in 10,000 schedules are open, docs/simulation.md "Freeze")'
-      : 'freeze faults: off (agent freeze/thaw and agent outages longer than the lease: --freeze draws them; open violations, docs/simulation.md "Freeze")',
+      ? 'freeze faults: on (agent freeze/thaw and agent outages longer than the lease, the default; --no-freeze leaves them out; docs/simulation.md "Freeze")'
+      : 'freeze faults: off (--no-freeze: agent outages stay shorter than the lease; docs/simulation.md "Freeze")',
   );
   const t0 = performance.now();
   for (let i = 0; i < o.schedules; i++) {
@@ -208,7 +208,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
     out(`shrunk schedule (${shrunk.length} faults, still breaks ${v0.invariant}):`);
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? ' --freeze' : ''}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
+    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
   }

@@ -59,8 +59,8 @@ export interface WorldOptions {
   stepMs?: number;
   /**
    * Also draw the faults that leave PostgreSQL running without its agent for longer than the
-   * lease: agent freeze/thaw and long agent outages. Opt-in: violations remain open
-   * (docs/simulation.md, "Freeze").
+   * lease: agent freeze/thaw and long agent outages (`ha simulate` draws them by default since
+   * findings 16 and 17; docs/simulation.md, "Freeze").
    */
   freeze?: boolean;
   /** The schedule to run instead of the drawn one (replay, shrinking). */
@@ -238,7 +238,7 @@ function safeOutageSteps(stepMs: number): number {
 /**
  * Draws the fault schedule of `seed` (its own PRNG stream, so the world's draws do not move it).
  * Without `freeze`, agent outages stay shorter than the lease and never overlap a DCS partition
- * of the same member (the faults `--freeze` adds, with violations still open: docs/simulation.md
+ * of the same member (the faults `--no-freeze` leaves out: docs/simulation.md
  * "Freeze").
  */
 export function drawFaults(seed: number, opts: { nodes: number; steps: number; stepMs: number; freeze: boolean; kinds?: readonly FaultKind[] }): Fault[] {

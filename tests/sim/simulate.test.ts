@@ -146,7 +146,14 @@ describe('ha simulate', () => {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     expect(stdout.trim().split('\n').at(-1)).toBe('2 schedules, 0 violations');
-    expect(stdout).toContain('freeze faults: off');
+    // Freeze is drawn by default since findings 16 and 17; --no-freeze leaves it out.
+    expect(stdout).toContain('freeze faults: on');
+    const off = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/ha.ts', 'simulate', '--schedules', '1', '--seed', '3', '--no-freeze', '--kinds', 'pg-crash'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    expect(off).toContain('freeze faults: off');
   });
 
   it('same seed twice: byte-identical report and journal', async () => {
@@ -165,8 +172,8 @@ describe('ha simulate', () => {
 
   it('50 schedules of the real agent break no invariant', async () => {
     const q = quiet();
-    // The defaults of `ha simulate` (what CI runs): every kind but freeze, failsafe_mode drawn.
-    const summary = await simulate({ schedules: 50, seed: 1, nodes: 3, steps: 60, freeze: false, ...q });
+    // The defaults of `ha simulate` (what CI runs): every kind, freeze too (since findings 16 and 17), failsafe_mode drawn.
+    const summary = await simulate({ schedules: 50, seed: 1, nodes: 3, steps: 60, freeze: true, ...q });
     expect(summary.violations, q.lines.join('\n')).toBe(0);
     expect(summary.exitCode).toBe(0);
     expect(q.lines.at(-1)).toBe('50 schedules, 0 violations');
@@ -180,6 +187,7 @@ describe('ha simulate', () => {
     // Slow loops, message delays and failsafe_mode are drawn by default too.
     expect(summary.byFault['slow-loop']).toBeGreaterThan(0);
     expect(summary.byFault['net-delay']).toBeGreaterThan(0);
+    expect(summary.byFault['freeze']).toBeGreaterThan(0);
     expect(summary.failsafeSchedules).toBeGreaterThan(0);
     expect(summary.failsafeSchedules).toBeLessThan(50);
   });
