@@ -71,6 +71,16 @@ export class HaCycle {
         ? await early.peers
         : await fetchPeers(view, name, core.deps.fetchStatus)
       : [];
+    // A running primary's WAL position moves with every commit: sampled before (or while) the
+    // peers answered, it can be behind what a replica streaming from it reported, and the race
+    // would then find a replica "ahead" of the primary (seen in the failsafe e2e test after the DCS
+    // came back: the primary demoted for a moment). Compare with a position read after every
+    // peer's answer, as the reference does (it reads its own position after fetching the peers').
+    let probe = facts.probe;
+    if (peers.length > 0 && probe && !probe.inRecovery) {
+      await core.probeStartedAfter(core.now());
+      probe = core.probe() ?? probe;
+    }
 
     const schedules = core.schedules();
     schedules?.observeFailoverKey(view);
@@ -89,7 +99,7 @@ export class HaCycle {
       ...(lock.renewal ? { lockRenewal: lock.renewal } : {}),
       db: { state: facts.state, role: facts.role, busy: facts.busy },
       hasData: facts.hasData,
-      walBytes: walOf(facts.probe),
+      walBytes: walOf(probe),
       timeline: facts.probe?.inRecovery ? Math.max(facts.probe.timeline, st.replicaTimeline) : (facts.probe?.timeline ?? facts.local?.timeline ?? 0),
       ...(facts.local ? { local: facts.local } : {}),
       ...(facts.replicaHistory ? { localHistory: facts.replicaHistory } : {}),

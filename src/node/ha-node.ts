@@ -238,6 +238,7 @@ export class HaNode {
       schedules: () => this.schedules,
       probe: () => this.watch.probe,
       probeNow: () => this.watch.probeOnce(),
+      probeStartedAfter: (tMs) => this.watch.probeStartedAfter(tMs),
       now,
       notice: (type, text) => {
         opts.log.warn({ member: opts.name, notice: type }, text);

@@ -270,6 +270,21 @@ export class LocalWatch {
   }
 
   /**
+   * A probe that started at or after `tMs` (clock time): waits for one in flight that started
+   * earlier, then starts one unless another caller already did. For a value that must not be
+   * older than some other observation (a running primary's WAL position compared with the
+   * peers' positions read at `tMs`). Never rejects.
+   */
+  async probeStartedAfter(tMs: number): Promise<void> {
+    const flight = this.inflight;
+    if (flight && flight.startedAtMs < tMs) await flight.done;
+    const again = this.inflight;
+    if (again && again.startedAtMs >= tMs) return again.done;
+    if (!again && this.probedAtMs !== undefined && this.probedAtMs >= tMs) return;
+    return this.probeOnce();
+  }
+
+  /**
    * What a reader of probe data awaits before answering: undefined when the probe is fresh
    * enough — started at most `maxProbeAgeMs` ago, or nothing to probe (the database does not
    * run, the watch stopped), or the probe in flight started more than `readWaitMs` ago (answer

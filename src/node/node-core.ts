@@ -125,6 +125,8 @@ export interface NodeCore {
   probe(): PgStatus | undefined;
   /** Probes the local database now (no-op while it does not run). */
   probeNow(): Promise<void>;
+  /** A probe started at or after `tMs` (LocalWatch.probeStartedAfter). */
+  probeStartedAfter(tMs: number): Promise<void>;
   /** Epoch ms. */
   now(): number;
   /** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */

@@ -405,6 +405,36 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   }
   const running = { value: 'running', promoting: false };
 
+  it('probeStartedAfter: waits out a probe started earlier and starts a new one, or joins one started since', async () => {
+    vi.useFakeTimers();
+    const m = manualProbe();
+    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const early = w.probeOnce(); // in flight since t = 0
+    await vi.advanceTimersByTimeAsync(50);
+    let done = false;
+    const after = w.probeStartedAfter(Date.now()).then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(m.started()).toBe(1);
+    m.settle(1);
+    await early;
+    await vi.advanceTimersByTimeAsync(0);
+    expect(m.started()).toBe(2); // the early probe does not count: a new one started
+    expect(done).toBe(false);
+    m.settle(2);
+    await after;
+    expect(w.probe?.timeline).toBe(2);
+    // A probe started after the instant (by any caller) serves it: no third probe.
+    const t = Date.now();
+    await vi.advanceTimersByTimeAsync(10);
+    const reader = w.probeOnce();
+    const joined = w.probeStartedAfter(t);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(m.started()).toBe(3);
+    m.settle(3);
+    await Promise.all([reader, joined]);
+    expect(m.started()).toBe(3);
+  });
+
   it('runs no background probe', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
