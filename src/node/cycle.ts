@@ -72,12 +72,14 @@ export class HaCycle {
         : await fetchPeers(view, name, core.deps.fetchStatus)
       : [];
     // A running primary's WAL position moves with every commit: sampled before (or while) the
-    // peers answered, it can be behind what a replica streaming from it reported, and the race
-    // would then find a replica "ahead" of the primary (seen in the failsafe e2e test after the DCS
-    // came back: the primary demoted for a moment). Compare with a position read after every
-    // peer's answer, as the reference does (it reads its own position after fetching the peers').
+    // peers answered, it can be behind what a replica streaming from it reported, and the leader
+    // race would then find a replica "ahead" of the primary (seen in the failsafe e2e test after
+    // the DCS came back: the primary demoted for a moment). In the race (no leader key) compare
+    // with a position read after every peer's answer, as the reference does. Not in a switchover
+    // the lock holder runs: there an older own position only makes candidates look less behind
+    // by a few ms of WAL, and the extra round trip would sit on the switchover's path.
     let probe = facts.probe;
-    if (peers.length > 0 && probe && !probe.inRecovery) {
+    if (!view.leader && peers.length > 0 && probe && !probe.inRecovery) {
       await core.probeStartedAfter(core.now());
       probe = core.probe() ?? probe;
     }
