@@ -69,7 +69,6 @@ export class FenceCore {
   private target: Target | undefined;
   /** The data directory armed on (its postmaster is looked up when the fence fires). */
   private dataDir: string | undefined;
-  private armedFlag = false;
   private deadlineMono = 0;
   private timer: unknown;
   private firing = false;
@@ -82,7 +81,12 @@ export class FenceCore {
 
   /** True while armed (and not fired). */
   get armed(): boolean {
-    return this.armedFlag && !this.firing && !this.done;
+    return this.hasTarget && !this.firing && !this.done;
+  }
+
+  /** Armed on a postmaster, a data directory or both (`arm` refuses neither). */
+  private get hasTarget(): boolean {
+    return this.target !== undefined || this.dataDir !== undefined;
   }
 
   /** ms until the deadline (negative once passed); undefined when not armed. */
@@ -103,18 +107,16 @@ export class FenceCore {
         }
         this.target = id;
         this.dataDir = dataDir;
-        this.armedFlag = true;
         this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
         this.ops.send({ ev: 'armed', pid: id?.pid ?? 0, remainingMs: Math.round(this.deadlineMono - this.ops.mono()) });
         return;
       }
       case 'feed':
-        if (this.armedFlag) this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
+        if (this.hasTarget) this.setDeadline(msg.remainingMs, msg.deadlineMonoMs);
         return;
       case 'disarm':
         this.target = undefined;
         this.dataDir = undefined;
-        this.armedFlag = false;
         if (this.timer !== undefined) this.ops.clearTimer(this.timer);
         this.timer = undefined;
         this.ops.send({ ev: 'disarmed' });
@@ -122,7 +124,6 @@ export class FenceCore {
       case 'exit':
         this.target = undefined;
         this.dataDir = undefined;
-        this.armedFlag = false;
         this.finish({ ev: 'disarmed' }, FENCE_EXIT.disarmed);
         return;
     }
@@ -131,7 +132,7 @@ export class FenceCore {
   /** The agent's pipe closed (the agent died): fire when armed, else exit. */
   agentGone(): void {
     if (this.done || this.firing) return;
-    if (this.armedFlag) void this.fire('agent gone');
+    if (this.hasTarget) void this.fire('agent gone');
     else this.finish(undefined, FENCE_EXIT.disarmed);
   }
 
@@ -201,7 +202,7 @@ export class FenceCore {
   }
 
   private async fire(reason: 'deadline' | 'agent gone'): Promise<void> {
-    if (this.firing || this.done || !this.armedFlag) return;
+    if (this.firing || this.done || !this.hasTarget) return;
     this.firing = true;
     if (this.timer !== undefined) this.ops.clearTimer(this.timer);
     const start = this.ops.mono();
