@@ -132,14 +132,16 @@ export interface Dcs {
   attemptToAcquireLeader(): Promise<AcquireResult>;
 
   /**
-   * Renews the lock this member holds: keepalive the lease, then one transaction comparing the
-   * key's value (this name), create_revision (`createRevision`: the incarnation this member
-   * created, or adopted at start) and lease; when only the lease differs (after a TTL change or
-   * an agent restart) a second compare-and-set on value and create_revision moves the key to
-   * the current lease. Never creates the key: a released, expired or re-created key answers
-   * false, and the member gets the lock again only through the leader race.
+   * Renews the lock this member holds: keepalive the lease (skipped with `{ keepalive: false }`
+   * when the caller has just kept it alive itself: the HA cycle's keepalive, issue 13), then one
+   * transaction comparing the key's value (this name), create_revision (`createRevision`: the
+   * incarnation this member created, or adopted at start) and lease; when only the lease differs
+   * (after a TTL change or an agent restart) a second compare-and-set on value and
+   * create_revision moves the key to the current lease. Never creates the key: a released,
+   * expired or re-created key answers false, and the member gets the lock again only through the
+   * leader race.
    */
-  updateLeader(createRevision: string): Promise<boolean>;
+  updateLeader(createRevision: string, opts?: { keepalive?: boolean }): Promise<boolean>;
 
   /**
    * Deletes a leader key that names `expected.name` at mod_revision `expected.revision`

@@ -198,8 +198,8 @@ export class EtcdDcs implements Dcs {
     return { acquired: false, holder: holder || undefined };
   }
 
-  async updateLeader(createRevision: string): Promise<boolean> {
-    await this.keepalive();
+  async updateLeader(createRevision: string, opts: { keepalive?: boolean } = {}): Promise<boolean> {
+    if (opts.keepalive !== false) await this.keepalive();
     const key = this.abs(KEY.leader);
     const held = await this.call('leader renew', (deadline) =>
       this.client

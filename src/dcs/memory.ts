@@ -146,9 +146,9 @@ export class InMemoryDcs implements Dcs {
     });
   }
 
-  async updateLeader(createRevision: string): Promise<boolean> {
+  async updateLeader(createRevision: string, opts: { keepalive?: boolean } = {}): Promise<boolean> {
     return this.call(() => {
-      this.keepaliveNow();
+      if (opts.keepalive !== false) this.keepaliveNow();
       const key = this.abs(KEY.leader);
       const current = this.store.get(key);
       // Never creates the key: only the incarnation this member holds is renewed.

@@ -15,6 +15,7 @@ import type { AdminCommands } from './admin.ts';
 import type { ConfigApplier } from './config-apply.ts';
 import type { Executor } from './executor.ts';
 import type { Failsafe } from './failsafe.ts';
+import type { RenewalBasis } from './leader-lock.ts';
 import type { MemberKey } from './member-key.ts';
 import { walOf } from './member-data.ts';
 import type { NodeCore } from './node-core.ts';
@@ -44,6 +45,8 @@ export class HaCycle {
     factsP.catch(() => undefined);
     const early = this.peersEarly(dcs.view());
     let dcsOk = true;
+    // The lock's renewal below skips its own keepalive and counts its validity from this one.
+    const keptAlive = core.lock.mark();
     try {
       await dcs.keepalive();
     } catch (e) {
@@ -53,7 +56,7 @@ export class HaCycle {
     if (dcsOk) await this.parts.failsafe?.dcsBack();
     let view = dcs.view();
     this.parts.config.applyDynamic(view);
-    const lock = await this.lockFacts(view, dcsOk);
+    const lock = await this.lockFacts(view, dcsOk, keptAlive);
     view = lock.view;
     dcsOk = lock.dcsOk;
     // Synchronous replication is managed only under the lock (a new leader starts from its own state).
@@ -177,6 +180,7 @@ export class HaCycle {
   private async lockFacts(
     view: ClusterView,
     dcsOk: boolean,
+    keptAlive: RenewalBasis,
   ): Promise<{ view: ClusterView; dcsOk: boolean; holdsLock: boolean; renewal?: 'ok' | 'failed' }> {
     const { lock, deps } = this.core;
     if (!dcsOk) return { view, dcsOk, holdsLock: false };
@@ -191,7 +195,7 @@ export class HaCycle {
         this.core.notice('watchdog.released', 'released the leader lock: watchdog.mode is required and the fence cannot be armed');
         return { view: deps.dcs.view(), dcsOk, holdsLock: false };
       }
-      const r = await lock.renew();
+      const r = await lock.renew(keptAlive);
       if (r === 'lost') this.core.notice('lock.lost', 'lost the leader lock: the key is gone or is not the one this member created');
       // A lost lock is not held from here on (the view may still name us: decideCycle then waits
       // for the key to clear); a renewal the DCS did not answer still is, until it runs out.

@@ -29,6 +29,12 @@ export type LockState =
   /** Released by us (`deleted` false while the delete has not reached the DCS) or lost. */
   | { kind: 'released'; createRevision: string; deleted: boolean; why: 'released' | 'lost' };
 
+/** When a lease keepalive was sent: epoch ms (`sentMs`) and the fence's monotonic stamp, if fenced. */
+export interface RenewalBasis {
+  sentMs: number;
+  stamp?: number;
+}
+
 /** What the view's `leader` key means for this agent. */
 export type LockReading =
   /** This agent holds the lock. */
@@ -115,19 +121,36 @@ export class LeaderLock {
   }
 
   /**
+   * The instant a lease keepalive is about to be sent, on both clocks: given to `renew` by a
+   * caller that keeps the lease alive itself just before renewing (the HA cycle).
+   */
+  mark(): RenewalBasis {
+    const stamp = this.deps.fence?.stamp();
+    return { sentMs: this.deps.now(), ...(stamp !== undefined ? { stamp } : {}) };
+  }
+
+  /**
    * Renews the held lock. 'ok': renewed, `untilMs` moved to the send time + ttl; 'lost': the key is gone,
    * names another member or is another incarnation (the state becomes released/lost);
    * 'failed': the DCS could not be reached (the state is kept: the key may still be ours, and
    * `untilMs` runs out on our clock). Nothing to renew: 'lost'.
+   *
+   * `keptAlive`: the caller kept the lease alive successfully, with the request sent at this
+   * basis (from `mark()`), before calling: the renewal then skips its own keepalive (one gRPC
+   * message less per cycle, issue 13) and the lock's validity and the fence's deadline count from
+   * that earlier send time, when the lease was last extended. The compare-and-set still checks
+   * the key is on the current lease, the one that keepalive extended (or a newer one granted
+   * after it).
    */
-  async renew(): Promise<'ok' | 'lost' | 'failed'> {
+  async renew(keptAlive?: RenewalBasis): Promise<'ok' | 'lost' | 'failed'> {
     const st = this.st;
     if (st.kind !== 'held') return 'lost';
     let ok: boolean;
-    const sentMs = this.deps.now();
-    const sent = this.deps.fence?.stamp();
+    const basis = keptAlive ?? this.mark();
+    const sentMs = basis.sentMs;
+    const sent = basis.stamp;
     try {
-      ok = await this.deps.dcs.updateLeader(st.createRevision);
+      ok = await this.deps.dcs.updateLeader(st.createRevision, { keepalive: keptAlive === undefined });
     } catch {
       return 'failed';
     }

@@ -187,7 +187,12 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       const rev = (await h.raw(key('leader')))!;
       expect(await a.updateLeader(won.createRevision)).toBe(true);
       expect(await h.raw(key('leader'))).toEqual(rev); // renewed by keepalive, not by rewriting
+      // After the caller's own keepalive (the HA cycle): the compare-and-set alone.
+      await a.keepalive();
+      expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(true);
+      expect(await h.raw(key('leader'))).toEqual(rev);
       expect(await b.updateLeader(won.createRevision)).toBe(false);
+      expect(await b.updateLeader(won.createRevision, { keepalive: false })).toBe(false);
       expect(await b.attemptToAcquireLeader()).toEqual({ acquired: false, holder: 'a' });
       expect((await h.raw(key('leader')))?.value).toBe('a');
     });

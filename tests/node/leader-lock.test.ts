@@ -94,6 +94,33 @@ describe('LeaderLock', () => {
     expect(raw()).toMatchObject({ value: 'a', createRevision: rev });
   });
 
+  it('renew after the caller kept the lease alive sends no second keepalive and counts validity from that keepalive', async () => {
+    const { clock, store, client, lockOf, raw } = setup();
+    const a = await client('a');
+    const la = lockOf(a);
+    await la.acquire();
+    const lease = a.currentLeaseId()!;
+
+    clock.advance(5_000);
+    const basis = la.mark();
+    await a.keepalive();
+    const extendedAt = store.leaseTimeToLive(lease)!.remainingMs;
+    clock.advance(2_000);
+    expect(await la.renew(basis)).toBe('ok');
+    // The lease was not extended again by the renewal (2 s of its remaining time went by)…
+    expect(store.leaseTimeToLive(lease)!.remainingMs).toBe(extendedAt - 2_000);
+    // …and the lock is held until the keepalive's send time + ttl, not the renewal's.
+    expect(la.state).toMatchObject({ kind: 'held', renewedMs: basis.sentMs });
+    expect(la.untilMs).toBe(basis.sentMs + TTL_S * 1000);
+    expect(raw()).toMatchObject({ value: 'a', lease });
+
+    // Without a basis the renewal keeps the lease alive itself.
+    clock.advance(1_000);
+    expect(await la.renew()).toBe('ok');
+    expect(store.leaseTimeToLive(lease)!.remainingMs).toBe(TTL_S * 1000);
+    expect(la.untilMs).toBe(clock.now() + TTL_S * 1000);
+  });
+
   it('renew with nothing held is lost and writes nothing', async () => {
     const { client, lockOf, raw } = setup();
     const a = await client('a');
