@@ -12,10 +12,12 @@ import type { PgStatus } from '../domain/pg-status.ts';
 import { historyEntries, parseHistoryFile } from '../domain/timeline-history.ts';
 import type { Dcs } from '../dcs/dcs.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
+import { QuietSlotListing } from './slot-listing.ts';
 import { slotMembers } from '../domain/upstream.ts';
 import type { PgControl } from '../postgres/types.ts';
 
 export class LeaderDuties {
+  private readonly listing = new QuietSlotListing();
   private lastStatusJson = '';
   private lastStatus: LeaderStatus | undefined;
   private readonly retention = new SlotRetention();
@@ -37,7 +39,7 @@ export class LeaderDuties {
     for (const [k, v] of Object.entries(probe.slots)) slots[k] = Number(v);
     let retain: string[] = [];
     if (useSlots) {
-      const r = await this.syncSlots(view, probe.inRecovery);
+      const r = await this.syncSlots(view, probe.inRecovery, Object.keys(probe.slots));
       retain = r.retain;
       for (const [k, v] of Object.entries(r.logical)) slots[k] = v;
     } else this.retention.update(now(), [], undefined, 0);
@@ -72,8 +74,13 @@ export class LeaderDuties {
    * (physical and logical); other inactive slots are dropped unless `ignore_slots` matches them
    * or the cluster is paused. Returns `retain_slots` and the confirmed_flush of the permanent
    * logical slots (for `status.slots`). Failures are logged; the next cycle tries again.
+   *
+   * `probedPhysical`: the physical slots the cycle's probe saw. The listing is skipped (for up to
+   * SLOT_LISTING_REUSE_MS, slot-listing.ts) when the last one needed no change and none of its inputs moved: the
+   * same probed physical slots, wanted and retained slots, slot settings and role, and no
+   * permanent logical slot (their confirmed positions are read from the listing every cycle).
    */
-  private async syncSlots(view: ClusterView, inRecovery: boolean): Promise<{ retain: string[]; logical: Record<string, number> }> {
+  private async syncSlots(view: ClusterView, inRecovery: boolean, probedPhysical: string[]): Promise<{ retain: string[]; logical: Record<string, number> }> {
     const { pg, name, log, now } = this.deps;
     const cfg = view.config?.value;
     const permanent = permanentSlots(cfg);
@@ -94,9 +101,14 @@ export class LeaderDuties {
       await pg.syncSlots([...new Set(physical)]).catch((e) => log.warn({ err: String(e) }, 'syncing slots failed'));
       return { retain, logical };
     }
+    const hasLogical = [...permanent.values()].some((p) => p.type === 'logical');
+    const key = JSON.stringify([wanted, [...permanent], cfg?.['ignore_slots'] ?? null, cfg?.['pause'] === true, inRecovery, [...probedPhysical].sort()]);
+    if (!hasLogical && this.listing.reusable(key, now())) return { retain, logical };
     try {
+      const listedAtMs = now();
       const existing = await pg.listSlots();
       const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true });
+      this.listing.listed(key, listedAtMs, plan.drop.length === 0 && plan.createPhysical.length === 0 && plan.createLogical.length === 0);
       for (const n of plan.drop) {
         await pg.dropSlot?.(n);
         log.info({ slot: n }, `dropped replication slot ${n}`);

@@ -22,6 +22,7 @@ import { ignoreSlots, permanentSlots, planSlotSync, type PermanentSlot } from '.
 import { slotMembers } from '../domain/upstream.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import { memberHostPort } from '../domain/member.ts';
+import { QuietSlotListing } from './slot-listing.ts';
 import type { NodeCore } from './node-core.ts';
 
 /** Least time between two copies of logical slots from the primary (each restarts PostgreSQL), ms. */
@@ -41,6 +42,7 @@ export class ReplicaSlots {
   private readonly copied = new Set<string>();
   /** Last message logged per subject (each logged once until it changes). */
   private readonly said = new Map<string, string>();
+  private readonly listing = new QuietSlotListing();
 
   constructor(private readonly core: NodeCore) {}
 
@@ -61,7 +63,12 @@ export class ReplicaSlots {
     // The reference keeps no permanent logical slots on members that may never be promoted, nor in
     // a standby cluster (its leader is a standby too: nothing to copy from).
     const logical = state.tags['nofailover'] !== true && !state.followsRemote;
+    // Without permanent slots (nothing to copy or advance) a quiet listing is reused while the
+    // cascading members, the probed physical slots and the settings are unchanged (slot-listing.ts).
+    const key = JSON.stringify([cascade, cfg['ignore_slots'] ?? null, cfg['pause'] === true, logical, Object.keys(probe.slots).sort()]);
+    if (permanent.size === 0 && this.listing.reusable(key, this.core.now())) return;
     try {
+      const listedAtMs = this.core.now();
       const existing = await pg.listSlots();
       for (const x of existing) this.copied.delete(x.name);
       const plan = planSlotSync(existing, cascade, permanent, ignoreSlots(cfg), {
@@ -70,6 +77,8 @@ export class ReplicaSlots {
         ...(probe.replayLsn !== undefined ? { maxLsn: probe.replayLsn } : {}),
         dropUnknown: cfg['pause'] !== true,
       });
+      const quiet = plan.drop.length === 0 && plan.createPhysical.length === 0 && plan.advance.length === 0 && plan.createLogical.length === 0;
+      this.listing.listed(key, listedAtMs, quiet);
       for (const n of plan.drop) {
         await pg.dropSlot?.(n);
         log.info({ slot: n }, `dropped replication slot ${n}`);
