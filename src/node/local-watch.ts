@@ -21,7 +21,7 @@
  * connection). Without `openWatchConnection` (the simulator) the poll runs every 100 ms.
  * A wiped data directory is noticed by an event too when the PgControl offers `watchDataDir`
  * (inotify on the directory's own entries). While both event sources are open the poll only runs
- * every `idleCheckEveryMs` (5 s); as soon as one is lost it runs every second again until it is
+ * every `idleCheckEveryMs` (10 s, the reference's own check of its postmaster once per loop); as soon as one is lost it runs every second again until it is
  * back (issue 13: an idle agent's wake-ups).
  * Probe cost: ~0.2 ms of CPU plus its garbage; one poll: ~0.03 ms.
  */
@@ -99,7 +99,7 @@ export class LocalWatch {
        * PgControl offers `watchDataDir`) are open.
        */
       checkEveryMs?: number;
-      /** Poll period while every event source is open, ms; default 5000. */
+      /** Poll period while every event source is open, ms; default 10000. */
       idleCheckEveryMs?: number;
       /** Timers; default real time. */
       clock?: Clock;
@@ -139,7 +139,7 @@ export class LocalWatch {
     if (this.deps.checkEveryMs !== undefined) return this.deps.checkEveryMs;
     if (!this.eventDriven) return 100;
     const dirWatched = !this.deps.pg.watchDataDir || this.closeDirWatch !== undefined;
-    return this.closeWatch && dirWatched ? (this.deps.idleCheckEveryMs ?? 5000) : 1000;
+    return this.closeWatch && dirWatched ? (this.deps.idleCheckEveryMs ?? 10_000) : 1000;
   }
 
   private schedulePoll(delayMs: number): void {
