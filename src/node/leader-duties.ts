@@ -12,7 +12,7 @@ import type { PgStatus } from '../domain/pg-status.ts';
 import { historyEntries, parseHistoryFile } from '../domain/timeline-history.ts';
 import type { Dcs } from '../dcs/dcs.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
-import { QuietSlotListing } from './slot-listing.ts';
+import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
 import { slotMembers } from '../domain/upstream.ts';
 import type { PgControl } from '../postgres/types.ts';
 
@@ -107,8 +107,9 @@ export class LeaderDuties {
     try {
       const listedAtMs = now();
       const existing = await pg.listSlots();
-      const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true });
-      this.listing.listed(key, listedAtMs, plan.drop.length === 0 && plan.createPhysical.length === 0 && plan.createLogical.length === 0);
+      const opts = { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true };
+      const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), opts);
+      this.listing.listed(key, listedAtMs, isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, wanted, permanent, ignoreSlots(cfg), opts)));
       for (const n of plan.drop) {
         await pg.dropSlot?.(n);
         log.info({ slot: n }, `dropped replication slot ${n}`);

@@ -22,7 +22,7 @@ import { ignoreSlots, permanentSlots, planSlotSync, type PermanentSlot } from '.
 import { slotMembers } from '../domain/upstream.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
 import { memberHostPort } from '../domain/member.ts';
-import { QuietSlotListing } from './slot-listing.ts';
+import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
 import type { NodeCore } from './node-core.ts';
 
 /** Least time between two copies of logical slots from the primary (each restarts PostgreSQL), ms. */
@@ -71,14 +71,14 @@ export class ReplicaSlots {
       const listedAtMs = this.core.now();
       const existing = await pg.listSlots();
       for (const x of existing) this.copied.delete(x.name);
-      const plan = planSlotSync(existing, cascade, permanent, ignoreSlots(cfg), {
+      const opts = {
         logical,
         ...(view.status?.slots ? { advanceTo: view.status.slots } : {}),
         ...(probe.replayLsn !== undefined ? { maxLsn: probe.replayLsn } : {}),
         dropUnknown: cfg['pause'] !== true,
-      });
-      const quiet = plan.drop.length === 0 && plan.createPhysical.length === 0 && plan.advance.length === 0 && plan.createLogical.length === 0;
-      this.listing.listed(key, listedAtMs, quiet);
+      };
+      const plan = planSlotSync(existing, cascade, permanent, ignoreSlots(cfg), opts);
+      this.listing.listed(key, listedAtMs, isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, cascade, permanent, ignoreSlots(cfg), opts)));
       for (const n of plan.drop) {
         await pg.dropSlot?.(n);
         log.info({ slot: n }, `dropped replication slot ${n}`);

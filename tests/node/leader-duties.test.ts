@@ -117,6 +117,21 @@ describe('LeaderDuties: slot listing', () => {
     expect(calls).toEqual(['list', 'create b']);
   });
 
+  it('keeps listing while an unwanted slot is only kept because it is in use, and drops it once inactive', async () => {
+    const { slots, calls, round } = await setup();
+    await round();
+    await round();
+    // A slot of a member that now streams elsewhere (cascading), still in use for a moment.
+    slots.set('gone', { name: 'gone', type: 'physical', active: true, restartLsn: 0n });
+    await round(); // the probe shows a new physical slot: listed, left alone while active
+    calls.length = 0;
+    await round();
+    expect(calls).toEqual(['list']); // not quiet: it waits on the slot going inactive
+    slots.get('gone')!.active = false;
+    await round();
+    expect(calls).toEqual(['list', 'list', 'drop gone']);
+  });
+
   it('lists again at once when a member joins', async () => {
     const { client, calls, round } = await setup();
     await round();
