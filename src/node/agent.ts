@@ -127,9 +127,6 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     // No background probe: each HA cycle probes, and the API's readers of probe data (health
     // checks, GET /ha of peers, /metrics…) get a probe at most 1 s old on demand (issue 13).
     probeEveryMs: 0,
-    // Under a steady stream of readers the next probe starts 750 ms after the last one, in the
-    // background, so that no health check waits for a probe round trip (issue 13: p99).
-    probeRefreshAheadMs: 750,
     // POST /failsafe to members, with the member client's TLS material and credentials (a POST needs them under restapi.authentication).
     postFailsafe: async (url, body, timeoutMs) => {
       const r = await requestApi(url, { ...security.memberClient, method: 'POST', body, timeoutMs });

@@ -116,8 +116,6 @@ export interface HaNodeOptions {
    * probe data call `freshProbe()` first (the agent, through its API).
    */
   probeEveryMs?: number;
-  /** With probes on demand: a reader past this age (ms) starts the next probe in the background (LocalWatch `refreshAheadMs`). */
-  probeRefreshAheadMs?: number;
 }
 
 /** A named state change for observers (demo output, tests). */
@@ -215,7 +213,6 @@ export class HaNode {
       },
       probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
       ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),
-      ...(opts.probeRefreshAheadMs !== undefined ? { refreshAheadMs: opts.probeRefreshAheadMs } : {}),
       clock,
       onDied: () => this.db?.send({ type: 'pg.died', reason: 'postmaster is not running', at: now() }),
       // A wiped data directory under a running postmaster: stop it (by its remembered PID, as its

@@ -91,14 +91,6 @@ export class LocalWatch {
       probeEveryMs?: number;
       /** Oldest probe `fresh()` accepts without probing, ms; default 1000. */
       maxProbeAgeMs?: number;
-      /**
-       * Refresh ahead, ms (below `maxProbeAgeMs`; default: none): a reader that finds the last
-       * probe older than this but still fresh answers at once and starts the next probe in the
-       * background, so that under a steady stream of readers (a load balancer's health checks) the
-       * probe is renewed before it goes stale and no reader waits for one. Answers stay within
-       * `maxProbeAgeMs` of their probe's start, as without it.
-       */
-      refreshAheadMs?: number;
       /** How long after a probe's start `fresh()` callers wait for it at most, ms; default 1000. */
       readWaitMs?: number;
       /**
@@ -294,8 +286,7 @@ export class LocalWatch {
 
   /**
    * What a reader of probe data awaits before answering: undefined when the probe is fresh
-   * enough — started at most `maxProbeAgeMs` ago (past `refreshAheadMs`, the next probe is then
-   * started in the background), or nothing to probe (the database does not
+   * enough — started at most `maxProbeAgeMs` ago, or nothing to probe (the database does not
    * run, the watch stopped), or the probe in flight started more than `readWaitMs` ago (answer
    * from what is known) — so the caller can answer synchronously; otherwise a promise that
    * resolves once a probe started now (or the one in flight) completes, or `readWaitMs` after
@@ -307,11 +298,7 @@ export class LocalWatch {
     // The clock first: the common case of a health-check storm, without allocating.
     const clock = this.clock;
     const now = clock.now();
-    if (this.probedAtMs !== undefined && now - this.probedAtMs <= (this.deps.maxProbeAgeMs ?? 1000)) {
-      const ahead = this.deps.refreshAheadMs;
-      if (ahead !== undefined && now - this.probedAtMs > ahead && !this.inflight && this.deps.database()?.value === 'running') void this.probeOnce();
-      return undefined;
-    }
+    if (this.probedAtMs !== undefined && now - this.probedAtMs <= (this.deps.maxProbeAgeMs ?? 1000)) return undefined;
     const db = this.deps.database();
     if (!db || db.value !== 'running') return undefined;
     const done = this.probeOnce();

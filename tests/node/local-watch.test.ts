@@ -480,34 +480,6 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
     expect(w.fresh()).toBeUndefined();
   });
 
-  it('refresh ahead: a reader past refreshAheadMs answers at once and starts the next probe; readers never wait under a steady stream', async () => {
-    vi.useFakeTimers();
-    const m = manualProbe();
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0, refreshAheadMs: 750 });
-    const first = w.fresh()!;
-    m.settle(1);
-    await first;
-    await vi.advanceTimersByTimeAsync(750);
-    expect(w.fresh()).toBeUndefined(); // at 750 ms: fresh, not yet ahead
-    expect(m.started()).toBe(1);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(w.fresh()).toBeUndefined(); // past 750 ms: answered at once…
-    expect(m.started()).toBe(2); // …and the next probe started
-    expect(w.fresh()).toBeUndefined(); // one probe in flight, not two
-    expect(m.started()).toBe(2);
-    await vi.advanceTimersByTimeAsync(20);
-    m.settle(2);
-    await vi.advanceTimersByTimeAsync(0);
-    expect(w.probe?.timeline).toBe(2);
-    expect(w.probedAtMs).toBe(Date.now() - 20); // its start, 751 ms after the first
-    // 1 s after the first probe's start the reader is served by the second: no wait.
-    await vi.advanceTimersByTimeAsync(250);
-    expect(w.fresh()).toBeUndefined();
-    // A probe that is not ahead of time is still waited for (nobody read for a while).
-    await vi.advanceTimersByTimeAsync(2000);
-    expect(w.fresh()).toBeInstanceOf(Promise);
-  });
-
   it('bounds the wait: readers answer from what is known 1 s after the probe started; a failed probe counts as one', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
