@@ -71,6 +71,14 @@ describe('permanent slots', () => {
       );
       await c.psql(first, 'create table t (id int primary key)');
       await c.psql(first, 'insert into t values (1), (2)');
+      // A replica copies the slot only once its own WAL holds the slot's restart_lsn (docs/ha.md
+      // "Replication slots", as the reference on PostgreSQL < 17). The slot may have been created
+      // before the replicas' base backups, and its restart_lsn moves only when decoding passes a
+      // running-transactions record: a CHECKPOINT logs one (LogStandbySnapshot), and consuming
+      // past it moves restart_lsn after the base backups. Without it the copy waited on the
+      // bgwriter's 15 s snapshots and the consumer's timing (2 CI runs in 5 timed out here).
+      await c.psql(first, 'checkpoint');
+      await c.psql(first, 'insert into t values (0)');
       const seen1 = await changes(c, first);
       expect(seen1).toContain('id[integer]:1');
       expect(seen1).toContain('id[integer]:2');
