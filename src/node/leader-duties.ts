@@ -12,9 +12,9 @@ import type { PgStatus } from '../domain/pg-status.ts';
 import { historyEntries, parseHistoryFile } from '../domain/timeline-history.ts';
 import type { Dcs } from '../dcs/dcs.ts';
 import { slotNameForMember } from '../postgres/slots.ts';
-import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
 import { slotMembers } from '../domain/upstream.ts';
 import type { PgControl } from '../postgres/types.ts';
+import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
 
 export class LeaderDuties {
   private readonly listing = new QuietSlotListing();
@@ -75,10 +75,11 @@ export class LeaderDuties {
    * or the cluster is paused. Returns `retain_slots` and the confirmed_flush of the permanent
    * logical slots (for `status.slots`). Failures are logged; the next cycle tries again.
    *
-   * `probedPhysical`: the physical slots the cycle's probe saw. The listing is skipped (for up to
-   * SLOT_LISTING_REUSE_MS, slot-listing.ts) when the last one needed no change and none of its inputs moved: the
-   * same probed physical slots, wanted and retained slots, slot settings and role, and no
-   * permanent logical slot (their confirmed positions are read from the listing every cycle).
+   * `probedPhysical`: the physical slots the cycle's probe saw. The listing is skipped (for up
+   * to SLOT_LISTING_REUSE_MS, slot-listing.ts) when the last one was quiet (isQuietPlan) and
+   * none of its inputs moved: the same probed physical slots, wanted and retained slots, slot
+   * settings and role, and no permanent logical slot (their confirmed positions are read from
+   * the listing every cycle).
    */
   private async syncSlots(view: ClusterView, inRecovery: boolean, probedPhysical: string[]): Promise<{ retain: string[]; logical: Record<string, number> }> {
     const { pg, name, log, now } = this.deps;
