@@ -9,8 +9,10 @@
  *      order), in the same process and run, alternating with (a) scrape by scrape; the
  *      one-after-another figure is printed too;
  *  (c) Debian's prometheus-postgres-exporter default scrape time and series count, same database;
- *  (d) RSS of a `db-exporter` process after its first scrape and after 100 scrapes.
- * Run: HA_REFERENCE_DIR=$PWD/../shared node --import tsx bench/exporter-bench.ts [scrapes=15]
+ *  (d) RSS of a `db-exporter` process after its first scrape and after 100 scrapes: the source
+ *      under tsx, or the build when DB_EXPORTER_ENTRY names it (e.g. dist/src/cli/db-exporter.js,
+ *      after `npm run build`; what operators run, without tsx's ~15 MB).
+ * Run: HA_REFERENCE_DIR=$PWD/../shared node --import tsx bench/exporter-bench.ts [scrapes=60]
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -28,7 +30,9 @@ const repoRoot = resolve(import.meta.dirname, '..');
 const SETS: Record<string, string> = { default: resolve(repoRoot, 'collectors') };
 if (REFERENCE_DIR) SETS.shared = referencePath('pg_exporter-config');
 else console.log(`${REFERENCE_ENV} is not set to an existing directory: skipping the shared (pg_exporter-config) set\n`);
-const N = Number(process.argv[2] ?? 15);
+const N = Number(process.argv[2] ?? 60);
+const builtExporter = process.env['DB_EXPORTER_ENTRY'];
+const exporterEntry = builtExporter ? [resolve(repoRoot, builtExporter)] : ['--import', 'tsx', resolve(repoRoot, 'src/cli/db-exporter.ts')];
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -138,7 +142,7 @@ try {
   // (d) RSS of a db-exporter process: after the first scrape and after 100 scrapes (cache disabled).
   for (const [name, configPath] of Object.entries(SETS)) {
     const port = await freePort();
-    const cli = spawn(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'src/cli/db-exporter.ts'), '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
+    const cli = spawn(process.execPath, [...exporterEntry, '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
       cwd: repoRoot,
       stdio: 'ignore',
     });
@@ -153,7 +157,7 @@ try {
       ms.push(performance.now() - t0);
     }
     const after = rssKb(cli.pid!);
-    console.log(`[db-exporter RSS, ${name}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`);
+    console.log(`[db-exporter RSS, ${name}${builtExporter ? ', built' : ', tsx'}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`);
     await stopPid(cli.pid!);
   }
 } finally {
