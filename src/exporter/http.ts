@@ -3,8 +3,11 @@
  * /explain, /stat, /version and the landing page. Paths, aliases and verdicts are the seed's
  * tables (shared/seeds/001_*.txt); unknown paths answer 404 (seed; upstream serves the landing page).
  */
+import type { HttpBindings } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { piecesBody, utf8Pieces } from './body-pieces.ts';
 import { versionText } from './build-info.ts';
 import type { Exporter } from './exporter.ts';
 import type { Role } from './role-probe.ts';
@@ -60,7 +63,27 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
       });
     }
   }
-  app.get(metricsPath, async (c) => c.body(await exp.collect(), 200, { 'Content-Type': METRICS_CONTENT_TYPE }));
+  app.get(metricsPath, async (c) => {
+    const text = await exp.collect();
+    const headers = { 'Content-Type': METRICS_CONTENT_TYPE };
+    // In pieces under 128 KiB (body-pieces.ts): one large block per answer grows the RSS. Under
+    // @hono/node-server a GET writes them itself, corked, so they leave in one writev (a stream
+    // body would be written piece by piece, one syscall each); HEAD and other hosts (app.request)
+    // get the same bytes as a stream.
+    const out = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
+    if (out && c.req.method === 'GET') {
+      const pieces = utf8Pieces(text);
+      let length = 0;
+      for (const p of pieces) length += p.length;
+      out.writeHead(200, { ...headers, 'Content-Length': String(length) });
+      out.cork();
+      for (const p of pieces) out.write(p);
+      out.end();
+      return RESPONSE_ALREADY_SENT;
+    }
+    const { body, length } = piecesBody(text);
+    return c.body(body, 200, { ...headers, 'Content-Length': String(length) });
+  });
   const reload = async (c: Context) => {
     const r = await exp.reload();
     return r.ok ? c.body('server reloaded', 200, { 'Content-Type': TEXT }) : c.body(`fail to reload: ${r.error}`, 500, { 'Content-Type': TEXT });

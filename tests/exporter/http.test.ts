@@ -3,7 +3,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { buildInfo } from '../../src/exporter/build-info.ts';
 import { createExporterApp, ROLE_ROUTES, type ExporterApi } from '../../src/exporter/http.ts';
 import type { Role } from '../../src/exporter/role-probe.ts';
+import { listen } from '../../src/exporter/serve.ts';
 import { basicAuthMiddleware } from '../../src/exporter/web-config.ts';
+import { freePort } from '../support/ports.ts';
 
 function fakeExporter(role: Role, reloadOk = true) {
   let collects = 0;
@@ -79,6 +81,32 @@ describe('exporter HTTP API', () => {
     expect((await app.request('/stat')).headers.get('content-type')).toBe('text/plain; charset=UTF-8');
     const v = await (await app.request('/version')).text();
     expect(v).toMatch(/^db_exporter version v/);
+  });
+
+  it('over HTTP, answers a large /metrics text exactly, in one piece for HEAD and GET alike, behind its auth', async () => {
+    let text = '';
+    for (let i = 0; i < 30_000; i++) text += `pg_table_size{relname="t_${i}_é_😀"} ${i * 8192}\n`;
+    const hash = bcrypt.hashSync('s3cret', 4);
+    const exp = { ...fakeExporter('primary'), collect: async () => text };
+    const app = createExporterApp(exp, { middleware: [basicAuthMiddleware({ alice: hash })!] });
+    const port = await freePort();
+    const server = await listen(app, { host: '127.0.0.1', port });
+    try {
+      const url = `http://127.0.0.1:${port}/metrics`;
+      const auth = { Authorization: `Basic ${Buffer.from('alice:s3cret').toString('base64')}` };
+      expect((await fetch(url)).status).toBe(401);
+      const get = await fetch(url, { headers: auth });
+      expect(get.status).toBe(200);
+      expect(get.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+      expect(get.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+      expect(await get.text()).toBe(text);
+      const head = await fetch(url, { method: 'HEAD', headers: auth });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+      expect(await head.text()).toBe('');
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('requires basic auth on every route when users are configured', async () => {

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { PIECE_CHARS, piecesBody, utf8Pieces } from '../../src/exporter/body-pieces.ts';
+
+const line = (i: number) => `pg_table_size{datname="db",relname="t_${i}_é_😀"} ${i * 8192}\n`;
+
+describe('utf8Pieces', () => {
+  it('returns the exact UTF-8 bytes of a large exposition, every piece under 128 KiB and ending a line', () => {
+    let text = '';
+    for (let i = 0; i < 20_000; i++) text += line(i);
+    const pieces = utf8Pieces(text);
+    expect(pieces.length).toBeGreaterThan(10);
+    expect(Buffer.concat(pieces).equals(Buffer.from(text))).toBe(true);
+    for (const p of pieces) {
+      expect(p.length).toBeLessThan(128 * 1024);
+      expect(p[p.length - 1]).toBe(0x0a);
+    }
+  });
+
+  it('never cuts a surrogate pair when a piece has no newline', () => {
+    const text = '😀'.repeat(50); // 100 code units, no newline
+    for (const max of [2, 3, 7, 64]) {
+      const pieces = utf8Pieces(text, max);
+      expect(Buffer.concat(pieces).toString('utf8')).toBe(text);
+      expect(pieces.every((p) => !p.includes(Buffer.from('\uFFFD')))).toBe(true);
+    }
+  });
+
+  it('gives no piece for an empty text and one for a short text; rejects maxChars < 2', () => {
+    expect(utf8Pieces('')).toEqual([]);
+    expect(utf8Pieces('a 1\n').map(String)).toEqual(['a 1\n']);
+    expect(() => utf8Pieces('abc', 1)).toThrow(/maxChars/);
+    expect(PIECE_CHARS * 3).toBeLessThan(128 * 1024);
+  });
+});
+
+describe('piecesBody', () => {
+  it('streams the whole text and reports its byte length', async () => {
+    let text = '';
+    for (let i = 0; i < 5_000; i++) text += line(i);
+    const { body, length } = piecesBody(text);
+    const got = Buffer.from(await new Response(body).arrayBuffer());
+    expect(length).toBe(Buffer.byteLength(text));
+    expect(got.toString('utf8')).toBe(text);
+  });
+});
