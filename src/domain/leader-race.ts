@@ -84,7 +84,8 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * The healthiest-node test. A member races only when all hold:
  * - it may be promoted (no `nofailover`, priority > 0);
  * - with a manual failover naming another reachable member, it steps aside; the named candidate
- *   races without the lag rule; the former leader of a switchover steps aside;
+ *   races without the lag rule; the former leader of a switchover steps aside for a member that
+ *   can win (not for one its own WAL position would stop);
  * - its lag behind the leader's last optime is within maximum_lag_on_failover;
  * - its timeline is not behind the cluster timeline (with check_timeline never; without it only
  *   when no reachable member is on the cluster timeline);
@@ -128,9 +129,17 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   }
   if (failover?.leader === self.name && !isCandidate) {
     // Only for a member that can win the race: running, allowed to promote, not behind the cluster
-    // timeline (no member behind it wins by itself), let by the sync key (synchronous mode) and,
-    // in failsafe mode, listed in the failsafe key. Otherwise nobody would take the lock
-    // (finding 13, docs/simulation.md).
+    // timeline (no member behind it wins by itself), let by the sync key (synchronous mode), in
+    // failsafe mode listed in the failsafe key, and not stopped by this member's WAL position: the
+    // candidate (it races without comparing WAL), a member at or past this one's position, or one
+    // whose race skips this member (the sync key's former leader or a member it refuses; this
+    // member behind the cluster timeline while the peer is on it). Otherwise nobody would take the
+    // lock (findings 13 and 18, docs/simulation.md).
+    const selfAsPeer = { name: self.name, walBytes: self.walBytes };
+    const peerSkipsMyWal = (p: PeerStatus) =>
+      (!!input.sync && input.sync.key.leader === self.name) ||
+      syncRefuses(selfAsPeer) ||
+      (input.clusterTimeline > 0 && self.timeline < input.clusterTimeline && p.timeline !== undefined && p.timeline >= input.clusterTimeline);
     const other = peers.some(
       (p) =>
         p.reachable &&
@@ -138,7 +147,8 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
         failoverPriority(p.tags) > 0 &&
         !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
         !syncRefuses(p) &&
-        (input.failsafeListed?.(p.name) ?? true),
+        (input.failsafeListed?.(p.name) ?? true) &&
+        (p.name === failover.member || p.walBytes === undefined || p.walBytes >= self.walBytes || peerSkipsMyWal(p)),
     );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
   }

@@ -71,6 +71,30 @@ describe('isHealthiest', () => {
       true,
     ],
     [
+      'the former leader of a switchover races when the only member that could win is behind it in WAL, the candidate being out (finding 18, seed 881194168)',
+      base({
+        self: { name: 'a', walBytes: 100n, timeline: 2, tags: {} },
+        clusterTimeline: 1,
+        failover: { leader: 'a', member: 'b' },
+        peers: [
+          { name: 'b', reachable: true, state: 'running', walBytes: 40n, timeline: 1 },
+          { name: 'c', reachable: true, state: 'running', walBytes: 50n, timeline: 1 },
+        ],
+        failsafeListed: (n) => n !== 'b',
+      }),
+      true,
+    ],
+    [
+      'the former leader of a switchover steps aside for a non-candidate member at its WAL position',
+      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }, { name: 'c', reachable: true, state: 'running', walBytes: 100n, timeline: 2 }] }),
+      false,
+    ],
+    [
+      'synchronous mode: the former leader steps aside for a listed member behind it (that member skips the key\'s former leader)',
+      base({ failover: { leader: 'a', member: 'b' }, sync: { mode: 'on', key: { leader: 'a', members: ['c'], quorum: 0 } }, peers: [{ name: 'b', reachable: true, state: 'stopped' }, { name: 'c', reachable: true, state: 'running', walBytes: 60n, timeline: 2 }] }),
+      false,
+    ],
+    [
       'failsafe: a candidate the failsafe key does not list does not hold up the race (finding 12)',
       base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
       true,

@@ -543,6 +543,23 @@ describe('ha simulate', () => {
     expect(world.journalJsonl()).toMatch(/diverged from leader n3: timeline 2 here was made by n1's promotion/);
   });
 
+  it('finding 18 (seed 881194168, liveness-primary): the former leader of a switchover races when the member it would step aside for is behind it in WAL', async () => {
+    // n3 promoted (switchover) to timeline 2, froze and demoted; a switchover to n1 followed, but
+    // the failsafe key does not list n1; n2 deferred to n3 (ahead in WAL) while n3 stepped aside
+    // for n2 as "a member that can win": no primary after the heal.
+    const faults: Fault[] = [
+      { kind: 'dcs-partition', at: 3, node: 'n1', steps: 30 },
+      { kind: 'switchover', at: 30, node: 'n3' },
+      { kind: 'freeze', at: 31, node: 'n3', steps: 28 },
+      { kind: 'pg-crash', at: 33, node: 'n3' },
+      { kind: 'switchover', at: 44, node: 'n1' },
+      { kind: 'agent-crash', at: 46, node: 'n2', steps: 25 },
+      { kind: 'heal', at: 53 },
+    ];
+    const { result } = await runSchedule(881194168, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
