@@ -11,7 +11,7 @@
  *  (c) Debian's prometheus-postgres-exporter default scrape time and series count, same database;
  *  (d) RSS of a `db-exporter` process after its first scrape and after 100 scrapes: the source
  *      under tsx, or the build when DB_EXPORTER_ENTRY names it (e.g. dist/src/cli/db-exporter.js,
- *      after `npm run build`; what operators run, without tsx's ~15 MB).
+ *      after `npm run build`; what operators run, without tsx's ~30 MB of fixed RSS).
  * Run: HA_REFERENCE_DIR=$PWD/../shared node --import tsx bench/exporter-bench.ts [scrapes=60]
  */
 import { spawn } from 'node:child_process';

@@ -35,16 +35,19 @@ export function utf8Pieces(text: string, maxChars = PIECE_CHARS): Buffer[] {
   return pieces;
 }
 
-/** The pieces as a stream body, with their total length in bytes (for Content-Length). */
-export function piecesBody(text: string): { body: ReadableStream<Uint8Array>; length: number } {
-  const pieces = utf8Pieces(text);
+/** Total length of `pieces`, bytes (for Content-Length). */
+export function byteLength(pieces: readonly Uint8Array[]): number {
   let length = 0;
   for (const p of pieces) length += p.length;
-  const body = new ReadableStream<Uint8Array>({
+  return length;
+}
+
+/** `pieces` as a stream body, one chunk each. */
+export function piecesStream(pieces: readonly Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
     start(ctl) {
       for (const p of pieces) ctl.enqueue(p);
       ctl.close();
     },
   });
-  return { body, length };
 }

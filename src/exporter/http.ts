@@ -7,7 +7,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { piecesBody, utf8Pieces } from './body-pieces.ts';
+import { byteLength, piecesStream, utf8Pieces } from './body-pieces.ts';
 import { versionText } from './build-info.ts';
 import type { Exporter } from './exporter.ts';
 import type { Role } from './role-probe.ts';
@@ -70,19 +70,17 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
     // @hono/node-server a GET writes them itself, corked, so they leave in one writev (a stream
     // body would be written piece by piece, one syscall each); HEAD and other hosts (app.request)
     // get the same bytes as a stream.
+    const pieces = utf8Pieces(text);
+    const length = String(byteLength(pieces));
     const out = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     if (out && c.req.method === 'GET') {
-      const pieces = utf8Pieces(text);
-      let length = 0;
-      for (const p of pieces) length += p.length;
-      out.writeHead(200, { ...headers, 'Content-Length': String(length) });
+      out.writeHead(200, { ...headers, 'Content-Length': length });
       out.cork();
       for (const p of pieces) out.write(p);
       out.end();
       return RESPONSE_ALREADY_SENT;
     }
-    const { body, length } = piecesBody(text);
-    return c.body(body, 200, { ...headers, 'Content-Length': String(length) });
+    return c.body(piecesStream(pieces), 200, { ...headers, 'Content-Length': length });
   });
   const reload = async (c: Context) => {
     const r = await exp.reload();

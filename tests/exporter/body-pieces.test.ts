@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PIECE_CHARS, piecesBody, utf8Pieces } from '../../src/exporter/body-pieces.ts';
+import { byteLength, PIECE_CHARS, piecesStream, utf8Pieces } from '../../src/exporter/body-pieces.ts';
 
 const line = (i: number) => `pg_table_size{datname="db",relname="t_${i}_é_😀"} ${i * 8192}\n`;
 
@@ -33,13 +33,13 @@ describe('utf8Pieces', () => {
   });
 });
 
-describe('piecesBody', () => {
-  it('streams the whole text and reports its byte length', async () => {
+describe('piecesStream and byteLength', () => {
+  it('stream the whole text and count its bytes', async () => {
     let text = '';
     for (let i = 0; i < 5_000; i++) text += line(i);
-    const { body, length } = piecesBody(text);
-    const got = Buffer.from(await new Response(body).arrayBuffer());
-    expect(length).toBe(Buffer.byteLength(text));
+    const pieces = utf8Pieces(text);
+    const got = Buffer.from(await new Response(piecesStream(pieces)).arrayBuffer());
+    expect(byteLength(pieces)).toBe(Buffer.byteLength(text));
     expect(got.toString('utf8')).toBe(text);
   });
 });
