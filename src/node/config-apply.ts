@@ -38,6 +38,8 @@ export class ConfigApplier {
   /** The mod revision of the stored dynamic configuration last validated, and the config that gave. */
   private lastRevision: string | undefined;
   private lastApplied: DynamicConfig | undefined;
+  /** The last configuration write in flight (write()), settled; the next one starts after it. */
+  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly core: NodeCore,
@@ -171,21 +173,42 @@ export class ConfigApplier {
     };
   }
 
+  /**
+   * Writes the configuration for `role` (configureOptions, computed when this write's turn comes,
+   * not when it was asked for). Every write of the agent goes through here, one at a time in the
+   * order asked: two writes in flight could otherwise land out of order and leave PostgreSQL
+   * with the older options, e.g. a reconfiguration started by a dynamic-configuration change
+   * landing after the synchronous-replication manager wrote a newer synchronous_standby_names
+   * (CI, tests/e2e/sync-rules.test.ts: the set stayed FIRST 2 after the key shrank to one member).
+   * Rejects when PgControl.configure does; a failed write does not stop the next one.
+   */
+  write(role: 'primary' | 'replica' | (() => 'primary' | 'replica' | undefined)): Promise<void> {
+    const run = async () => {
+      const r = typeof role === 'function' ? role() : role;
+      if (r !== undefined) await this.core.deps.pg.configure(this.configureOptions(r));
+    };
+    const next = this.writing.then(run, run);
+    this.writing = next.catch(() => undefined);
+    return next;
+  }
+
   /** Writes the configuration for `role` and reloads PostgreSQL (awaited; rejects on failure). */
   async writeAndReload(role: 'primary' | 'replica'): Promise<void> {
-    const { pg } = this.core.deps;
-    await pg.configure(this.configureOptions(role));
-    await pg.reload();
+    await this.write(role);
+    await this.core.deps.pg.reload();
   }
 
   /** Rewrites the configuration of a running database for its role and reloads it. */
   private reconfigureRunning(failure: string): void {
-    const s = this.core.db().getSnapshot();
-    if (s.value !== 'running') return;
     const { pg, log } = this.core.deps;
-    void pg
-      .configure(this.configureOptions(s.context.role === 'primary' ? 'primary' : 'replica'))
-      .then(() => pg.reload())
+    // The role is read when the write's turn comes: a database no longer running is not touched.
+    const role = () => {
+      const s = this.core.db().getSnapshot();
+      return s.value === 'running' ? (s.context.role === 'primary' ? 'primary' : 'replica') : undefined;
+    };
+    if (role() === undefined) return;
+    void this.write(role)
+      .then(() => (role() === undefined ? undefined : pg.reload()))
       .catch((e) => log.warn({ err: String(e) }, failure));
   }
 }

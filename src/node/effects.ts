@@ -6,7 +6,7 @@
 import { fromPromise } from 'xstate';
 import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '../machines/database.ts';
 import { sleepOn, systemClock, type Clock } from './clock.ts';
-import type { ConfigureOptions, PgControl, Upstream } from '../postgres/types.ts';
+import type { PgControl, Upstream } from '../postgres/types.ts';
 
 /** What the effects need to know at the moment they run (read through callbacks, never cached). */
 export interface EffectContext {
@@ -19,8 +19,8 @@ export interface EffectContext {
   cloneSource: () => Upstream | undefined;
   /** Told how a pg_rewind ended (the node remembers a failure so that it never loops; docs/ha.md "Rewind"). */
   rewound?: (outcome: { ok: true; from: string } | { ok: false; from: string; error: string }) => void;
-  /** Configuration for starting with a role (upstream, slot, parameters). */
-  configureFor: (role: 'primary' | 'replica') => ConfigureOptions;
+  /** Writes the configuration for starting with a role (upstream, slot, parameters): PgControl.configure with the node's options, serialized with its other writes. */
+  configure: (role: 'primary' | 'replica') => Promise<void>;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
   afterStop: () => Promise<void>;
   /** This member's name (recorded in the promotion marker). */
@@ -124,7 +124,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
     actors: {
       initdb: fromPromise(async () => {
         await pg.initdb(ctx.initdbOptions());
-        await pg.configure(ctx.configureFor('primary'));
+        await ctx.configure('primary');
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
         await pg.postBootstrap();
       }),
@@ -156,7 +156,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         await pg.basebackup(from);
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
-        await pg.configure(ctx.configureFor(input.role));
+        await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
       }),
@@ -166,7 +166,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       restart: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.stop('fast', ctx.stopTimeoutMs());
-        await pg.configure(ctx.configureFor(input.role));
+        await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
       }),
       promote: fromPromise(async () => {

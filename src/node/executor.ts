@@ -171,7 +171,7 @@ export class Executor {
         const sc = standbyClusterOf(st.config);
         if (!sc || (st.followsRemote && st.configuredUpstream === remoteKey(sc))) return;
         this.pointAtRemote(sc);
-        await pg.configure(this.config.configureOptions('replica'));
+        await this.config.write('replica');
         await pg.reload();
         st.demoted = false;
         log.info({ host: sc.host, port: sc.port }, `standby leader: replicating from ${sc.host}:${sc.port}`);
@@ -263,7 +263,7 @@ export class Executor {
     if (!up) return;
     st.upstream = up;
     const { pg, log } = this.core.deps;
-    await pg.configure(this.config.configureOptions('replica'));
+    await this.config.write('replica');
     await pg.reload();
     st.configuredUpstream = leader;
     st.demoted = false;

@@ -325,7 +325,7 @@ export class HaNode {
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
       cloneSource: () => state.cloneFrom,
       rewound: (outcome) => this.executor.rewound(outcome),
-      configureFor: (role) => this.config.configureOptions(role),
+      configure: (role) => this.config.write(role),
       afterStop: () => this.executor.afterStop(),
       startTimeoutMs: () => this.deps.startTimeoutMs,
       stopTimeoutMs: () => 60_000,

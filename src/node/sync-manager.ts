@@ -148,6 +148,20 @@ export class SyncManager {
     }
     let pg = probe;
     let v = view;
+    if (this.configured.kind !== 'unknown' && pg.synchronousStandbyNames !== undefined && pg.synchronousStandbyNames !== formatSyncSet(this.configured)) {
+      // The set this agent wrote is still not in force at the next round (a reload that failed
+      // or was slower than the re-probes, a value written by hand): what runs is not protected
+      // by the key's growth until the written set holds every commit again, and it is written
+      // once more. The decision alone would wait for it forever: it only steps on a set that
+      // differs from the target (CI, tests/e2e/sync-rules.test.ts).
+      const running = parseSyncSet(pg.synchronousStandbyNames);
+      if (!this.uncovered.some((u) => sameSyncSet(u, running))) this.uncovered = [...this.uncovered, running];
+      this.mark = undefined;
+      const text = formatSyncSet(this.configured);
+      core.notice('sync.standby_names', `synchronous_standby_names in force is ${JSON.stringify(pg.synchronousStandbyNames)}, not ${JSON.stringify(text)} as written: writing it again`);
+      await rewrite();
+      pg = await this.probeUntil(text, pg);
+    }
     for (let n = 0; n < MAX_STEPS_PER_CYCLE; n++) {
       const configured: SyncSet = this.configured;
       const effective = configured.kind === 'unknown' || (pg.synchronousStandbyNames ?? '') === formatSyncSet(configured);

@@ -84,8 +84,15 @@ describe('nosync and synchronous_node_count', () => {
         body: JSON.stringify({ synchronous_node_count: 1 }),
       });
       expect(res.status).toBe(200);
-      await waitFor(async () => ((await syncKey(c))?.members.length === 1 ? true : undefined), SETTLE_MS, 'one member in the sync key');
-      await waitFor(async () => (/^FIRST 1 \("node[23]"\)$/.test(await standbyNames(c, 'node1')) ? true : undefined), SETTLE_MS, 'FIRST 1 on the leader');
+      const since = Date.now();
+      let last = '';
+      try {
+        await waitFor(async () => ((await syncKey(c))?.members.length === 1 ? true : undefined), SETTLE_MS, 'one member in the sync key');
+        await waitFor(async () => (/^FIRST 1 \("node[23]"\)$/.test((last = await standbyNames(c, 'node1'))) ? true : undefined), SETTLE_MS, 'FIRST 1 on the leader');
+      } catch (e) {
+        const lines = c.logsMatching(/sync|synchronous|config/i, since - 1000).slice(-40);
+        throw new Error(`${String(e)}\nsynchronous_standby_names on node1: ${last}\nsync key: ${JSON.stringify(await syncKey(c))}\nnode1 /ha: ${(await c.get('node1', '/ha')).body}\n${lines.join('\n')}`);
+      }
       const key = await syncKey(c);
       expect(await standbyNames(c, 'node1')).toBe(`FIRST 1 ("${key!.members[0]}")`);
     } finally {
