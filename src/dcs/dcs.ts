@@ -139,7 +139,9 @@ export interface Dcs {
    * (after a TTL change or an agent restart) a second compare-and-set on value and
    * create_revision moves the key to the current lease. Never creates the key: a released,
    * expired or re-created key answers false, and the member gets the lock again only through the
-   * leader race.
+   * leader race. An implementation may answer without the transaction when its cache is known
+   * to be at least as new as the store revision its last keepalive was answered at and shows
+   * this incarnation on the current lease (EtcdDcs.heldPerCache; docs/ha.md "The leader lock").
    */
   updateLeader(createRevision: string, opts?: { keepalive?: boolean }): Promise<boolean>;
 

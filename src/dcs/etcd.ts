@@ -12,6 +12,8 @@
  *   BrokenCircuitError, becomes DcsError('dcs_unavailable').
  * - The leader lock is our own key, never etcd3's Election (stack.md §2.3): create-only txn to
  *   acquire, value compare to release, re-put with our lease only when value == our name.
+ *   A renewal right after a keepalive is answered from the cache only when the cache is at or
+ *   past the store revision of that keepalive's answer (heldPerCache).
  * - The cache is one linearizable range read, then one watch from revision + 1 with prev_kv. Any
  *   watch failure (disconnect, compaction cancel) drops the watcher, re-lists and re-watches;
  *   the cache ignores reads older than what it already holds (cache.ts).
@@ -75,6 +77,8 @@ export class EtcdDcs implements Dcs {
   private reachable = true;
   private lastSeen = 0;
   private lastKeepalive = 0;
+  /** The last successful keepalive not yet used by a renewal: its lease and the store revision etcd answered it at. */
+  private keptAliveAt: { leaseId: string; revision: bigint } | undefined;
   private closed = false;
 
   constructor(options: EtcdDcsOptions) {
@@ -160,8 +164,11 @@ export class EtcdDcs implements Dcs {
     try {
       const sent = this.now();
       const id = this.leaseId!;
-      await this.call('lease keepalive', (deadline) => this.keepalives.once(id, deadline), isLeaseInvalid);
-      if (this.lease === lease) this.lastKeepalive = sent;
+      const res = await this.call('lease keepalive', (deadline) => this.keepalives.once(id, deadline), isLeaseInvalid);
+      if (this.lease === lease) {
+        this.lastKeepalive = sent;
+        this.keptAliveAt = { leaseId: id, revision: BigInt(res.header?.revision ?? '0') };
+      }
     } catch (err) {
       if (!isLeaseInvalid(err)) throw err;
       await this.grant();
@@ -200,6 +207,7 @@ export class EtcdDcs implements Dcs {
 
   async updateLeader(createRevision: string, opts: { keepalive?: boolean } = {}): Promise<boolean> {
     if (opts.keepalive !== false) await this.keepalive();
+    if (this.heldPerCache(createRevision)) return true;
     const key = this.abs(KEY.leader);
     const held = await this.call('leader renew', (deadline) =>
       this.client
@@ -223,6 +231,31 @@ export class EtcdDcs implements Dcs {
         .commit(),
     );
     return moved.succeeded;
+  }
+
+  /**
+   * Whether the renewal's compare-and-set can be answered from the cache (issue 13: one unary
+   * gRPC call less per cycle on an idle leader). True only when all of these hold:
+   * - a keepalive of the current lease succeeded and no renewal used it yet (each renewal needs
+   *   its own keepalive since the last one);
+   * - the cache is at or past the store revision that keepalive's answer carried (the header
+   *   revision etcd answered it at): every change of the prefix up to that revision, a delete or
+   *   re-creation of the leader key included, is in the cache. A write anywhere in etcd after the
+   *   cache's revision (another cluster's keys in a shared etcd, a watch event still in flight)
+   *   makes this false and the transaction runs, as before;
+   * - the cached leader key is this member's incarnation: value, create_revision and the
+   *   current lease.
+   * Then the key was this incarnation on the lease the keepalive extended at a revision after the
+   * keepalive was sent, which is what the transaction's compares establish. The answer's header
+   * comes from the member that served the keepalive (renewals go through the etcd leader): a
+   * member behind the etcd leader answers an older revision, by its apply lag.
+   */
+  private heldPerCache(createRevision: string): boolean {
+    const at = this.keptAliveAt;
+    this.keptAliveAt = undefined;
+    if (!at || at.leaseId !== this.leaseId || at.revision === 0n || this.cache.revision() < at.revision) return false;
+    const kv = this.cache.get(KEY.leader);
+    return !!kv && kv.value === this.name && kv.createRevision === createRevision && kv.lease === this.leaseId;
   }
 
   async deleteLeader(createRevision?: string): Promise<boolean> {

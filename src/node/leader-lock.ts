@@ -138,9 +138,10 @@ export class LeaderLock {
    * `keptAlive`: the caller kept the lease alive successfully, with the request sent at this
    * basis (from `mark()`), before calling: the renewal then skips its own keepalive (one gRPC
    * message less per cycle, issue 13) and the lock's validity and the fence's deadline count from
-   * that earlier send time, when the lease was last extended. The compare-and-set still checks
-   * the key is on the current lease, the one that keepalive extended (or a newer one granted
-   * after it).
+   * that earlier send time, when the lease was last extended. The compare-and-set (or, on etcd,
+   * the watch cache when it is current as of that keepalive: Dcs.updateLeader) still checks the
+   * key is on the current lease, the one that keepalive extended (or a newer one granted after
+   * it).
    */
   async renew(keptAlive?: RenewalBasis): Promise<'ok' | 'lost' | 'failed'> {
     const st = this.st;

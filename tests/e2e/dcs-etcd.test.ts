@@ -85,6 +85,52 @@ async function spawnEtcd(dir: string, client: number, peer: number): Promise<num
   return pid;
 }
 
+describe('EtcdDcs renewal after the cycle keepalive', () => {
+  it('answers from the cache only when the cache is at the keepalive\'s store revision and shows this incarnation; otherwise the transaction decides', async () => {
+    const r = raw!;
+    const a = new EtcdDcs({ hosts: [etcd!.host], namespace: '/service/', scope: 'renew-cache', name: 'a', ttlSeconds: 10, retryTimeoutMs: 2000, now: agentNow });
+    // Count the transactions the adapter sends (white box: the optimization is one txn less).
+    const client = (a as unknown as { client: Etcd3 }).client;
+    const origIf = client.if.bind(client);
+    let txns = 0;
+    client.if = ((...args: Parameters<Etcd3['if']>) => {
+      txns++;
+      return origIf(...args);
+    }) as Etcd3['if'];
+    try {
+      await a.start();
+      const won = await a.attemptToAcquireLeader();
+      if (!won.acquired) throw new Error('a did not win');
+      await waitFor(() => a.view().leader?.createRevision === won.createRevision, 5000, 'the leader key in the cache', 20);
+      // The cycle's keepalive, then the renewal: answered from the cache, no transaction.
+      await a.keepalive();
+      txns = 0;
+      expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(true);
+      expect(txns).toBe(0);
+      // Each renewal needs its own keepalive: without one, the transaction runs.
+      expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(true);
+      expect(txns).toBe(1);
+      // A write outside the prefix moves the store revision past the cache: the transaction runs.
+      await r.put('/elsewhere/renew-cache').value('x');
+      await a.keepalive();
+      expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(true);
+      expect(txns).toBe(2);
+      // The key deleted and created again under the same name (not by this agent): not renewed,
+      // once the watch has delivered it (cache current) and before (the transaction decides).
+      await r.delete().key('/service/renew-cache/leader');
+      await r.put('/service/renew-cache/leader').value('a');
+      await waitFor(() => a.view().leader !== undefined && a.view().leader!.createRevision !== won.createRevision, 5000, 'the new key in the cache', 20);
+      await a.keepalive();
+      expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(false);
+      expect(txns).toBe(3);
+    } finally {
+      await a.close();
+      await r.delete().prefix('/service/renew-cache/');
+      await r.delete().key('/elsewhere/renew-cache');
+    }
+  });
+});
+
 describe('EtcdDcs across an etcd restart', () => {
   it('reports unreachable, then re-lists, re-watches and reports reachable; the lease survives', async () => {
     const dir = await makeTempDir('ha-dcs-etcd-');
