@@ -7,7 +7,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { byteLength, piecesStream, utf8Pieces } from './body-pieces.ts';
+import { BodyBufferPool, byteLength, piecesStream, utf8Pieces } from './body-pieces.ts';
 import { versionText } from './build-info.ts';
 import type { Exporter } from './exporter.ts';
 import type { Role } from './role-probe.ts';
@@ -51,6 +51,7 @@ const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;')
 /** Builds the Hono app. Handlers other than /metrics and /reload never touch the database. */
 export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hono {
   const app = new Hono();
+  const bodies = new BodyBufferPool();
   const metricsPath = opts.telemetryPath ?? '/metrics';
   for (const m of opts.middleware ?? []) app.use('*', m);
   const maxBody = opts.maxBodyBytes ?? EXPORTER_MAX_BODY_BYTES;
@@ -66,21 +67,20 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
   app.get(metricsPath, async (c) => {
     const text = await exp.collect();
     const headers = { 'Content-Type': METRICS_CONTENT_TYPE };
-    // In pieces under 128 KiB (body-pieces.ts): one large block per answer grows the RSS. Under
-    // @hono/node-server a GET writes them itself, corked, so they leave in one writev (a stream
-    // body would be written piece by piece, one syscall each); HEAD and other hosts (app.request)
-    // get the same bytes as a stream.
-    const pieces = utf8Pieces(text);
-    const length = String(byteLength(pieces));
+    // One large block allocated and freed per answer grows the RSS (body-pieces.ts). Under
+    // @hono/node-server a GET is encoded into a reused buffer and written by the handler itself
+    // (one write; the buffer returns to the pool on 'finish'); HEAD and other hosts (app.request)
+    // get the same bytes as a stream of pieces under 128 KiB.
     const out = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     if (out && c.req.method === 'GET') {
-      out.writeHead(200, { ...headers, 'Content-Length': length });
-      out.cork();
-      for (const p of pieces) out.write(p);
-      out.end();
+      const { bytes, release } = bodies.encode(text);
+      out.once('finish', release);
+      out.writeHead(200, { ...headers, 'Content-Length': String(bytes.length) });
+      out.end(bytes);
       return RESPONSE_ALREADY_SENT;
     }
-    return c.body(piecesStream(pieces), 200, { ...headers, 'Content-Length': length });
+    const pieces = utf8Pieces(text);
+    return c.body(piecesStream(pieces), 200, { ...headers, 'Content-Length': String(byteLength(pieces)) });
   });
   const reload = async (c: Context) => {
     const r = await exp.reload();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteLength, PIECE_CHARS, piecesStream, utf8Pieces } from '../../src/exporter/body-pieces.ts';
+import { BodyBufferPool, byteLength, PIECE_CHARS, piecesStream, utf8Pieces } from '../../src/exporter/body-pieces.ts';
 
 const line = (i: number) => `pg_table_size{datname="db",relname="t_${i}_é_😀"} ${i * 8192}\n`;
 
@@ -41,5 +41,49 @@ describe('piecesStream and byteLength', () => {
     const got = Buffer.from(await new Response(piecesStream(pieces)).arrayBuffer());
     expect(byteLength(pieces)).toBe(Buffer.byteLength(text));
     expect(got.toString('utf8')).toBe(text);
+  });
+});
+
+describe('BodyBufferPool', () => {
+  const exposition = (n: number) => {
+    let text = '';
+    for (let i = 0; i < n; i++) text += line(i);
+    return text;
+  };
+
+  it('encodes the exact UTF-8 bytes and reuses a buffer only after its release', () => {
+    const pool = new BodyBufferPool();
+    const a = exposition(5000);
+    const first = pool.encode(a);
+    expect(first.bytes.equals(Buffer.from(a))).toBe(true);
+    // Not released: a second answer gets another buffer, the first one's bytes stay intact.
+    const b = exposition(4000);
+    const second = pool.encode(b);
+    expect(second.bytes.buffer).not.toBe(first.bytes.buffer);
+    expect(first.bytes.equals(Buffer.from(a))).toBe(true);
+    first.release();
+    first.release(); // idempotent
+    expect(pool.freeCount).toBe(1);
+    const third = pool.encode(b);
+    expect(third.bytes.buffer).toBe(first.bytes.buffer);
+    expect(third.bytes.equals(Buffer.from(b))).toBe(true);
+    expect(second.bytes.equals(Buffer.from(b))).toBe(true);
+  });
+
+  it('replaces a free buffer too small for a larger text and keeps at most `keep` free buffers', () => {
+    const pool = new BodyBufferPool(1);
+    const small = pool.encode('a\n');
+    small.release();
+    expect(pool.freeCount).toBe(1);
+    const big = exposition(20_000);
+    const large = pool.encode(big);
+    expect(large.bytes.buffer).not.toBe(small.bytes.buffer);
+    expect(large.bytes.equals(Buffer.from(big))).toBe(true);
+    expect(pool.freeCount).toBe(0);
+    const other = pool.encode('b\n');
+    large.release();
+    other.release();
+    expect(pool.freeCount).toBe(1);
+    expect(pool.encode(big).bytes.buffer).toBe(large.bytes.buffer);
   });
 });

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import bcrypt from 'bcryptjs';
 import { describe, expect, it, vi } from 'vitest';
 import { buildInfo } from '../../src/exporter/build-info.ts';
@@ -107,6 +108,67 @@ describe('exporter HTTP API', () => {
     } finally {
       await new Promise((r) => server.close(r));
     }
+  });
+
+  it('over HTTP, concurrent and successive scrapes of different sizes each get their own text intact (pooled answer buffers)', async () => {
+    const textFor = (k: number) => {
+      let t = `scrape ${k}\n`;
+      for (let i = 0; i < 10_000 + (k % 3) * 7_000; i++) t += `pg_x{k="${k}",i="${i}_é"} ${i}\n`;
+      return t;
+    };
+    let calls = 0;
+    const exp = { ...fakeExporter('primary'), collect: async () => textFor(calls++) };
+    const app = createExporterApp(exp);
+    const port = await freePort();
+    const server = await listen(app, { host: '127.0.0.1', port });
+    try {
+      const url = `http://127.0.0.1:${port}/metrics`;
+      const check = async () => {
+        const body = await (await fetch(url)).text();
+        const k = Number(/^scrape (\d+)\n/.exec(body)?.[1]);
+        expect(body === textFor(k), `scrape ${k} intact`).toBe(true);
+      };
+      for (let round = 0; round < 3; round++) await Promise.all([check(), check(), check(), check()]);
+      for (let i = 0; i < 4; i++) await check();
+      expect(calls).toBe(16);
+
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('under node-server, reuses an answer\'s buffer only after the response emitted finish', async () => {
+    const texts = ['a{x="1"} 1\n'.repeat(5000), 'b{x="2"} 2\n'.repeat(5000), 'c{x="3"} 3\n'.repeat(5000)];
+    let calls = 0;
+    const app = createExporterApp({ ...fakeExporter('primary'), collect: async () => texts[calls++]! });
+    /** The node-server response the handler writes to: keeps the bytes, as a socket still sending them does. */
+    class Outgoing extends EventEmitter {
+      status = 0;
+      bytes: Buffer | undefined;
+      writeHead(status: number) {
+        this.status = status;
+      }
+      end(bytes: Buffer) {
+        this.bytes = bytes;
+      }
+    }
+    const scrape = async () => {
+      const out = new Outgoing();
+      await app.fetch(new Request('http://x/metrics'), { outgoing: out, incoming: {} });
+      expect(out.status).toBe(200);
+      return out;
+    };
+    const first = await scrape();
+    const second = await scrape();
+    // The first answer is still being sent: the second is encoded elsewhere, the first intact.
+    expect(second.bytes!.buffer).not.toBe(first.bytes!.buffer);
+    expect(first.bytes!.toString()).toBe(texts[0]);
+    expect(second.bytes!.toString()).toBe(texts[1]);
+    first.emit('finish');
+    const third = await scrape();
+    expect(third.bytes!.buffer).toBe(first.bytes!.buffer);
+    expect(third.bytes!.toString()).toBe(texts[2]);
+    expect(second.bytes!.toString()).toBe(texts[1]);
   });
 
   it('requires basic auth on every route when users are configured', async () => {
