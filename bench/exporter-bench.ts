@@ -33,6 +33,10 @@ else console.log(`${REFERENCE_ENV} is not set to an existing directory: skipping
 const N = Number(process.argv[2] ?? 60);
 const builtExporter = process.env['DB_EXPORTER_ENTRY'];
 const exporterEntry = builtExporter ? [resolve(repoRoot, builtExporter)] : ['--import', 'tsx', resolve(repoRoot, 'src/cli/db-exporter.ts')];
+/** Node/V8 flags for the db-exporter process of part (d) (space-separated), e.g. `--single-threaded-gc`. */
+const exporterNodeFlags = (process.env['DB_EXPORTER_BENCH_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean);
+/** Part (d) only (measuring RSS settings). */
+const onlyRss = process.env['DB_EXPORTER_BENCH_ONLY_RSS'] === '1';
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -49,100 +53,104 @@ try {
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`database: 1000 tables (+1000 indexes), PostgreSQL ${(await pg.psql('SHOW server_version')).trim()}, ${N} timed scrapes each, medians\n`);
 
-  for (const [name, configPath] of Object.entries(SETS)) {
-    const exp = new Exporter({ url: pg.url, configPath, disableCache: true, autoDiscovery: false, connectTimeoutMs: 5000 });
-    await exp.collect(); // plan + warm connections
-    const defs = (exp.primary.runs ?? []).map((r) => r.def);
-    const poolMax = exp.primary.poolMax;
-    // (b) same SQL straight through postgres.js: a pool with the exporter's settings (src/exporter/target.ts).
-    const sql = postgres(pg.url, {
-      max: poolMax,
-      prepare: false,
-      fetch_types: false,
-      connect_timeout: 5,
-      max_lifetime: 60,
-      idle_timeout: 60,
-      connection: { application_name: 'bench_direct' },
-    });
-    // The exporter's per-scrape pre-check statement is SQL it must run too: include it.
-    const factsSql = FACTS_SQL;
-    const one = async (d: (typeof defs)[number]) => {
-      for (const p of d.predicates) await sql.unsafe(p.query);
-      await sql.unsafe(d.query).catch(() => undefined);
-    };
-    // Like Target.scrape: fatal collectors in order, then the rest with up to poolMax in flight.
-    const concurrent = async () => {
-      await sql.unsafe(factsSql);
-      for (const d of defs.filter((x) => x.fatal)) await one(d);
-      const rest = defs.filter((x) => !x.fatal);
-      let next = 0;
-      const worker = async () => {
-        for (let i = next++; i < rest.length; i = next++) await one(rest[i]!);
+  if (onlyRss) console.log('DB_EXPORTER_BENCH_ONLY_RSS set: parts (a)-(c) skipped\n');
+  else {
+    for (const [name, configPath] of Object.entries(SETS)) {
+      const exp = new Exporter({ url: pg.url, configPath, disableCache: true, autoDiscovery: false, connectTimeoutMs: 5000 });
+      await exp.collect(); // plan + warm connections
+      const defs = (exp.primary.runs ?? []).map((r) => r.def);
+      const poolMax = exp.primary.poolMax;
+      // (b) same SQL straight through postgres.js: a pool with the exporter's settings (src/exporter/target.ts).
+      const sql = postgres(pg.url, {
+        max: poolMax,
+        prepare: false,
+        fetch_types: false,
+        connect_timeout: 5,
+        max_lifetime: 60,
+        idle_timeout: 60,
+        connection: { application_name: 'bench_direct' },
+      });
+      // The exporter's per-scrape pre-check statement is SQL it must run too: include it.
+      const factsSql = FACTS_SQL;
+      const one = async (d: (typeof defs)[number]) => {
+        for (const p of d.predicates) await sql.unsafe(p.query);
+        await sql.unsafe(d.query).catch(() => undefined);
       };
-      await Promise.all(Array.from({ length: Math.min(poolMax, rest.length) }, worker));
-    };
-    const sequential = async () => {
-      await sql.unsafe(factsSql);
-      for (const d of defs) await one(d);
-    };
-    await concurrent();
-    // (a), (b) and the one-at-a-time run alternate, so that the load of the machine (other work
-    // runs on it) weighs on all three alike; the ratio is also taken per round.
-    const scrapeMs: number[] = [];
-    const directMs: number[] = [];
-    const seqMs: number[] = [];
-    const ratios: number[] = [];
-    let body = '';
-    for (let i = 0; i < N; i++) {
-      let t0 = performance.now();
-      body = await exp.collect();
-      scrapeMs.push(performance.now() - t0);
-      t0 = performance.now();
+      // Like Target.scrape: fatal collectors in order, then the rest with up to poolMax in flight.
+      const concurrent = async () => {
+        await sql.unsafe(factsSql);
+        for (const d of defs.filter((x) => x.fatal)) await one(d);
+        const rest = defs.filter((x) => !x.fatal);
+        let next = 0;
+        const worker = async () => {
+          for (let i = next++; i < rest.length; i = next++) await one(rest[i]!);
+        };
+        await Promise.all(Array.from({ length: Math.min(poolMax, rest.length) }, worker));
+      };
+      const sequential = async () => {
+        await sql.unsafe(factsSql);
+        for (const d of defs) await one(d);
+      };
       await concurrent();
-      directMs.push(performance.now() - t0);
-      ratios.push(scrapeMs[i]! / directMs[i]!);
-      t0 = performance.now();
-      await sequential();
-      seqMs.push(performance.now() - t0);
+      // (a), (b) and the one-at-a-time run alternate, so that the load of the machine (other work
+      // runs on it) weighs on all three alike; the ratio is also taken per round.
+      const scrapeMs: number[] = [];
+      const directMs: number[] = [];
+      const seqMs: number[] = [];
+      const ratios: number[] = [];
+      let body = '';
+      for (let i = 0; i < N; i++) {
+        let t0 = performance.now();
+        body = await exp.collect();
+        scrapeMs.push(performance.now() - t0);
+        t0 = performance.now();
+        await concurrent();
+        directMs.push(performance.now() - t0);
+        ratios.push(scrapeMs[i]! / directMs[i]!);
+        t0 = performance.now();
+        await sequential();
+        seqMs.push(performance.now() - t0);
+      }
+      await exp.stop();
+      await sql.end();
+      const a = median(scrapeMs);
+      const b = median(directMs);
+      const bs = median(seqMs);
+      const series = seriesCount(body);
+      console.log(`[${name}] collectors planned: ${defs.length}`);
+      console.log(`  (a) full scrape wall time: ${a.toFixed(1)} ms, series: ${series}, ${((a / series) * 1000).toFixed(2)} µs/series`);
+      console.log(`  (b) same SQL via postgres.js, exporter's concurrency (${poolMax}): ${b.toFixed(1)} ms  → (a)/(b) = ${(a / b).toFixed(2)} (target <= 1.2); median of the per-round ratios ${median(ratios).toFixed(2)}`);
+      console.log(`      one statement at a time: ${bs.toFixed(1)} ms (a / that = ${(a / bs).toFixed(2)})\n`);
     }
-    await exp.stop();
-    await sql.end();
-    const a = median(scrapeMs);
-    const b = median(directMs);
-    const bs = median(seqMs);
-    const series = seriesCount(body);
-    console.log(`[${name}] collectors planned: ${defs.length}`);
-    console.log(`  (a) full scrape wall time: ${a.toFixed(1)} ms, series: ${series}, ${((a / series) * 1000).toFixed(2)} µs/series`);
-    console.log(`  (b) same SQL via postgres.js, exporter's concurrency (${poolMax}): ${b.toFixed(1)} ms  → (a)/(b) = ${(a / b).toFixed(2)} (target <= 1.2); median of the per-round ratios ${median(ratios).toFixed(2)}`);
-    console.log(`      one statement at a time: ${bs.toFixed(1)} ms (a / that = ${(a / bs).toFixed(2)})\n`);
-  }
 
-  // (c) Debian's prometheus-postgres-exporter with its defaults.
-  const ppePort = await freePort();
-  const ppe = spawn('prometheus-postgres-exporter', [`--web.listen-address=127.0.0.1:${ppePort}`], {
-    env: { ...process.env, DATA_SOURCE_NAME: `postgresql://postgres@127.0.0.1:${pg.port}/postgres?sslmode=disable` },
-    stdio: 'ignore',
-  });
-  children.push(ppe.pid!);
-  const ppeUrl = `http://127.0.0.1:${ppePort}/metrics`;
-  await waitFor(() => fetch(ppeUrl).then((r) => r.ok).catch(() => false), 30_000, 'postgres_exporter');
-  await (await fetch(ppeUrl)).text();
-  const ppeMs: number[] = [];
-  let ppeBody = '';
-  for (let i = 0; i < N; i++) {
-    const t0 = performance.now();
-    ppeBody = await (await fetch(ppeUrl)).text();
-    ppeMs.push(performance.now() - t0);
+    // (c) Debian's prometheus-postgres-exporter with its defaults.
+    const ppePort = await freePort();
+    const ppe = spawn('prometheus-postgres-exporter', [`--web.listen-address=127.0.0.1:${ppePort}`], {
+      env: { ...process.env, DATA_SOURCE_NAME: `postgresql://postgres@127.0.0.1:${pg.port}/postgres?sslmode=disable` },
+      stdio: 'ignore',
+    });
+    children.push(ppe.pid!);
+    const ppeUrl = `http://127.0.0.1:${ppePort}/metrics`;
+    await waitFor(() => fetch(ppeUrl).then((r) => r.ok).catch(() => false), 30_000, 'postgres_exporter');
+    await (await fetch(ppeUrl)).text();
+    const ppeMs: number[] = [];
+    let ppeBody = '';
+    for (let i = 0; i < N; i++) {
+      const t0 = performance.now();
+      ppeBody = await (await fetch(ppeUrl)).text();
+      ppeMs.push(performance.now() - t0);
+    }
+    const c = median(ppeMs);
+    const cs = seriesCount(ppeBody);
+    console.log(`[prometheus-postgres-exporter ${'default'}] scrape: ${c.toFixed(1)} ms, series: ${cs} (of which pg_*: ${ppeBody.split('\n').filter((l) => l.startsWith('pg_')).length}), ${((c / cs) * 1000).toFixed(2)} µs/series\n`);
+    await stopPid(ppe.pid!);
+
   }
-  const c = median(ppeMs);
-  const cs = seriesCount(ppeBody);
-  console.log(`[prometheus-postgres-exporter ${'default'}] scrape: ${c.toFixed(1)} ms, series: ${cs} (of which pg_*: ${ppeBody.split('\n').filter((l) => l.startsWith('pg_')).length}), ${((c / cs) * 1000).toFixed(2)} µs/series\n`);
-  await stopPid(ppe.pid!);
 
   // (d) RSS of a db-exporter process: after the first scrape and after 100 scrapes (cache disabled).
   for (const [name, configPath] of Object.entries(SETS)) {
     const port = await freePort();
-    const cli = spawn(process.execPath, [...exporterEntry, '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
+    const cli = spawn(process.execPath, [...exporterNodeFlags, ...exporterEntry, '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
       cwd: repoRoot,
       stdio: 'ignore',
     });
@@ -157,7 +165,7 @@ try {
       ms.push(performance.now() - t0);
     }
     const after = rssKb(cli.pid!);
-    console.log(`[db-exporter RSS, ${name}${builtExporter ? ', built' : ', tsx'}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`);
+    console.log(`[db-exporter RSS, ${name}${builtExporter ? ', built' : ', tsx'}${exporterNodeFlags.length ? `, ${exporterNodeFlags.join(' ')}` : ''}${process.env['MALLOC_ARENA_MAX'] ? `, MALLOC_ARENA_MAX=${process.env['MALLOC_ARENA_MAX']}` : ''}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`);
     await stopPid(cli.pid!);
   }
 } finally {

@@ -65,23 +65,26 @@ export const HEAP_FLAGS: readonly string[] = ['--heap-growing-percent=30'];
 let heapTuned = false;
 
 /**
- * Young generation cap, MiB of new space: once V8 has grown it to this size, growth stops
- * (`--semi-space-growth-factor=1`; V8 reads `--max-semi-space-size` only at start; its own
- * maximum is 32 MiB on 64-bit). 16 by default since 2026-11-23: with the exposition text joined
- * per family (no ropes) a scrape makes less garbage, and the cap keeps the RSS ratio after 100
- * scrapes at 1.01–1.11 (1.24–1.26 without) with no measurable scrape-time change (interleaved
- * runs: 76.1 vs 75.2 ms and 80.9 vs 84.4 ms; docs/performance.md "Exporter"). The environment
- * variable DB_EXPORTER_NEW_SPACE_CAP_MB sets it (0 = no cap).
+ * Young generation: by default its growth is stopped when the first exporter is created
+ * (`--semi-space-growth-factor=1`), so new space stays at the size V8 gave it at start (8 MiB
+ * here) instead of reaching 16 MiB during the first scrape. Since 2026-11-26: the built
+ * exporter's RSS after 100 back-to-back scrapes is then 1.15–1.17 × after the first (1.25–1.32
+ * with growth stopped at 16 MiB, the default until then, which the first scrape already reached),
+ * with no measurable scrape-time cost (docs/performance.md "Exporter, 2026-11-26").
+ * DB_EXPORTER_NEW_SPACE_CAP_MB=N lets it grow and stops it once it reached N MiB (checked after
+ * each scrape); 0 lets it grow to V8's maximum. V8 reads `--max-semi-space-size` only at start.
  */
-export const NEW_SPACE_CAP_MB = 16;
+export function newSpaceCapMb(): number | undefined {
+  const env = process.env['DB_EXPORTER_NEW_SPACE_CAP_MB'];
+  return env === undefined ? undefined : Number(env);
+}
 let newSpaceCapped = false;
 
-/** Stops young generation growth once it reached the cap (called after each scrape). */
+/** Stops young generation growth once it reached DB_EXPORTER_NEW_SPACE_CAP_MB (called after each scrape; see newSpaceCapMb). */
 export function capNewSpace(): void {
   if (newSpaceCapped) return;
-  const env = process.env['DB_EXPORTER_NEW_SPACE_CAP_MB'];
-  const cap = env === undefined ? NEW_SPACE_CAP_MB : Number(env);
-  if (!(cap > 0)) {
+  const cap = newSpaceCapMb();
+  if (cap === undefined || !(cap > 0)) {
     newSpaceCapped = true;
     return;
   }
@@ -92,12 +95,14 @@ export function capNewSpace(): void {
   }
 }
 
-/** Applies the heap flags once per process (see HEAP_FLAGS). Returns the flags applied. */
+/** Applies the heap flags once per process (HEAP_FLAGS, then the young generation's growth stop: newSpaceCapMb). Returns the flags applied. */
 export function tuneHeap(): string[] {
   if (heapTuned) return [];
   heapTuned = true;
   const env = process.env['DB_EXPORTER_HEAP_FLAGS'];
   const flags = env === undefined ? [...HEAP_FLAGS] : env.split(/\s+/).filter(Boolean);
+  // The young generation stops growing now unless a cap (or no cap) was asked for (newSpaceCapMb).
+  if (newSpaceCapMb() === undefined && !flags.some((f) => f.startsWith('--semi-space-growth-factor'))) flags.push('--semi-space-growth-factor=1');
   for (const f of flags) setFlagsFromString(f);
   return flags;
 }
