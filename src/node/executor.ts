@@ -171,8 +171,7 @@ export class Executor {
         const sc = standbyClusterOf(st.config);
         if (!sc || (st.followsRemote && st.configuredUpstream === remoteKey(sc))) return;
         this.pointAtRemote(sc);
-        await this.config.write('replica');
-        await pg.reload();
+        await this.config.writeAndReload('replica');
         st.demoted = false;
         log.info({ host: sc.host, port: sc.port }, `standby leader: replicating from ${sc.host}:${sc.port}`);
         return;
@@ -262,12 +261,10 @@ export class Executor {
     const up = upstreamOf(view, leader);
     if (!up) return;
     st.upstream = up;
-    const { pg, log } = this.core.deps;
-    await this.config.write('replica');
-    await pg.reload();
+    await this.config.writeAndReload('replica');
     st.configuredUpstream = leader;
     st.demoted = false;
-    log.info({ leader }, `following leader ${leader}`);
+    this.core.deps.log.info({ leader }, `following leader ${leader}`);
   }
 
   /**
