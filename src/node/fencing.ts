@@ -186,6 +186,9 @@ export class Fencing {
         return;
       }
       if (!held) return; // lost or released with a primary still running: armed, unfed, until it stops
+      // Armed on the data directory it stays armed whatever runs (below): no postmaster check, the
+      // leader's every cycle (issue 13: three /proc and pid file reads fewer per cycle).
+      if (d?.armed && d.dataDir) return;
       const pid = await this.deps.postmasterPid();
       if (pid === undefined && !d?.dataDir) {
         if (d?.armed) await this.disarm('no postmaster runs');

@@ -277,6 +277,8 @@ export class HaNode {
       },
       afterCycle: (atMs) => {
         state.lastLoopMs = atMs;
+        // The crash watcher's fallback poll, in the cycle's wake-up (local-watch.ts cyclePoll).
+        this.watch.cyclePoll();
       },
       log: opts.log,
     });

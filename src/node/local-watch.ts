@@ -22,7 +22,8 @@
  * A wiped data directory is noticed by an event too when the PgControl offers `watchDataDir`
  * (inotify on the directory's own entries). While both event sources are open the poll only runs
  * every `idleCheckEveryMs` (10 s, the reference's own check of its postmaster once per loop); as soon as one is lost it runs every second again until it is
- * back (issue 13: an idle agent's wake-ups).
+ * back (issue 13: an idle agent's wake-ups). Under an HA loop the same poll runs at the end of
+ * every cycle (`cyclePoll`), and the timed one only every 3 × `idleCheckEveryMs` as its fallback.
  * Probe cost: ~0.2 ms of CPU plus its garbage; one poll: ~0.03 ms.
  */
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -68,6 +69,8 @@ export class LocalWatch {
   /** The next poll and the clock time it is due. */
   private pollTimer: ReturnType<Clock['setTimeout']> | undefined;
   private pollDueMs = 0;
+  /** An HA loop polls at the end of each cycle (cyclePoll): the idle timed poll is then only its fallback. */
+  private cycleDriven = false;
 
   constructor(
     private readonly deps: {
@@ -134,12 +137,31 @@ export class LocalWatch {
     this.dropDirWatch();
   }
 
-  /** The poll period now (see `checkEveryMs`). */
+  /**
+   * The poll the HA loop runs at the end of every cycle, in the cycle's own wake-up: checks the
+   * postmaster and the data directory and reopens a lost event source, as the timed poll does.
+   * From the first call on, the timed poll while every event source is open comes every
+   * 3 × `idleCheckEveryMs` (30 s) instead of every `idleCheckEveryMs`: it is then only the
+   * fallback for a cycle that runs long (an action in progress), and an idle agent wakes once per
+   * loop_wait instead of twice (issue 13; ~0.2 ms of CPU per wake-up of an idle process here,
+   * docs/performance.md). The timer is not moved by this call: moving a Node timer leaves its
+   * old expiry in the event loop, an empty wake-up of its own.
+   */
+  cyclePoll(): void {
+    if (this.stopped) return;
+    this.cycleDriven = true;
+    void this.checkPostmaster();
+    this.keepWatchConnection();
+    this.keepDirWatch();
+  }
+
+  /** The poll period now (see `checkEveryMs` and `cyclePoll`). */
   private pollEveryMs(): number {
     if (this.deps.checkEveryMs !== undefined) return this.deps.checkEveryMs;
     if (!this.eventDriven) return 100;
     const dirWatched = !this.deps.pg.watchDataDir || this.closeDirWatch !== undefined;
-    return this.closeWatch && dirWatched ? (this.deps.idleCheckEveryMs ?? 10_000) : 1000;
+    const idle = this.deps.idleCheckEveryMs ?? 10_000;
+    return this.closeWatch && dirWatched ? (this.cycleDriven ? 3 * idle : idle) : 1000;
   }
 
   private schedulePoll(delayMs: number): void {

@@ -13,7 +13,7 @@ import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
 import { chownToPg, pgOsUser } from './os-user.ts';
-import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
+import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, postmasterPidFileValue, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
 import {
   dataDirProblem,
   escalationWindows,
@@ -559,7 +559,11 @@ export class LocalPostgres implements PgControl {
    * remembered one while it is still that process (its pid file was removed under it).
    */
   async postmasterPid(): Promise<number | undefined> {
-    const pid = readPostmasterPid(this.dataDir);
+    // The common case, every cycle: the file names the postmaster already identified, and one read
+    // of its /proc stat (same start time, not a zombie) shows it is still that process.
+    const named = postmasterPidFileValue(this.dataDir);
+    if (named !== undefined && this.known?.pid === named && isSameProcess(this.known)) return named;
+    const pid = named !== undefined && isPostmasterAlive(named) ? named : undefined;
     if (pid !== undefined) {
       this.remember(pid);
       return pid;

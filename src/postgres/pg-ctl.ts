@@ -66,6 +66,15 @@ function procMounted(): boolean {
  * Synchronous and cheap (one small read + kill 0 + /proc/<pid>/stat) for a ~100 ms crash watcher.
  */
 export function readPostmasterPid(dataDir: string): number | undefined {
+  const pid = postmasterPidFileValue(dataDir);
+  return pid !== undefined && isPostmasterAlive(pid) ? pid : undefined;
+}
+
+/**
+ * The PID `postmaster.pid` names (its first line), alive or not; undefined when the file is
+ * missing, unreadable or names no valid PID. Callers check liveness themselves.
+ */
+export function postmasterPidFileValue(dataDir: string): number | undefined {
   let text: string;
   try {
     text = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8');
@@ -73,8 +82,7 @@ export function readPostmasterPid(dataDir: string): number | undefined {
     return undefined;
   }
   const pid = Number(text.split('\n', 1)[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  return isPostmasterAlive(pid) ? pid : undefined;
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
 /** Last `maxLines` lines of a log file ('' when unreadable), for error messages. */

@@ -45,13 +45,13 @@ function setup(mode: WatchdogMode, opts: { pid?: number; dataDir?: string } = {}
   const device = new FakeDevice();
   device.dataDir = opts.dataDir;
   let mono = 1000;
-  const world = { held: false, primary: false, pid: opts.pid as number | undefined, paused: false };
+  const world = { held: false, primary: false, pid: opts.pid as number | undefined, paused: false, pidReads: 0 };
   const notices: string[] = [];
   const fencing = new Fencing({
     settings: { mode, safety_margin: 5 },
     device,
     config: () => ({ ...withDefaults({ ttl: 10, loop_wait: 2, retry_timeout: 10 }), ...(world.paused ? { pause: true } : {}) }),
-    postmasterPid: async () => world.pid,
+    postmasterPid: async () => (world.pidReads++, world.pid),
     lockHeld: () => world.held,
     primaryRunning: () => world.primary,
     notice: (type) => notices.push(type),
@@ -195,5 +195,28 @@ describe('Fencing', () => {
     expect(fencing.primaryLaunchRefusal(false, 0, 10_000)).toMatch(/does not hold/);
     const off = setup('off', { pid: 77 }).fencing;
     expect(off.primaryLaunchRefusal(true, 10_001, 10_000)).toBeUndefined();
+  });
+
+  it('armed on the data directory while leading: sync reads no postmaster pid and changes nothing; armed on a pid it still checks', async () => {
+    const dir = setup('automatic', { pid: 77, dataDir: '/data' });
+    expect(await dir.fencing.beforeAcquire()).toBe(true);
+    dir.world.held = true;
+    dir.world.primary = true;
+    dir.fencing.renewed(dir.fencing.stamp());
+    const calls = dir.device.calls.length;
+    const reads = dir.world.pidReads;
+    dir.world.pid = undefined; // even with no postmaster: armed on the directory it stays armed
+    await dir.fencing.sync();
+    await dir.fencing.sync();
+    expect(dir.world.pidReads).toBe(reads);
+    expect(dir.device.calls.length).toBe(calls);
+    expect(dir.device.armed).toBe(true);
+    const pid = setup('automatic', { pid: 77 });
+    expect(await pid.fencing.beforeAcquire()).toBe(true);
+    pid.world.held = true;
+    pid.world.pid = undefined;
+    await pid.fencing.sync();
+    expect(pid.world.pidReads).toBeGreaterThan(0);
+    expect(pid.device.calls.at(-1)).toBe('disarm');
   });
 });

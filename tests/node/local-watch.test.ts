@@ -359,6 +359,61 @@ describe('LocalWatch with a watch connection and a data directory watch', () => 
     expect(f.conns.every((c) => c.closed) && f.dirs[1]!.closed).toBe(true);
   });
 
+  it('under an HA loop (cyclePoll every 10 s) the timed poll comes every 30 s, and still comes when the cycles stop', async () => {
+    vi.useFakeTimers();
+    const state = { value: 'running', promoting: false };
+    let pid: number | undefined = 42;
+    const died = vi.fn();
+    const times: number[] = [];
+    const t0 = Date.now();
+    const f = eventPg({ pid: () => (times.push(Date.now() - t0), pid), problem: () => undefined });
+    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: died, onDataDirGone: () => undefined });
+    w.start();
+    await vi.advanceTimersByTimeAsync(0);
+    let cycles = 0;
+    const cycle = async () => {
+      await vi.advanceTimersByTimeAsync(cycles === 0 ? 5000 : 10_000);
+      w.cyclePoll();
+      cycles++;
+      await vi.advanceTimersByTimeAsync(0);
+    };
+    for (let i = 0; i < 7; i++) await cycle(); // up to 65 s
+    // Timed polls at 1 s (the event sources were still opening), 11 s, then every 30 s (41 s);
+    // the cycle polls at 5, 15 … 65 s.
+    expect(times).toEqual([1000, 5000, 11_000, 15_000, 25_000, 35_000, 41_000, 45_000, 55_000, 65_000]);
+    // The cycles stop (a long action): the fallback still polls, at 71 s, and notices a crash.
+    pid = undefined;
+    await vi.advanceTimersByTimeAsync(5999);
+    expect(died).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(died).toHaveBeenCalledTimes(1);
+    w.stop();
+  });
+
+  it('a cycle poll reports a dead postmaster and reopens a lost event source', async () => {
+    vi.useFakeTimers();
+    const state = { value: 'running', promoting: false };
+    let pid: number | undefined = 42;
+    const died = vi.fn();
+    const f = eventPg({ pid: () => pid, problem: () => undefined });
+    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: died, onDataDirGone: () => undefined });
+    w.start();
+    await vi.advanceTimersByTimeAsync(0);
+    f.dirs[0]!.closed = true;
+    f.dirs[0]!.onChange(true);
+    await vi.advanceTimersByTimeAsync(0);
+    const before = f.pidCalls.mock.calls.length;
+    w.cyclePoll();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.pidCalls.mock.calls.length).toBe(before + 1);
+    expect(f.dirs).toHaveLength(2);
+    pid = undefined;
+    w.cyclePoll();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(died).toHaveBeenCalledTimes(1);
+    w.stop();
+  });
+
   it('reports a wiped data directory at the directory event, not at the next poll', async () => {
     vi.useFakeTimers();
     let problem: string | undefined;
