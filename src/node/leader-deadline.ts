@@ -114,7 +114,12 @@ export class LeaderDeadline {
     this.timerAtMs = 0;
   }
 
-  /** A timer at the deadline that wakes the loop if it passes while still leading. */
+  /**
+   * A timer at the deadline that wakes the loop if it passes while still leading. Moved at every
+   * renewal (twice a cycle), so it is a ref'd timer, stopped by stop(): Node keeps the emptied
+   * timer list of an unref'd timer until its old expiry, and an idle leader then woke for nothing
+   * once per cycle (issue 13, docs/performance.md "Empty wake-ups").
+   */
   private arm(): void {
     const at = this.callDeadlineMs();
     if ((this.timer && this.timerAtMs === at) || at === this.wokeForMs) return;
@@ -132,7 +137,6 @@ export class LeaderDeadline {
         this.core.wake();
       },
       Math.max(0, at - this.core.now()),
-      { unref: true },
     );
   }
 }

@@ -5,14 +5,16 @@ import { LeaderDeadline } from '../../src/node/leader-deadline.ts';
 import type { NodeCore } from '../../src/node/node-core.ts';
 
 /** A manual clock: `advance(ms)` fires due timers in order. */
-function manualClock(start: number): Clock & { advance(ms: number): void } {
+function manualClock(start: number): Clock & { advance(ms: number): void; unrefs: number } {
   let now = start;
   let seq = 0;
   const timers = new Map<number, { at: number; fn: () => void }>();
   return {
+    unrefs: 0,
     now: () => now,
-    setTimeout(fn, ms) {
+    setTimeout(fn, ms, opts) {
       const id = ++seq;
+      if (opts?.unref) this.unrefs++;
       timers.set(id, { at: now + ms, fn });
       return { id };
     },
@@ -55,6 +57,20 @@ function setup(over: { pause?: boolean } = {}) {
 }
 
 describe('LeaderDeadline', () => {
+  it('moves its timer at every renewal as a ref\'d timer (an unref\'d one left an empty wake-up per cycle), stopped by stop()', () => {
+    const s = setup();
+    for (let i = 0; i < 3; i++) {
+      s.d.begin();
+      s.renew(s.clock.now());
+      s.d.end();
+      s.clock.advance(2_000);
+    }
+    expect(s.clock.unrefs).toBe(0);
+    s.d.stop();
+    s.clock.advance(60_000);
+    expect(s.wakes()).toBe(0);
+  });
+
   it('a leading primary gives the DCS client last renewal + ttl − retry_timeout, cleared after the cycle', () => {
     const s = setup();
     s.d.begin();
