@@ -84,9 +84,19 @@ describe('permanent slots', () => {
       expect(seen1).toContain('id[integer]:2');
       const confirmed = lsnNum((await c.psql(first, "select confirmed_flush_lsn from pg_replication_slots where slot_name = 'cdc'")).trim());
       await c.psql(first, 'insert into t values (3)'); // not consumed before the failover
-      // Both replicas copy the slot (restart) and advance it to what the consumer confirmed.
-      await waitSlotAt(c, r1, 'cdc', 'logical', confirmed);
-      await waitSlotAt(c, r2, 'cdc', 'logical', confirmed);
+      // Both replicas copy the slot (restart) and advance it to what the consumer confirmed. A copy
+      // is tried at most every 30 s (replica-slots.ts COPY_INTERVAL_MS), and its interval doubles
+      // after a copy that did not load: up to 30 + 60 + 120 s with one refusal and one retry.
+      for (const r of [r1, r2]) {
+        await waitSlotAt(c, r, 'cdc', 'logical', confirmed, 240_000).catch((e: unknown) => {
+          const lines = c
+            .node(r)
+            .output.split('\n')
+            .filter((l) => /slot|restart|cdc/i.test(l))
+            .slice(-40);
+          throw new Error(`${String(e)}\n${r}'s last log lines about slots and restarts:\n${lines.join('\n')}`);
+        });
+      }
       await waitFor(async () => (await slotRow(c, r1, 'keep_phys')).startsWith('physical'), 30_000, 'keep_phys on a replica');
       for (const r of [r1, r2]) {
         expect(c.node(r).output).toContain('copied logical slot cdc from');
