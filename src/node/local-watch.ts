@@ -150,9 +150,7 @@ export class LocalWatch {
   cyclePoll(): void {
     if (this.stopped) return;
     this.cycleDriven = true;
-    void this.checkPostmaster();
-    this.keepWatchConnection();
-    this.keepDirWatch();
+    this.pollNow();
   }
 
   /** The poll period now (see `checkEveryMs` and `cyclePoll`). */
@@ -181,10 +179,15 @@ export class LocalWatch {
   private poll(): void {
     this.pollTimer = undefined;
     if (this.stopped) return;
+    this.pollNow();
+    this.schedulePoll(this.pollEveryMs());
+  }
+
+  /** One poll: the postmaster and data directory check, and a lost event source reopened. */
+  private pollNow(): void {
     void this.checkPostmaster();
     this.keepWatchConnection();
     this.keepDirWatch();
-    this.schedulePoll(this.pollEveryMs());
   }
 
   /** Watches the data directory while the database runs; stops watching otherwise. */

@@ -63,7 +63,7 @@ function procMounted(): boolean {
 /**
  * PID of the live postmaster of `dataDir`: first line of postmaster.pid, checked alive. Undefined
  * when there is no pid file, it is malformed, or the process is gone (stale file after a crash).
- * Synchronous and cheap (one small read + kill 0 + /proc/<pid>/stat) for a ~100 ms crash watcher.
+ * Synchronous and cheap (one small read + kill 0 + /proc/<pid>/stat), for the crash watcher's checks.
  */
 export function readPostmasterPid(dataDir: string): number | undefined {
   const pid = postmasterPidFileValue(dataDir);
