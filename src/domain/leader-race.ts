@@ -83,9 +83,11 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
 /**
  * The healthiest-node test. A member races only when all hold:
  * - it may be promoted (no `nofailover`, priority > 0);
- * - with a manual failover naming another reachable member, it steps aside; the named candidate
- *   races without the lag rule; the former leader of a switchover steps aside for a member that
- *   can win (not for one its own WAL position would stop);
+ * - with a manual failover naming another reachable member, it steps aside; an operator's
+ *   failover candidate races without the lag rule; the former leader of a switchover steps aside
+ *   for a member that can win (not for one its own WAL position would stop);
+ * - a switchover's candidate more than maximum_lag_on_failover behind the leader's last optime or
+ *   a reachable member holds up nobody and does not race (the switchover did not hand over);
  * - its lag behind the leader's last optime is within maximum_lag_on_failover;
  * - its timeline is not behind the cluster timeline (with check_timeline never; without it only
  *   when no reachable member is on the cluster timeline);
@@ -105,6 +107,12 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   const syncRefuses = (p: { name: string; walBytes?: bigint }) => !!settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined;
   const myPriority = failoverPriority(self.tags);
   const isCandidate = failover?.member === self.name;
+  const maxLag = BigInt(input.maxLagBytes);
+  // A switchover's candidate more than maximum_lag_on_failover behind the leader's last optime or
+  // behind a member (this one, or a reachable peer) does not hold up the race, and races under
+  // the lag rule itself: the switchover did not hand over (finding 19).
+  const switchoverCandidateLags = (cand: { walBytes?: bigint }) =>
+    !!failover?.leader && cand.walBytes !== undefined && switchoverLag(cand.walBytes, input) !== undefined;
   if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
   if (failover?.member && !isCandidate) {
     // The named candidate races alone only while it can promote (patroni.md §3.5: "if it is
@@ -123,7 +131,8 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // Nor does a candidate the failsafe key does not list: it would refuse to race ("not listed in
     // the failsafe key") while the others waited for it (finding 12, docs/simulation.md).
     const candUnlisted = !!input.failsafeListed && !input.failsafeListed(failover.member);
-    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync && !candUnlisted) {
+    const candLags = !!cand && switchoverCandidateLags(cand);
+    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync && !candUnlisted && !candLags) {
       return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
     }
   }
@@ -148,16 +157,22 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
         !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
         !syncRefuses(p) &&
         (input.failsafeListed?.(p.name) ?? true) &&
-        (p.name === failover.member || p.walBytes === undefined || p.walBytes >= self.walBytes || peerSkipsMyWal(p)),
+        ((p.name === failover.member && !switchoverCandidateLags(p)) || p.walBytes === undefined || p.walBytes >= self.walBytes || peerSkipsMyWal(p)),
     );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
   }
-  if (!isCandidate && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > BigInt(input.maxLagBytes)) {
+  // Only an operator's failover (a candidate without a leader) races without the lag rule and may
+  // take a member behind the cluster timeline; a switchover candidate may not.
+  const operatorFailover = isCandidate && !failover?.leader;
+  if (!operatorFailover && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > maxLag) {
     return { healthy: false, reason: 'my wal position exceeds maximum replication lag' };
   }
-  // Only an operator's failover (a candidate without a leader) may take a member behind the cluster
-  // timeline; a switchover candidate may not.
-  const operatorFailover = isCandidate && !failover?.leader;
+  if (isCandidate && !operatorFailover) {
+    // A switchover whose leader did not hand over (its lock ran out while it kept writing, e.g. in
+    // failsafe mode): a candidate far behind a member it can reach would drop that WAL.
+    const ahead = switchoverLag(self.walBytes, { ...input, leaderOptimeBytes: 0n });
+    if (ahead) return { healthy: false, reason: `wal position of ${ahead} is more than maximum_lag_on_failover ahead of mine` };
+  }
   // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
   // operator's failover naming a member may still take an asynchronous one (patroni.md §3.5).
   if (input.sync && !operatorFailover) {
@@ -193,6 +208,24 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     }
   }
   return { healthy: true, reason: isCandidate ? 'I am the failover candidate' : 'I am the healthiest member' };
+}
+
+/**
+ * Is a switchover candidate at WAL position `candWal` (bytes) more than maximum_lag_on_failover
+ * behind the leader's last optime or behind a member of `input` (self, reachable peers)? Returns
+ * the name of the member ahead (`'the leader's last optime'` for the optime), undefined when none.
+ * Asynchronous standbys of a graceful switchover are within a few bytes of each other (the
+ * leader's shutdown checkpoint reaches every streaming standby), so the tolerance only matters
+ * when the switchover did not hand over (docs/simulation.md finding 19).
+ */
+export function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes'>): string | undefined {
+  const maxLag = BigInt(input.maxLagBytes);
+  if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
+  if (input.self.walBytes - candWal > maxLag) return input.self.name;
+  for (const p of input.peers) {
+    if (p.reachable && p.walBytes !== undefined && p.walBytes - candWal > maxLag) return p.name;
+  }
+  return undefined;
 }
 
 /**

@@ -11,7 +11,8 @@
  *   run out, i.e. renewed within ttl (a bootstrap in progress excepted);
  * - promotion-lag: at each promotion, the promoted WAL end is within maximum_lag_on_failover of
  *   the leader's last `status.optime` in the store and of the WAL of every member it could reach
- *   (a promotion whose candidate an operator named excepted);
+ *   (the candidate of an operator's failover, no leader named, excepted; a switchover's candidate
+ *   is not: finding 19);
  * - liveness-bootstrap / liveness-primary / liveness-replicas: the cluster bootstraps, and after
  *   every fault healed there is one writable primary and every other member streams from it
  *   within the bounds below (formulas of ttl, loop_wait and retry_timeout).

@@ -375,8 +375,6 @@ export class World {
   private readonly pgs: SimPg[];
   private readonly netCut = new Map<string, number>();
   private readonly dcsCut = new Map<string, number>();
-  /** Candidates the operator named in a switchover request, with when (promotion-lag exemption). */
-  private readonly namedCandidates = new Map<string, number>();
   private readonly opts: Required<Pick<WorldOptions, 'nodes' | 'steps' | 'stepMs' | 'freeze'>> & WorldOptions;
   private readonly startMs: number;
   private uid = 0;
@@ -593,13 +591,9 @@ export class World {
   private checkPromotion(pg: SimPg, lsn: bigint): void {
     const prefix = this.operator.prefix;
     const failover = parseJson(peekStore(this.store, `${prefix}failover`)?.value);
-    // An operator named this candidate (failover or switchover): the reference's candidate races
-    // without the lag rule (a switchover's leader applied it when it chose the candidate).
-    if (failover && failover['member'] === pg.name) return;
-    // The new leader clears the key when it takes the lock, before its promotion completes: a
-    // candidate the operator named within the last 2 × ttl is exempt as well.
-    const namedAt = this.namedCandidates.get(pg.name);
-    if (namedAt !== undefined && this.clock.now() - namedAt <= 2 * TIMING.ttl * 1000) return;
+    // An operator's failover naming this candidate (no leader named): it races without the lag
+    // rule, the operator's choice. A switchover's candidate is judged like any member (finding 19).
+    if (failover && failover['member'] === pg.name && !failover['leader']) return;
     const config = parseJson(peekStore(this.store, `${prefix}config`)?.value);
     const maxLagRaw = config?.['maximum_lag_on_failover'];
     const maxLag = BigInt(typeof maxLagRaw === 'number' && maxLagRaw >= 0 ? Math.trunc(maxLagRaw) : DYNAMIC_DEFAULTS.maximum_lag_on_failover);
@@ -724,7 +718,6 @@ export class World {
           const listed = typeof key?.['sync_standby'] === 'string' ? key['sync_standby'].split(',').map((x) => x.trim()) : [];
           if (!listed.includes(f.node)) return;
         }
-        this.namedCandidates.set(f.node, this.clock.now());
         void this.operator.setFailover({ leader, member: f.node }, pending?.modRevision ?? '0').catch(() => undefined);
         return;
       }

@@ -33,6 +33,41 @@ describe('isHealthiest', () => {
     ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
     ['switchover to a member behind the cluster timeline: the others race anyway', base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }), true],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
+    [
+      "an operator's failover candidate races behind a reachable member by more than maximum_lag_on_failover (the operator's choice)",
+      base({ failover: { member: 'a' }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'a switchover candidate more than maximum_lag_on_failover behind a reachable member does not race (finding 19, seed 182742808)',
+      base({ failover: { leader: 'b', member: 'a' }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      false,
+    ],
+    [
+      "a switchover candidate more than maximum_lag_on_failover behind the leader's last optime does not race (finding 19)",
+      base({ failover: { leader: 'b', member: 'a' }, leaderOptimeBytes: 100n + 1048577n }),
+      false,
+    ],
+    [
+      'a switchover candidate within maximum_lag_on_failover of a reachable member races (no WAL comparison beyond that)',
+      base({ failover: { leader: 'b', member: 'a' }, leaderOptimeBytes: 150n, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048576n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'a switchover candidate more than maximum_lag_on_failover behind this member does not hold up the race (finding 19)',
+      base({ self: { name: 'c', walBytes: 100n + 1048577n, timeline: 2, tags: {} }, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      "a switchover candidate more than maximum_lag_on_failover behind the leader's last optime does not hold up the race (finding 19)",
+      base({ self: { name: 'c', walBytes: 2_000_000n, timeline: 2, tags: {} }, leaderOptimeBytes: 2_000_000n, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'the former leader of a switchover races when the candidate is more than maximum_lag_on_failover behind it (finding 19, seed 182742808)',
+      base({ self: { name: 'b', walBytes: 100n + 1048577n, timeline: 2, tags: {} }, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      true,
+    ],
     ['the former leader of a switchover steps aside for a member that can win', base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }), false],
     [
       'the former leader of a switchover races when every other member is behind the cluster timeline (finding 13)',

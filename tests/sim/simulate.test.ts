@@ -560,6 +560,25 @@ describe('ha simulate', () => {
     expect(result.violations).toEqual([]);
   });
 
+  it('finding 19 (seed 182742808, promotion-lag): a switchover the leader never carried out does not let its candidate promote far behind', async () => {
+    // A switchover to n1 was asked while n2, the leader, was cut from the DCS; n2 kept leading in
+    // failsafe mode while n1's postmaster crashed; when n2 came back its lock had run out, and n1,
+    // still named in the failover key, raced without comparing WAL: 1.2 MB behind n2.
+    const faults: Fault[] = [
+      { kind: 'dcs-partition', at: 14, node: 'n2', steps: 15 },
+      { kind: 'switchover', at: 16, node: 'n1' },
+      { kind: 'net-partition', at: 17, node: 'n2', peer: 'n1', steps: 20 },
+      { kind: 'dcs-partition', at: 31, node: 'n2', steps: 28 },
+      { kind: 'pg-crash', at: 33, node: 'n1' },
+    ];
+    const { result, world } = await runSchedule(182742808, { nodes: 3, steps: 60, freeze: false, faults, failsafe: 'draw' }, true);
+    expect(result.violations).toEqual([]);
+    // n2, holding the most WAL, takes its lock again and clears the switchover; n1 never promotes.
+    const journal = world.journalJsonl();
+    expect(journal).toMatch(/"node":"n2","machine":"switchover","kind":"event","event":\{"type":"switchover.failed"/);
+    expect(journal).not.toMatch(/"node":"n1"[^\n]*"cmd.promote"/);
+  });
+
   it('slow event loops and message delays are drawn by default, from a second stream; not when --kinds leaves them out', () => {
     const opts = { nodes: 3, steps: 60, stepMs: 500, freeze: false };
     for (let seed = 1; seed <= 50; seed++) expect(drawFaults(seed, { ...opts, kinds: ['pg-crash', 'switchover'] }).some((f) => f.kind === 'slow-loop' || f.kind === 'net-delay')).toBe(false);
