@@ -170,7 +170,7 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
   if (isCandidate && !operatorFailover) {
     // A switchover whose leader did not hand over (its lock ran out while it kept writing, e.g. in
     // failsafe mode): a candidate far behind a member it can reach would drop that WAL.
-    const ahead = switchoverLag(self.walBytes, { ...input, leaderOptimeBytes: 0n });
+    const ahead = switchoverLag(self.walBytes, input);
     if (ahead) return { healthy: false, reason: `wal position of ${ahead} is more than maximum_lag_on_failover ahead of mine` };
   }
   // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
@@ -218,7 +218,7 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
  * leader's shutdown checkpoint reaches every streaming standby), so the tolerance only matters
  * when the switchover did not hand over (docs/simulation.md finding 19).
  */
-export function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes'>): string | undefined {
+function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes'>): string | undefined {
   const maxLag = BigInt(input.maxLagBytes);
   if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
   if (input.self.walBytes - candWal > maxLag) return input.self.name;
