@@ -7,6 +7,13 @@
 /** `database` section of the dynamic configuration. */
 export interface DynamicDatabaseConfig {
   use_slots: boolean;
+  /**
+   * The reference's `use_pg_rewind`: a member whose WAL diverged from the leader's timeline is
+   * rewound with pg_rewind from the leader and follows it. Default **true** here (the reference's
+   * is false): the agent writes `wal_log_hints = on` from the first start, so every data directory
+   * it made can be rewound, and a former primary that diverged rejoins by itself (docs/ha.md
+   * "Divergence": "Defaults").
+   */
   use_db_rewind: boolean;
   /**
    * Patroni's `remove_data_directory_on_diverged_timelines`: a member whose WAL diverged from
@@ -16,8 +23,12 @@ export interface DynamicDatabaseConfig {
   remove_data_directory_on_diverged_timelines: boolean;
   /**
    * Patroni's `remove_data_directory_on_rewind_failure`: when pg_rewind of a diverged member
-   * fails, its data directory is wiped and re-cloned from the leader, instead of the member
-   * staying stopped until an operator reinitializes it. Default false (docs/ha.md "Rewind").
+   * fails after it began to change the data directory (PostgreSQL docs, pg_rewind: the directory
+   * is then "likely not in a state that can be recovered"), it is wiped and re-cloned from the
+   * leader, instead of the member staying stopped until an operator reinitializes it. Default
+   * **true** here (the reference's is false): what such a directory held is lost either way, and
+   * the receipt taken before the rewind lists what was discarded (docs/ha.md "Divergence":
+   * "Defaults"). A rewind that failed before changing anything is tried again instead.
    */
   remove_data_directory_on_rewind_failure: boolean;
   /** PostgreSQL parameter name -> value (string or integer). */
@@ -62,9 +73,9 @@ export const DYNAMIC_DEFAULTS: DynamicConfig = {
   check_timeline: false,
   database: {
     use_slots: true,
-    use_db_rewind: false,
+    use_db_rewind: true,
     remove_data_directory_on_diverged_timelines: false,
-    remove_data_directory_on_rewind_failure: false,
+    remove_data_directory_on_rewind_failure: true,
     parameters: {},
   },
 };
@@ -136,13 +147,15 @@ export function withDefaults(stored: unknown): DynamicConfig {
     database: {
       ...db,
       use_slots: typeof db['use_slots'] === 'boolean' ? (db['use_slots'] as boolean) : true,
-      use_db_rewind: typeof db['use_db_rewind'] === 'boolean' ? (db['use_db_rewind'] as boolean) : false,
+      use_db_rewind: typeof db['use_db_rewind'] === 'boolean' ? (db['use_db_rewind'] as boolean) : DYNAMIC_DEFAULTS.database.use_db_rewind,
       remove_data_directory_on_diverged_timelines:
         typeof db['remove_data_directory_on_diverged_timelines'] === 'boolean'
           ? (db['remove_data_directory_on_diverged_timelines'] as boolean)
           : false,
       remove_data_directory_on_rewind_failure:
-        typeof db['remove_data_directory_on_rewind_failure'] === 'boolean' ? (db['remove_data_directory_on_rewind_failure'] as boolean) : false,
+        typeof db['remove_data_directory_on_rewind_failure'] === 'boolean'
+          ? (db['remove_data_directory_on_rewind_failure'] as boolean)
+          : DYNAMIC_DEFAULTS.database.remove_data_directory_on_rewind_failure,
       parameters: isObject(db['parameters']) ? (db['parameters'] as Record<string, string | number>) : {},
     },
   };

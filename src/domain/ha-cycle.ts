@@ -472,11 +472,11 @@ function decideStandbyLeader(i: CycleInput, sc: StandbyClusterConfig): CycleDeci
 
 /**
  * Divergence of a running replica: checkDivergence with the end of the WAL it received or
- * replayed as its recovery end (which may reach the switch point, not go past it).
+ * replayed as the end of its WAL (which may reach the switch point, not go past it).
  */
 function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history'], lineage: Pick<LocalPosition, 'history' | 'promotedBy'>) {
   if (timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
-  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, ...lineage }, leaderTl, history);
+  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, walEndLsn: endLsn, ...lineage }, leaderTl, history);
 }
 
 /**
@@ -509,11 +509,12 @@ function rewindFailedFor(i: CycleInput, leader: string): RewindFailure | undefin
 /**
  * What a member whose WAL diverged from the leader's timeline does (docs/ha.md "Divergence",
  * "Rewind"), the reference's order (patroni.md §3.9):
- * 1. `database.use_db_rewind`: a running replica stops first; a stopped data directory that can be
- *    rewound (wal_log_hints or checksums) is rewound from the leader (running as primary, checked
- *    by the callers) and then follows it. A rewind that failed against this leader timeline is
- *    never tried again: with `remove_data_directory_on_rewind_failure` the member is wiped and
- *    re-cloned, otherwise it stays stopped, saying why;
+ * 1. `database.use_db_rewind` (default on): a running replica stops first; a stopped data
+ *    directory that can be rewound (wal_log_hints or checksums, a fork pg_rewind can see) is
+ *    rewound from the leader (running as primary, checked by the callers) and then follows it. A
+ *    rewind that failed against this leader timeline is never tried again, and data pg_rewind
+ *    cannot repair counts as such a failure: with `remove_data_directory_on_rewind_failure`
+ *    (default on) the member is wiped and re-cloned, otherwise it stays stopped, saying why;
  * 2. otherwise (rewind off, or the data cannot be rewound): re-clone when
  *    `database.remove_data_directory_on_diverged_timelines` allows it; otherwise a running
  *    replica stops, and a stopped one stays stopped, saying why.
@@ -542,6 +543,11 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
       return { ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why };
     }
     why = `${why} (cannot rewind: ${cannot})`;
+    // Data pg_rewind cannot repair is a rewind that failed before it ran: re-cloned under the same
+    // setting (default on), so the defaults heal every divergence (docs/ha.md "Divergence": "Defaults").
+    if (db.remove_data_directory_on_rewind_failure === true) {
+      return { ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why };
+    }
   }
   if (db.remove_data_directory_on_diverged_timelines === true) {
     return { ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why };

@@ -49,12 +49,24 @@ export function historyEntries(lines: HistoryLine[], opts: { previous?: HistoryE
 export interface LocalPosition {
   /** pg_controldata "Database cluster state". */
   clusterState: string;
-  /** Latest checkpoint's TimeLineID. */
+  /**
+   * The newest timeline of the local WAL: the timeline of `walEndLsn` when the WAL end was read,
+   * else the latest checkpoint's TimeLineID.
+   */
   timeline: number;
   /** Latest checkpoint location, bytes. */
   checkpointLsn: bigint;
   /** Minimum recovery ending location, bytes (0 on a primary). */
   minRecoveryLsn: bigint;
+  /**
+   * Where the valid local WAL of `timeline` ends, read from the WAL itself (pg_waldump: the end of
+   * its last valid record, where PostgreSQL's replay of it stops); bytes. Read for every data
+   * directory that did not shut down as a primary (`in production`, `in archive recovery`,
+   * `shut down in recovery`, …); undefined when not read.
+   */
+  walEndLsn?: bigint;
+  /** Why the WAL end could not be read: such data counts as diverged unless it shut down cleanly (never a guess). */
+  walEndError?: string;
   /**
    * The local history of `timeline` (its `pg_wal/<TLI>.history`), when it is above 1 and known:
    * where each earlier timeline ended on this member's lineage.
@@ -69,17 +81,25 @@ export interface LocalPosition {
   rewindable?: boolean;
 }
 
+/** A clean shutdown: the data directory's WAL ends at its shutdown checkpoint (primary) or restartpoint (replica). */
+export function shutDownCleanly(clusterState: string): boolean {
+  return clusterState === 'shut down' || clusterState === 'shut down in recovery';
+}
+
 /** Verdict of the divergence check. */
 export type Divergence = { kind: 'ok' } | { kind: 'diverged'; reason: string } | { kind: 'unknown'; reason: string };
 
 /**
  * May a data directory that stopped at `local` stream from a leader on `leaderTimeline` whose
- * timeline history is `history` (the DCS key)?
+ * timeline history is `history` (the DCS key)? (docs/ha.md "Divergence")
  * - same timeline: ok (the leader is the same lineage);
  * - local timeline ahead of the leader's: diverged;
  * - behind: the local WAL must end at or before the switch point of its timeline in the leader's
- *   history. A clean shutdown ends at its shutdown checkpoint; a replica at its minimum recovery
- *   point or checkpoint; a crashed primary's WAL end is unknown, so it counts as diverged.
+ *   history. Where it ends is read from the WAL itself when it was (`walEndLsn`: the end of the
+ *   last valid record, compared with the switch point, which is the end of the last record the
+ *   new leader's timeline kept); otherwise a clean shutdown ends at its shutdown checkpoint
+ *   (primary) or minimum recovery point (replica), and data that did not shut down cleanly and
+ *   whose WAL end could not be read counts as diverged (never a guess).
  */
 export function checkDivergence(local: LocalPosition, leaderTimeline: number, history: HistoryEntry[] | undefined): Divergence {
   if (leaderTimeline === 0) return { kind: 'unknown', reason: 'leader timeline unknown' };
@@ -107,8 +127,18 @@ export function checkDivergence(local: LocalPosition, leaderTimeline: number, hi
   const entry = history?.find((e) => e[0] === local.timeline);
   if (!entry) return { kind: 'unknown', reason: `no history entry for timeline ${local.timeline}` };
   const switchLsn = BigInt(entry[1]);
-  if (local.clusterState === 'in production') {
-    return { kind: 'diverged', reason: `former primary of timeline ${local.timeline} did not shut down cleanly` };
+  if (local.walEndLsn !== undefined) {
+    if (local.walEndLsn > switchLsn) {
+      return { kind: 'diverged', reason: `local WAL (ends at ${local.walEndLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+    }
+    return { kind: 'ok' };
+  }
+  if (!shutDownCleanly(local.clusterState)) {
+    const who = local.clusterState === 'in production' ? 'former primary' : 'data directory';
+    return {
+      kind: 'diverged',
+      reason: `${who} of timeline ${local.timeline} did not shut down cleanly ('${local.clusterState}') and where its WAL ends could not be read${local.walEndError ? `: ${local.walEndError}` : ''}`,
+    };
   }
   // The checkpoint LSN is where the last checkpoint record *starts*: that record must lie before
   // the switch point. The minimum recovery point is where replayed WAL *ends*: it may reach the

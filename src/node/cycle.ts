@@ -246,13 +246,27 @@ export class HaCycle {
       try {
         const cd = await pg.controlData();
         core.state.sysid = cd.systemIdentifier;
-        const history = await this.localHistory(cd.checkpointTimeline);
-        const promotedBy = await this.promotedBy(cd.checkpointTimeline);
+        // Where the WAL ends is read from the WAL itself, unless a primary's clean shutdown ended
+        // it at its shutdown checkpoint (docs/ha.md "Divergence"); a failure is kept as the reason.
+        let walEnd: { timeline: number; endLsn: bigint } | undefined;
+        let walEndError: string | undefined;
+        if (cd.clusterState !== 'shut down') {
+          try {
+            walEnd = await pg.walEnd();
+          } catch (e) {
+            walEndError = String(e instanceof Error ? e.message : e).replace(/\s+/g, ' ').slice(0, 300);
+          }
+        }
+        const timeline = walEnd?.timeline ?? cd.checkpointTimeline;
+        const history = await this.localHistory(timeline);
+        const promotedBy = await this.promotedBy(timeline);
         local = {
           clusterState: cd.clusterState,
-          timeline: cd.checkpointTimeline,
+          timeline,
           checkpointLsn: cd.checkpointLsn,
           minRecoveryLsn: cd.minRecoveryLsn,
+          ...(walEnd ? { walEndLsn: walEnd.endLsn } : {}),
+          ...(walEndError ? { walEndError } : {}),
           ...(history ? { history } : {}),
           ...(promotedBy ? { promotedBy } : {}),
           // pg_rewind needs wal_log_hints or data checksums (unknown: let pg_rewind decide).

@@ -7,6 +7,13 @@ import { fromPromise } from 'xstate';
 import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '../machines/database.ts';
 import { sleepOn, systemClock, type Clock } from './clock.ts';
 import type { PgControl, Upstream } from '../postgres/types.ts';
+import { isRewindNotStarted } from '../postgres/rewind-error.ts';
+
+/**
+ * How a pg_rewind ended. `untouched`: it failed before it changed the data directory (the leader
+ * could not be reached, …): the data is as it was, and the rewind may be tried again.
+ */
+export type RewindOutcome = { ok: true; from: string } | { ok: false; from: string; error: string; untouched: boolean };
 
 /** What the effects need to know at the moment they run (read through callbacks, never cached). */
 export interface EffectContext {
@@ -18,7 +25,7 @@ export interface EffectContext {
   /** Where to clone (or rewind) from (set by the HA loop before cmd.clone / cmd.reinitialize / cmd.rewind). */
   cloneSource: () => Upstream | undefined;
   /** Told how a pg_rewind ended (the node remembers a failure so that it never loops; docs/ha.md "Rewind"). */
-  rewound?: (outcome: { ok: true; from: string } | { ok: false; from: string; error: string }) => void;
+  rewound?: (outcome: RewindOutcome) => void;
   /** Writes the configuration for starting with a role (upstream, slot, parameters): PgControl.configure with the node's options, serialized with its other writes. */
   configure: (role: 'primary' | 'replica') => Promise<void>;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
@@ -142,7 +149,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
             await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
             await pg.rewind(from);
           } catch (e) {
-            ctx.rewound?.({ ok: false, from: from.name, error: e instanceof Error ? e.message : String(e) });
+            ctx.rewound?.({ ok: false, from: from.name, error: e instanceof Error ? e.message : String(e), untouched: isRewindNotStarted(e) });
             throw e;
           }
           ctx.rewound?.({ ok: true, from: from.name });

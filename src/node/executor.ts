@@ -15,6 +15,7 @@ import type { Upstream } from '../postgres/types.ts';
 import type { ConfigApplier } from './config-apply.ts';
 import { ReplicaSlots } from './replica-slots.ts';
 import type { NodeCore } from './node-core.ts';
+import type { RewindOutcome } from './effects.ts';
 
 /** Host, port and name of `member` from its key's conn_url; undefined when unknown. */
 export function upstreamOf(view: ClusterView, member: string | undefined): Upstream | undefined {
@@ -287,10 +288,12 @@ export class Executor {
 
   /**
    * How the pg_rewind started by the `rewind` action ended (called by the clone actor). A failure
-   * is remembered with the leader timeline it was decided on, so decideCycle never runs it again
-   * against that timeline (docs/ha.md "Rewind"); a success forgets any earlier failure.
+   * after pg_rewind began to change the data directory is remembered with the leader timeline it
+   * was decided on, so decideCycle never runs it again against that timeline (docs/ha.md
+   * "Rewind"); one that changed nothing (`untouched`: the leader unreachable, …) is not: the
+   * start back-off spaces the next attempt. A success forgets any earlier failure.
    */
-  rewound(outcome: { ok: true; from: string } | { ok: false; from: string; error: string }): void {
+  rewound(outcome: RewindOutcome): void {
     const st = this.core.state;
     const attempt = st.rewinding ?? { leader: outcome.from, timeline: 0 };
     st.rewinding = undefined;
@@ -300,6 +303,10 @@ export class Executor {
       return;
     }
     const reason = outcome.error.replace(/\s+/g, ' ').slice(0, 500);
+    if (outcome.untouched) {
+      this.core.notice('rewind.retry', `pg_rewind from ${outcome.from} did not start, the data directory is unchanged: tried again after the start back-off: ${reason}`);
+      return;
+    }
     st.rewindFailure = { leader: attempt.leader, timeline: attempt.timeline, reason };
     this.core.notice('rewind.failed', `pg_rewind from ${outcome.from} failed (not retried against timeline ${attempt.timeline} of ${attempt.leader}): ${reason}`);
   }

@@ -35,6 +35,11 @@ export function parseControlData(text: string): ControlData {
     checkpointLsn: parseLsn(get('Latest checkpoint location')),
     checkpointTimeline: timeline,
     minRecoveryLsn: parseLsn(get('Minimum recovery ending location')),
+    ...(f.has("Latest checkpoint's REDO location") ? { redoLsn: parseLsn(f.get("Latest checkpoint's REDO location")!) } : {}),
+    ...(f.has("Min recovery ending loc's timeline") ? { minRecoveryTimeline: Number(f.get("Min recovery ending loc's timeline")) } : {}),
+    ...(f.has('WAL block size') && f.has('Bytes per WAL segment')
+      ? { walGeometry: { blockBytes: BigInt(f.get('WAL block size')!), segmentBytes: BigInt(f.get('Bytes per WAL segment')!) } }
+      : {}),
     ...(f.has('wal_log_hints setting') ? { walLogHints: f.get('wal_log_hints setting') === 'on' } : {}),
     ...(f.has('Data page checksum version') ? { dataChecksumVersion: Number(f.get('Data page checksum version')) } : {}),
   };

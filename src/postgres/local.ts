@@ -4,7 +4,7 @@
  * root) and a postgres.js connection over the unix socket as the superuser. See docs/postgres.md.
  */
 import { existsSync, watch } from 'node:fs';
-import { chmod, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import postgres from 'postgres';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -26,11 +26,14 @@ import {
   type ProcIdentity,
 } from './postmaster.ts';
 import { runProbe } from './probe.ts';
-import { runAsPg } from './run-as-pg.ts';
+import { PgToolError, runAsPg } from './run-as-pg.ts';
+import { pgRewindMayRetry, RewindNotStartedError } from './rewind-error.ts';
 import { planSlots } from './slots.ts';
 import { quoteIdent, quoteLiteral } from './sql-quote.ts';
-import type { ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream } from './types.ts';
+import type { ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream, WalEnd } from './types.ts';
 import { formatLsn, parseLsn } from '../domain/lsn.ts';
+import type { WalRecord } from '../domain/discarded.ts';
+import { readWalEnd, readWalRange } from './waldump.ts';
 
 /** The promotion marker's file in the data directory (PgControl.readPromotion). */
 const PROMOTION_FILE = 'ha.promotion.json';
@@ -75,6 +78,8 @@ export class LocalPostgres implements PgControl {
    * can be stopped by PID even when postmaster.pid is gone (data directory wiped under it).
    */
   private known: ProcIdentity | undefined;
+  /** The last walEnd() answer and what it was read from (pg_controldata fields and pg_wal's files). */
+  private walEndCache: { key: string; value: WalEnd | Error } | undefined;
 
   constructor(private readonly opts: LocalPostgresOptions) {
     this.dataDir = resolve(opts.dataDir);
@@ -452,7 +457,7 @@ export class LocalPostgres implements PgControl {
    */
   async rewind(from: Upstream): Promise<void> {
     const running = await this.liveServerProblem();
-    if (running) throw new PostmasterRunningError(`pg_rewind: refusing to rewrite data directory ${this.dataDir}: ${running}`);
+    if (running) throw new RewindNotStartedError(`pg_rewind: refusing to rewrite data directory ${this.dataDir}: ${running}`);
     const cd = await this.controlData();
     if (cd.walLogHints === false && (cd.dataChecksumVersion ?? 0) === 0) {
       throw new Error(`pg_rewind: data directory ${this.dataDir} has neither wal_log_hints = on nor data checksums: it cannot be rewound`);
@@ -462,23 +467,7 @@ export class LocalPostgres implements PgControl {
     const t1 = Date.now();
     await this.checkpointOn(from);
     const t2 = Date.now();
-    const { stdout, stderr } = await runAsPg(
-      join(this.binDir, 'pg_rewind'),
-      [
-        `--target-pgdata=${this.dataDir}`,
-        // --progress: pg_rewind then says how much it copies ("need to copy N MB (total source directory size is M MB)").
-        '--progress',
-        `--source-server=${renderConninfo([
-          ['host', from.host],
-          ['port', String(from.port)],
-          ['user', this.opts.superuser.username],
-          ['dbname', 'postgres'],
-          ['connect_timeout', '10'],
-          ['application_name', `${this.opts.name}-rewind`],
-        ])}`,
-      ],
-      { env: { PGPASSWORD: this.opts.superuser.password, LC_ALL: 'C', LANG: 'C' } },
-    );
+    const { stdout, stderr } = await this.runPgRewind(from);
     await chmod(this.dataDir, 0o700);
     const outcome = /no rewind required/.test(stdout + stderr) ? 'no rewind required' : 'rewound';
     const copy = /need to copy (\d+) MB \(total source directory size is (\d+) MB\)/.exec(stdout + stderr);
@@ -493,6 +482,40 @@ export class LocalPostgres implements PgControl {
       },
       `pg_rewind from ${from.name}: ${outcome}`,
     );
+  }
+
+  /**
+   * Runs pg_rewind from `from` (see rewind()). A failure on the source before pg_rewind changed
+   * the target (pgRewindMayRetry: the source could not be reached, the connection was lost while
+   * the file lists were compared) is a RewindNotStartedError, which the agent may retry; any other
+   * failure is pg_rewind's PgToolError.
+   */
+  private async runPgRewind(from: Upstream): Promise<{ stdout: string; stderr: string }> {
+    try {
+      return await runAsPg(
+        join(this.binDir, 'pg_rewind'),
+        [
+          `--target-pgdata=${this.dataDir}`,
+          // --progress: pg_rewind then says how much it copies ("need to copy N MB (total source directory size is M MB)").
+          '--progress',
+          `--source-server=${renderConninfo([
+            ['host', from.host],
+            ['port', String(from.port)],
+            ['user', this.opts.superuser.username],
+            ['dbname', 'postgres'],
+            ['connect_timeout', '10'],
+            ['application_name', `${this.opts.name}-rewind`],
+          ])}`,
+        ],
+        { env: { PGPASSWORD: this.opts.superuser.password, LC_ALL: 'C', LANG: 'C' } },
+      );
+    } catch (e) {
+      const output = e instanceof PgToolError ? e.stderr : '';
+      if (e instanceof PgToolError && e.exitCode !== null && pgRewindMayRetry(output)) {
+        throw new RewindNotStartedError(`${e.message} (the target data directory was not changed)`);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -546,6 +569,103 @@ export class LocalPostgres implements PgControl {
     if (after.clusterState !== 'shut down') {
       throw new Error(`crash recovery in single-user mode left the cluster state '${after.clusterState}', not 'shut down': pg_rewind would refuse it`);
     }
+  }
+
+  /**
+   * PgControl.walEnd: readWalEnd (src/postgres/waldump.ts) on this data directory, refused while a
+   * postmaster of this node runs (its WAL moves). The answer (or the error) is kept while
+   * pg_controldata and pg_wal's files (names, sizes, modification times) stay the same: a stopped
+   * member asks every cycle, and nothing writes its WAL meanwhile.
+   * @throws PostmasterRunningError; Error when pg_controldata or the WAL cannot be read.
+   */
+  async walEnd(): Promise<WalEnd> {
+    const running = readPostmasterPid(this.dataDir);
+    if (running !== undefined) throw new PostmasterRunningError(`not reading where the WAL ends: postmaster ${running} of this data directory is running`);
+    const cd = await this.controlData();
+    const walDir = join(this.dataDir, 'pg_wal');
+    const files: string[] = [];
+    for (const name of (await readdir(walDir)).sort()) {
+      const st = await stat(join(walDir, name)).catch(() => undefined);
+      if (st?.isFile()) files.push(`${name}:${st.size}:${st.mtimeMs}`);
+    }
+    const key = [cd.systemIdentifier, cd.clusterState, cd.checkpointLsn, cd.redoLsn, cd.checkpointTimeline, cd.minRecoveryLsn, ...files].join('|');
+    const cached = this.walEndCache;
+    if (cached?.key === key) {
+      if (cached.value instanceof Error) throw cached.value;
+      return cached.value;
+    }
+    try {
+      const value = await readWalEnd(
+        { binDir: this.binDir, dataDir: this.dataDir },
+        { redoLsn: cd.redoLsn ?? cd.checkpointLsn, checkpointTimeline: cd.checkpointTimeline, ...(cd.walGeometry ? { geometry: cd.walGeometry } : {}) },
+      );
+      this.walEndCache = { key, value };
+      return value;
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e));
+      this.walEndCache = { key, value: err };
+      throw err;
+    }
+  }
+
+  /** PgControl.readWalRange: pg_waldump over [fromLsn, toLsn) of `timeline` (src/postgres/waldump.ts readWalRange). */
+  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void> {
+    return readWalRange({ binDir: this.binDir, dataDir: this.dataDir, timeoutMs: 600_000 }, timeline, fromLsn, toLsn, onRecord);
+  }
+
+  /**
+   * PgControl.relationNames: on `from` (the superuser over TCP), the databases by OID, then in each
+   * database named by a path `pg_filenode_relation(tablespace, relfilenode)` for the paths of that
+   * database (tablespace 1663, pg_default, is passed as 0 as the function wants). Every failure is
+   * swallowed: names are a convenience of the receipt, never a reason to hold a rejoin.
+   */
+  async relationNames(from: Upstream, paths: string[]): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const parsed = paths.map((p) => p.split('/').map(Number) as [number, number, number]).filter((x) => x.length === 3 && x.every(Number.isInteger));
+    if (parsed.length === 0) return out;
+    const connect = (database: string) =>
+      postgres({
+        host: from.host,
+        port: from.port,
+        user: this.opts.superuser.username,
+        password: this.opts.superuser.password,
+        database,
+        max: 1,
+        connect_timeout: 5,
+        idle_timeout: 5,
+        fetch_types: false,
+        prepare: false,
+        onnotice: () => undefined,
+        connection: { application_name: `${this.opts.name}-receipt`, statement_timeout: 10_000 },
+      });
+    const dbs = new Map<number, string>();
+    const main = connect('postgres');
+    try {
+      const rows = await bounded<{ oid: string; datname: string }[]>(main.unsafe('SELECT oid::text AS oid, datname FROM pg_database WHERE datallowconn') as never, 15_000);
+      for (const r of rows) dbs.set(Number(r.oid), r.datname);
+    } catch {
+      return out;
+    } finally {
+      await main.end({ timeout: 1 }).catch(() => undefined);
+    }
+    for (const [oid, datname] of dbs) {
+      const mine = parsed.filter((p) => p[1] === oid);
+      if (mine.length === 0) continue;
+      const sql = connect(datname);
+      try {
+        const values = mine.map(([ts, , rel]) => `(${ts === 1663 ? 0 : ts}::oid, ${rel}::oid, '${ts}/${oid}/${rel}')`).join(', ');
+        const rows = await bounded<{ path: string; name: string | null }[]>(
+          sql.unsafe(`SELECT v.path, pg_filenode_relation(v.ts, v.rel)::regclass::text AS name FROM (VALUES ${values}) AS v(ts, rel, path)`) as never,
+          15_000,
+        );
+        for (const r of rows) if (r.name) out[r.path] = `${datname}.${r.name}`;
+      } catch {
+        /* best effort */
+      } finally {
+        await sql.end({ timeout: 1 }).catch(() => undefined);
+      }
+    }
+    return out;
   }
 
   /** Removes everything inside the data directory (the directory itself stays, 0700, owned by the PostgreSQL user). */

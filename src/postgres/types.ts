@@ -12,6 +12,9 @@ import type { PgStatus } from '../domain/pg-status.ts';
 export type { ReplicationRow, PgStatus } from '../domain/pg-status.ts';
 import type { SlotInfo } from '../domain/slots.ts';
 export type { SlotInfo } from '../domain/slots.ts';
+import type { WalRecord } from '../domain/discarded.ts';
+import type { WalEnd } from './waldump.ts';
+export type { WalEnd } from './waldump.ts';
 
 /** A logical slot read from the primary for copying (PgControl.readPrimarySlots). */
 export interface CopiedSlot {
@@ -35,6 +38,12 @@ export interface ControlData {
   checkpointTimeline: number;
   /** "Minimum recovery ending location", bytes. */
   minRecoveryLsn: bigint;
+  /** "Latest checkpoint's REDO location", bytes: where crash recovery starts reading WAL. */
+  redoLsn?: bigint;
+  /** "Min recovery ending loc's timeline" (0 on a primary). */
+  minRecoveryTimeline?: number;
+  /** "WAL block size" and "Bytes per WAL segment". */
+  walGeometry?: { blockBytes: bigint; segmentBytes: bigint };
   /** "wal_log_hints setting" (`on`): what the server last ran with. Undefined when not reported. */
   walLogHints?: boolean;
   /** "Data page checksum version" (0: no data checksums). Undefined when not reported. */
@@ -153,6 +162,29 @@ export interface PgControl {
 
   /** Removes the data directory's content (reinitialize, diverged timeline). */
   removeData(): Promise<void>;
+
+  /**
+   * Where the valid WAL of the stopped data directory ends, read from its own WAL without
+   * changing anything (src/postgres/waldump.ts readWalEnd: pg_waldump from the latest
+   * checkpoint's REDO location, on the newest timeline pg_wal holds WAL of). Called by the
+   * divergence check of a data directory that was not shut down as a primary (docs/ha.md
+   * "Divergence"). Rejects when it cannot be read: the caller then counts the data as diverged.
+   */
+  walEnd(): Promise<WalEnd>;
+
+  /**
+   * Calls `onRecord` for every WAL record of `timeline` in [fromLsn, toLsn) of the stopped data
+   * directory, in order (pg_waldump): the receipt of WAL a rewind or re-clone discards.
+   * Rejects when the WAL cannot be read.
+   */
+  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void>;
+
+  /**
+   * Names of relations (`tablespace/database/relfilenode`, as pg_waldump prints them) on the
+   * running server `from`, as `database.schema.relation`, for the ones it still has. Best effort:
+   * optional, and it resolves with what it found (possibly nothing) rather than rejecting.
+   */
+  relationNames?(from: Upstream, paths: string[]): Promise<Record<string, string>>;
 
   /**
    * PID of a live postmaster of this data directory, or undefined. Cheap (postmaster.pid + kill 0).

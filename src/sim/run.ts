@@ -37,6 +37,10 @@ export interface SimulateOptions {
   failsafe?: boolean | 'draw';
   /** watchdog.mode of every agent (the simulated fence): automatic (default, as the agent's), required, off. */
   watchdog?: WatchdogMode;
+  /** The agents' divergence settings (WorldOptions.rewind): true the defaults, false re-clone; default drawn from each seed (odd: defaults). */
+  rewind?: boolean;
+  /** The agents' `database` section as given (WorldOptions.database): regression schedules of findings made under another configuration. */
+  database?: Record<string, unknown>;
 }
 
 /** The summary of a simulation (also what the tests read). */
@@ -56,7 +60,7 @@ export interface SimulateSummary {
 }
 
 /** What one schedule needs of the options. */
-export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog'>;
+export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog' | 'rewind' | 'database'>;
 
 /** Runs one schedule. */
 export async function runSchedule(seed: number, o: RunOptions, keepJournal = false): Promise<{ result: RunResult; world: World }> {
@@ -70,6 +74,8 @@ export async function runSchedule(seed: number, o: RunOptions, keepJournal = fal
     ...(o.sync ? { sync: o.sync } : {}),
     ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
     ...(o.watchdog !== undefined ? { watchdog: o.watchdog } : {}),
+    ...(o.rewind !== undefined ? { rewind: o.rewind } : {}),
+    ...(o.database !== undefined ? { database: o.database } : {}),
     ...(o.plant ?? {}),
     keepJournal,
   });
@@ -190,7 +196,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   out(`failsafe_mode (schedules / violations): on ${failsafeSchedules} / ${violationsByFailsafe[1]}, off ${o.schedules - failsafeSchedules} / ${violationsByFailsafe[0]}; POST /failsafe accepted ${failsafeAccepts} times`);
   out(`acknowledged commits: ${acked} (${unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${lost} in ${lostSchedules} schedules; synchronous schedules (sync-no-loss) ${syncLost} in ${syncLostSchedules} schedules`);
   out(`simulated: ${Math.round(simulatedMs / 1000)} s, ${timers} timers fired`);
-  out(`pg_rewind (use_db_rewind on in odd-seeded schedules): ${rewinds} data directories rewound`);
+  out(`pg_rewind (the agents' defaults, use_db_rewind on, in odd-seeded schedules): ${rewinds} data directories rewound`);
   out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${fenceDeadline + fenceAgentGone} firings (deadline missed ${fenceDeadline}, armed agent crashed ${fenceAgentGone})`);
   o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s`);
 

@@ -14,7 +14,9 @@
  */
 import type { PgStatus, ReplicationRow } from '../domain/pg-status.ts';
 import { formatLsn } from '../domain/lsn.ts';
-import type { ConfigureOptions, ControlData, PgControl, Upstream, PromotionMarker } from '../postgres/types.ts';
+import type { ConfigureOptions, ControlData, PgControl, Upstream, PromotionMarker, WalEnd } from '../postgres/types.ts';
+import type { WalRecord } from '../domain/discarded.ts';
+import { RewindNotStartedError } from '../postgres/rewind-error.ts';
 import type { Prng } from './prng.ts';
 import type { SimClock } from './sim-clock.ts';
 
@@ -167,6 +169,8 @@ export interface SimPgWorld {
   changing?(pg: SimPg): void;
   /** A promotion completes at WAL end `lsn` (before its new timeline and checkpoint): the promotion-lag invariant. */
   promoting?(pg: SimPg, lsn: bigint): void;
+  /** Every commit written so far, on any member (what pg_waldump finds in a data directory's WAL: readWalRange). */
+  commits?(): readonly Commit[];
 }
 
 /** Deliberately broken behaviours, to check that the simulator catches them (tests). */
@@ -425,6 +429,7 @@ export class SimPg implements PgControl {
       clusterState: this.clusterState,
       checkpointLsn: ckpt,
       checkpointTimeline: timelineAt(d.segments, ckpt),
+      redoLsn: ckpt,
       minRecoveryLsn: this.clusterState.includes('recovery') ? this.minRecoveryLsn : 0n,
       // Simulated clusters run with wal_log_hints = on (the agent's default): pg_rewind can work on them.
       walLogHints: true,
@@ -588,7 +593,7 @@ export class SimPg implements PgControl {
    * Takes 0.3–1 s (0.1–0.3 s more for crash recovery).
    */
   async rewind(from: Upstream): Promise<void> {
-    if (this.run !== 'stopped') throw new Error('pg_rewind: a postmaster runs on the target data directory');
+    if (this.run !== 'stopped') throw new RewindNotStartedError('pg_rewind: a postmaster runs on the target data directory');
     if (!this.data) throw new Error('pg_rewind: no cluster in the target data directory');
     const gen = this.dataGen;
     const reachable = () => {
@@ -598,7 +603,7 @@ export class SimPg implements PgControl {
     const untouched = () => this.run === 'stopped' && this.data !== undefined && this.dataGen === gen;
     if (!reachable()) {
       await this.after(50, 100);
-      throw new Error(`pg_rewind: could not connect to ${from.name}`);
+      throw new RewindNotStartedError(`pg_rewind: could not connect to ${from.name}`);
     }
     if (this.clusterState !== 'shut down' && this.clusterState !== 'shut down in recovery') {
       await this.after(100, 300);
@@ -643,6 +648,39 @@ export class SimPg implements PgControl {
     this.configured = undefined;
     this.dataGen++;
     this.rewinds++;
+  }
+
+  /**
+   * Where the local WAL ends, exactly (the model has no torn records): the timeline of its last
+   * segment and its end. Refused while a postmaster runs, as LocalPostgres refuses.
+   */
+  async walEnd(): Promise<WalEnd> {
+    const d = this.data;
+    if (!d) throw new Error(`${this.dataDir}: no cluster`);
+    if (this.run !== 'stopped') throw new Error('not reading where the WAL ends: a postmaster runs');
+    const ckpt = d.checkpoints[d.checkpoints.length - 1] ?? 0n;
+    return { timeline: this.timeline, lastRecordLsn: ckpt + CHECKPOINT_BYTES === d.lsn ? ckpt : d.lsn - 1n, endLsn: d.lsn };
+  }
+
+  /**
+   * The records of the local WAL of `timeline` in [fromLsn, toLsn), as pg_waldump would list them:
+   * one COMMIT record per commit written into this piece of history (by uid: the world's commits
+   * whose record starts in the range on the local lineage), and each checkpoint record.
+   */
+  async readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void> {
+    const d = this.data;
+    if (!d) throw new Error(`${this.dataDir}: no cluster`);
+    const end = toLsn < d.lsn ? toLsn : d.lsn;
+    const inRange = (p: bigint) => p >= fromLsn && p < end && timelineAt(d.segments, p) === timeline;
+    const records: WalRecord[] = [];
+    for (const c of this.world.commits?.() ?? []) {
+      if (!inRange(c.start) || uidAt(d.segments, c.start) !== c.uid) continue;
+      records.push({ rmgr: 'Heap', totalBytes: Number(c.end - c.start) - 34, xid: c.id, lsn: c.start, description: 'INSERT off 1 flags 0x00, blkref #0: rel 1663/5/16384 blk 0' });
+      records.push({ rmgr: 'Transaction', totalBytes: 34, xid: c.id, lsn: c.end - 34n, description: `COMMIT ${pgTimeText(c.atMs).replace('+00', '')} UTC` });
+    }
+    for (const k of d.checkpoints) if (inRange(k)) records.push({ rmgr: 'XLOG', totalBytes: Number(CHECKPOINT_BYTES), xid: 0, lsn: k, description: 'CHECKPOINT_SHUTDOWN' });
+    records.sort((a, b) => (a.lsn < b.lsn ? -1 : a.lsn > b.lsn ? 1 : 0));
+    for (const r of records) onRecord(r);
   }
 
   async removeData(): Promise<void> {

@@ -67,8 +67,15 @@ export interface WorldOptions {
   faults?: Fault[];
   /** Fault kinds to draw from (default: all; `freeze` only with `freeze`). */
   faultKinds?: readonly FaultKind[];
-  /** `database.use_db_rewind` (with remove_data_directory_on_rewind_failure). Default: odd seeds. */
+  /**
+   * The agents' `database` settings about divergence: true → the defaults (nothing set:
+   * `use_db_rewind` on, no removal; what a new cluster runs with), false → `use_db_rewind: false,
+   * remove_data_directory_on_diverged_timelines: true` (a diverged member is re-cloned). Default:
+   * odd seeds the defaults, even seeds re-clone.
+   */
   rewind?: boolean;
+  /** The `database` section of the agents' dynamic configuration, as given (replaces what `rewind` chooses; regression schedules of older findings). */
+  database?: Record<string, unknown>;
   /** Synchronous replication of the run (dynamic configuration). Default: syncModeOf(seed). */
   sync?: SyncModeName;
   /**
@@ -178,21 +185,20 @@ export const DEFAULT_WRITE_BYTES = [1024, 65_536] as const;
 
 export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
 /**
- * The dynamic configuration the agents bootstrap with. A diverged member is re-cloned (so
- * liveness can be asked of every member); with `rewind` (odd seeds by default) it is first
- * rewound with pg_rewind, and re-cloned when that fails.
+ * The dynamic configuration the agents bootstrap with. With `rewind` (odd seeds by default) the
+ * `database` section says nothing about divergence: the agents' defaults (use_db_rewind on, no
+ * removal), so liveness is asked of what a new cluster runs with (issue 24). Without it a
+ * diverged member is re-cloned instead (`use_db_rewind: false`,
+ * `remove_data_directory_on_diverged_timelines: true`).
  */
-export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off', failsafe = false): Record<string, unknown> {
+export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off', failsafe = false, database?: Record<string, unknown>): Record<string, unknown> {
   return {
     ttl: TIMING.ttl,
     loop_wait: TIMING.loop_wait,
     retry_timeout: TIMING.retry_timeout,
     ...syncConfig(sync),
     ...(failsafe ? { failsafe_mode: true } : {}),
-    database: {
-      remove_data_directory_on_diverged_timelines: true,
-      ...(rewind ? { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } : {}),
-    },
+    database: database ?? (rewind ? {} : { use_db_rewind: false, remove_data_directory_on_diverged_timelines: true }),
   };
 }
 const SCOPE = 'sim';
@@ -382,6 +388,8 @@ export class World {
   private writeTurn = 0;
   private faultsFromMs: number | undefined;
   readonly acked: Commit[] = [];
+  /** Every commit written (acknowledged or not), in order: what the members' WAL holds (SimPg.readWalRange). */
+  readonly commits: Commit[] = [];
   /** Commits written (acknowledged or not). */
   private written = 0;
   readonly syncMode: SyncModeName;
@@ -425,6 +433,7 @@ export class World {
       },
       changing: () => this.checkLease(),
       promoting: (pg: SimPg, lsn: bigint) => this.checkPromotion(pg, lsn),
+      commits: () => this.commits,
       flushStandbys: (primary: SimPg) => {
         for (const pg of this.pgs) if (pg !== primary && pg.streaming && pg.activeUpstream?.name === primary.name) this.ship(pg);
       },
@@ -530,7 +539,10 @@ export class World {
       if (!pg.acceptsWrites()) continue;
       const [lo, hi] = this.opts.writeBytes ?? DEFAULT_WRITE_BYTES;
       const c = pg.write(this.rng.int(lo, hi));
-      if (c) this.written++;
+      if (c) {
+        this.written++;
+        this.commits.push(c);
+      }
       this.acknowledge(pg);
       break;
     }
@@ -805,7 +817,7 @@ export class World {
       apiUrl: `http://${m.name}:8008/ha`,
       connUrl: `postgres://${m.name}:5432/postgres`,
       tags: {},
-      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode, this.failsafeMode),
+      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode, this.failsafeMode, this.opts.database),
       initdbOptions: [],
       localParameters: {},
       dcs,

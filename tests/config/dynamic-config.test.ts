@@ -130,12 +130,13 @@ describe('validateDynamicConfig', () => {
     });
   });
 
-  it('accepts database.remove_data_directory_on_rewind_failure (boolean, default false)', () => {
-    const r = validateDynamicConfig({ database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } });
+  it('accepts database.remove_data_directory_on_rewind_failure (boolean, default true)', () => {
+    const r = validateDynamicConfig({ database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: false } });
     expect(r.ok).toBe(true);
-    if (r.ok) expect(effectiveDynamicConfig(r.value).database.remove_data_directory_on_rewind_failure).toBe(true);
+    if (r.ok) expect(effectiveDynamicConfig(r.value).database.remove_data_directory_on_rewind_failure).toBe(false);
     const d = validateDynamicConfig({});
-    if (d.ok) expect(effectiveDynamicConfig(d.value).database.remove_data_directory_on_rewind_failure).toBe(false);
+    expect(d.ok).toBe(true);
+    if (d.ok) expect(effectiveDynamicConfig(d.value).database.remove_data_directory_on_rewind_failure).toBe(true);
     expect(validateDynamicConfig({ database: { remove_data_directory_on_rewind_failure: 1 } })).toEqual({
       ok: false,
       problems: ['database.remove_data_directory_on_rewind_failure: must be true or false, got 1'],

@@ -36,7 +36,7 @@ describe('parseConfig', () => {
         retry_timeout: 10,
         maximum_lag_on_failover: 1048576,
         check_timeline: false,
-        database: { use_slots: true, use_db_rewind: false, remove_data_directory_on_diverged_timelines: false, remove_data_directory_on_rewind_failure: false, parameters: {} },
+        database: { use_slots: true, use_db_rewind: true, remove_data_directory_on_diverged_timelines: false, remove_data_directory_on_rewind_failure: true, parameters: {} },
       },
       method: 'initdb',
       initdb: [],

@@ -82,9 +82,15 @@ describe('decideCycle with use_db_rewind', () => {
   });
 
   it('use_db_rewind off → the existing rules (stay stopped)', () => {
-    const r = decideCycle(input(crashed, { config: withDefaults({}) }));
+    const r = decideCycle(input(crashed, { config: withDefaults({ database: { use_db_rewind: false } }) }));
     expect(r.actions).toEqual([]);
     expect(r.diverged).toBeDefined();
+  });
+
+  it('nothing set: use_db_rewind is on by default → rewind', () => {
+    expect(withDefaults({}).database.use_db_rewind).toBe(true);
+    const r = decideCycle(input(crashed, { config: withDefaults({}) }));
+    expect(r.actions.map((a) => a.kind)).toEqual(['rewind']);
   });
 
   it('a running replica that diverged stops first (pg_rewind needs a stopped data directory)', () => {
@@ -104,27 +110,31 @@ describe('decideCycle with use_db_rewind', () => {
   describe('after a failed rewind', () => {
     const failure = { leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect to server' };
 
-    it('against the same leader timeline → never again: stays stopped, saying why', () => {
-      const r = decideCycle(input(crashed, { rewindFailure: failure }));
+    it('against the same leader timeline, remove_data_directory_on_rewind_failure off → never again: stays stopped, saying why', () => {
+      const r = decideCycle(input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: false }) }));
       expect(r.actions).toEqual([]);
       expect(r.message).toContain('not retried');
       expect(r.diverged).toContain('pg_rewind from n2 failed: pg_rewind exited 1: could not connect to server');
     });
 
     it('even with remove_data_directory_on_diverged_timelines (the reference does not re-clone a failed rewind)', () => {
-      const r = decideCycle(input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_diverged_timelines: true }) }));
+      const r = decideCycle(
+        input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_diverged_timelines: true, remove_data_directory_on_rewind_failure: false }) }),
+      );
       expect(r.actions).toEqual([]);
     });
 
-    it('with remove_data_directory_on_rewind_failure → reinitialize', () => {
+    it('with remove_data_directory_on_rewind_failure (the default) → reinitialize', () => {
       const r = decideCycle(input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: true }) }));
       expect(r.actions).toEqual([{ kind: 'reinitialize' }]);
       expect(r.message).toMatch(/^reinitializing after a failed rewind: /);
+      expect(decideCycle(input(crashed, { rewindFailure: failure, config: withDefaults({}) })).actions).toEqual([{ kind: 'reinitialize' }]);
     });
 
     it('pg_controldata unreadable after the failure → still no loop; re-cloned when allowed', () => {
-      expect(decideCycle(input(undefined, { rewindFailure: failure })).actions).toEqual([]);
-      expect(decideCycle(input(undefined, { rewindFailure: failure })).diverged).toContain('pg_rewind from n2 failed');
+      const keep = rewindOn({ remove_data_directory_on_rewind_failure: false });
+      expect(decideCycle(input(undefined, { rewindFailure: failure, config: keep })).actions).toEqual([]);
+      expect(decideCycle(input(undefined, { rewindFailure: failure, config: keep })).diverged).toContain('pg_rewind from n2 failed');
       const config = rewindOn({ remove_data_directory_on_rewind_failure: true });
       expect(decideCycle(input(undefined, { rewindFailure: failure, config })).actions).toEqual([{ kind: 'reinitialize' }]);
     });
@@ -143,13 +153,17 @@ describe('decideCycle with use_db_rewind', () => {
     });
   });
 
-  describe('data pg_rewind cannot handle → the diverged-timelines rules', () => {
-    it('neither wal_log_hints nor checksums → stays stopped, saying so; re-cloned when allowed', () => {
+  describe('data pg_rewind cannot handle → a failed rewind: re-cloned by default', () => {
+    const keep = rewindOn({ remove_data_directory_on_rewind_failure: false });
+    it('neither wal_log_hints nor checksums → re-cloned (the default); stays stopped, saying so, with remove_data_directory_on_rewind_failure off', () => {
       const local = { ...crashed, rewindable: false };
-      const r = decideCycle(input(local));
+      const byDefault = decideCycle(input(local, { config: withDefaults({}) }));
+      expect(byDefault.actions).toEqual([{ kind: 'reinitialize' }]);
+      expect(byDefault.message).toMatch(/^reinitializing: pg_rewind cannot repair the data: /);
+      const r = decideCycle(input(local, { config: keep }));
       expect(r.actions).toEqual([]);
       expect(r.diverged).toContain('cannot rewind: the data directory has neither wal_log_hints = on nor data checksums');
-      const config = rewindOn({ remove_data_directory_on_diverged_timelines: true });
+      const config = rewindOn({ remove_data_directory_on_rewind_failure: false, remove_data_directory_on_diverged_timelines: true });
       expect(decideCycle(input(local, { config })).actions).toEqual([{ kind: 'reinitialize' }]);
     });
 
@@ -170,9 +184,10 @@ describe('decideCycle with use_db_rewind', () => {
           [2, 800, 'x', '2026-01-01T00:01:00Z', 'n2'],
         ],
       });
-      const r = decideCycle(input(local, {}, v));
+      const r = decideCycle(input(local, { config: keep }, v));
       expect(r.actions).toEqual([]);
       expect(r.diverged).toContain('pg_rewind cannot tell them apart');
+      expect(decideCycle(input(local, { config: withDefaults({}) }, v)).actions).toEqual([{ kind: 'reinitialize' }]);
     });
   });
 });

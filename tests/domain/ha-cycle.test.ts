@@ -37,6 +37,8 @@ function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}):
 }
 
 const leaderIs = (name: string) => ({ leader: { name, leaseId: '1', revision: '1', createRevision: '1' } });
+/** The dynamic configuration with use_db_rewind off (default on): the rules without pg_rewind. */
+const noRewind = (database: Record<string, unknown> = {}) => withDefaults({ database: { use_db_rewind: false, ...database } });
 const kinds = (i: CycleInput) => decideCycle(i).actions.map((a) => a.kind);
 
 describe('decideCycle', () => {
@@ -50,8 +52,12 @@ describe('decideCycle', () => {
     ['lock holder with dead database → start as primary', input({ db: { state: 'crashed', role: 'primary', busy: false } }, leaderIs('n1')), ['start']],
     ['lock holder whose start failed → release the lock', input({ db: { state: 'start_failed', role: 'primary', busy: false } }, leaderIs('n1')), ['releaseLock']],
     ['stopped replica with a leader → start as replica', input({ db: { state: 'stopped', role: 'replica', busy: false }, local: { clusterState: 'shut down in recovery', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 10n } }, leaderIs('n2')), ['start']],
-    ['crashed former primary behind a newer timeline → stays stopped (diverged)', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), []],
-    ['crashed former primary, remove_data_directory_on_diverged_timelines → reinitialize', input({ config: withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } }), db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['reinitialize']],
+    ['crashed former primary whose WAL ends at the switch point → start as replica', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n, walEndLsn: 500n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['start']],
+    ['crashed former primary whose WAL ends past the switch point → rewind (the default)', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n, walEndLsn: 501n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['rewind']],
+    ['crashed former primary whose WAL end could not be read → rewind (the default)', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n, walEndError: 'pg_waldump failed' } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['rewind']],
+    ['crashed former primary, WAL end unknown, use_db_rewind off → stays stopped (diverged)', input({ config: noRewind(), db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), []],
+    ['crashed former primary, use_db_rewind off, remove_data_directory_on_diverged_timelines → reinitialize', input({ config: noRewind({ remove_data_directory_on_diverged_timelines: true }), db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'in production', timeline: 1, checkpointLsn: 10n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['reinitialize']],
+    ['crashed replica that followed the leader\'s timeline (its checkpoint still on the old one) → start as replica', input({ db: { state: 'stopped', role: 'replica', busy: false }, local: { clusterState: 'in archive recovery', timeline: 2, checkpointLsn: 10n, minRecoveryLsn: 900n, walEndLsn: 900n } }, { ...leaderIs('n2'), history: [[1, 500, 'no recovery target specified']] }), ['start']],
     ['clean former primary before the switch point → start as replica', input({ db: { state: 'stopped', role: 'uninitialized', busy: false }, local: { clusterState: 'shut down', timeline: 1, checkpointLsn: 400n, minRecoveryLsn: 0n } }, { ...leaderIs('n2'), history: [[1, 500, 'x']] }), ['start']],
     ['leader renews and does its duties', input({ db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'ok' }, leaderIs('n1')), ['leaderDuties']],
     ['leader whose renewal failed demotes', input({ db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'failed' }, leaderIs('n1')), ['demote']],
@@ -222,15 +228,15 @@ describe('decideCycle: lock ownership, ghost leaders, start back-off and diverge
       expect(r.diverged).toBeUndefined();
     });
 
-    it.each([500n, 600n])('checkpoint at %i (switch point 500) → no start, diverged', (lsn) => {
-      const r = decide(input({ db: formerPrimary, local: cleanStop(lsn) }, newLeader([[1, 500, 'x']])));
+    it.each([500n, 600n])('checkpoint at %i (switch point 500), use_db_rewind off → no start, diverged', (lsn) => {
+      const r = decide(input({ config: noRewind(), db: formerPrimary, local: cleanStop(lsn) }, newLeader([[1, 500, 'x']])));
       expect(r.actions).toEqual([]);
       expect(r.diverged).toContain('n2');
       expect(r.message).toContain('diverged');
     });
 
-    it.each([500n, 600n])('checkpoint at %i with remove_data_directory_on_diverged_timelines → reinitialize', (lsn) => {
-      const config = withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } });
+    it.each([500n, 600n])('checkpoint at %i with remove_data_directory_on_diverged_timelines (use_db_rewind off) → reinitialize', (lsn) => {
+      const config = noRewind({ remove_data_directory_on_diverged_timelines: true });
       const r = decide(input({ config, db: formerPrimary, local: cleanStop(lsn) }, newLeader([[1, 500, 'x']])));
       expect(r.actions).toEqual([{ kind: 'reinitialize' }]);
       expect(r.diverged).toBeDefined();
@@ -270,8 +276,8 @@ describe('decideCycle: lock ownership, ghost leaders, start back-off and diverge
       expect(r.diverged).toBeUndefined();
     });
 
-    it('diverged with remove_data_directory_on_diverged_timelines → reinitialize', () => {
-      const config = withDefaults({ database: { remove_data_directory_on_diverged_timelines: true } });
+    it('diverged with remove_data_directory_on_diverged_timelines (use_db_rewind off) → reinitialize', () => {
+      const config = noRewind({ remove_data_directory_on_diverged_timelines: true });
       expect(kinds(replica(600n, { upstream: undefined, streaming: false }, { config }))).toEqual(['reinitialize']);
     });
 

@@ -50,7 +50,7 @@ describe('ConfigApplier with use_db_rewind', () => {
     const applier = new ConfigApplier(core, async () => undefined);
     applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true } }));
     expect(state.rewindFailure).toBeDefined();
-    applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: true } }));
+    applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: false } }));
     expect(state.rewindFailure).toBeUndefined();
   });
 });

@@ -44,7 +44,7 @@ describe('Executor: rewind', () => {
   it('a failure is remembered with the leader timeline; a later success forgets it', async () => {
     const { executor, state, notices } = setup();
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
-    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1:\n could not connect' });
+    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1:\n could not connect', untouched: false });
     expect(state.rewindFailure).toEqual({ leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect' });
     expect(state.rewinding).toBeUndefined();
     expect(notices.at(-1)).toMatch(/^rewind\.failed: .*not retried against timeline 2 of n2/);
@@ -52,5 +52,14 @@ describe('Executor: rewind', () => {
     executor.rewound({ ok: true, from: 'n2' });
     expect(state.rewindFailure).toBeUndefined();
     expect(notices.at(-1)).toMatch(/^rewind\.done: /);
+  });
+
+  it('a failure that left the data directory unchanged is not remembered: the start back-off spaces the next attempt', async () => {
+    const { executor, state, notices } = setup();
+    await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
+    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1: could not connect to server', untouched: true });
+    expect(state.rewindFailure).toBeUndefined();
+    expect(state.rewinding).toBeUndefined();
+    expect(notices.at(-1)).toMatch(/^rewind\.retry: pg_rewind from n2 did not start/);
   });
 });

@@ -13,6 +13,9 @@ describe('parseControlData', () => {
       checkpointLsn: 0x1500718n,
       checkpointTimeline: 1,
       minRecoveryLsn: 0n,
+      redoLsn: 0x1500718n,
+      minRecoveryTimeline: 0,
+      walGeometry: { blockBytes: 8192n, segmentBytes: 16777216n },
       walLogHints: false,
       dataChecksumVersion: 0,
     });
