@@ -64,7 +64,10 @@ export interface CycleInput {
   replication?: { upstream: string | undefined; streaming: boolean; notStreamingSinceMs?: number };
   /** Epoch ms before which a failed start is not tried again (start back-off); undefined: no wait. */
   nextStartAtMs?: number;
-  /** Epoch ms since when the leader key has named a member without a member key (a ghost lock). */
+  /**
+   * Epoch ms since when this agent has seen the leader key of the view (this incarnation of it)
+   * name a member without a member key (a ghost lock; `ghostSighting`).
+   */
   ghostLeaderSinceMs?: number;
   /**
    * Epoch ms since when this agent has seen no leader key (absent: a leader key, or not tracked).
@@ -209,6 +212,38 @@ function remoteText(sc: StandbyClusterConfig): string {
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
   return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
+}
+
+/**
+ * One incarnation of the leader key seen naming a member that has no member key (a ghost lock):
+ * the key's value (`name`) and mod revision (`revision`, what the delete compares), and since
+ * when (`sinceMs`, epoch ms on the agent's clock) this agent has seen exactly that key without
+ * the member's key. `decideCycle` reads `sinceMs` as `CycleInput.ghostLeaderSinceMs`.
+ */
+export interface GhostSighting {
+  name: string;
+  revision: string;
+  sinceMs: number;
+}
+
+/**
+ * The ghost sighting after a cycle read `view` at `seenMs` (epoch ms: when the view was in hand,
+ * after the keepalive and the lock's renewal, not when the cycle began). Undefined when there is
+ * no leader key or it names a member; `previous` when it is the same key (same name and mod
+ * revision); otherwise a new sighting from `seenMs`.
+ *
+ * Why: the ghost rule (docs/ha.md "A leader key naming an unknown member") deletes a key that
+ * has named a non-member for longer than ttl. A live holder creates the key and publishes its
+ * member key only at the end of that cycle, so the count must start no earlier than the key
+ * existed: dated by the start of a cycle that stalled (a frozen or late agent), or carried over
+ * from an earlier key of the same name, a sighting of a key created a moment ago looked ttl old
+ * and the live lock was deleted under its holder's promotion (finding 22, docs/simulation.md).
+ */
+export function ghostSighting(previous: GhostSighting | undefined, view: ClusterView, seenMs: number): GhostSighting | undefined {
+  const key = view.leader;
+  if (!key || view.members.some((m) => m.name === key.name)) return undefined;
+  if (previous && previous.name === key.name && previous.revision === key.revision) return previous;
+  return { name: key.name, revision: key.revision, sinceMs: seenMs };
 }
 
 /** The decision of one HA cycle. */

@@ -5,7 +5,7 @@
  * ghost leader key, divergence verdict).
  */
 import type { ClusterView } from '../domain/cluster.ts';
-import { decideCycle, type CycleDecision, type CycleInput } from '../domain/ha-cycle.ts';
+import { decideCycle, ghostSighting, type CycleDecision, type CycleInput } from '../domain/ha-cycle.ts';
 import type { PeerStatus } from '../domain/leader-race.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { DatabaseState } from '../domain/states.ts';
@@ -61,7 +61,9 @@ export class HaCycle {
     dcsOk = lock.dcsOk;
     // Synchronous replication is managed only under the lock (a new leader starts from its own state).
     if (!lock.holdsLock) core.sync.reset();
-    this.trackGhostLeader(view, nowMs);
+    // Dated now, with the view in hand: the keepalive and the renewal above may have stalled
+    // (a frozen or late agent), and a key created meanwhile is not as old as the cycle (finding 22).
+    this.trackGhostLeader(view, core.now());
     if (view.leader) this.core.state.noLeaderSinceMs = undefined;
     else this.core.state.noLeaderSinceMs ??= nowMs;
 
@@ -331,18 +333,12 @@ export class HaCycle {
     if (st.divergedReason !== undefined && (!facts.hasData || facts.state === 'creating_replica' || runsAgain)) st.divergedReason = undefined;
   }
 
-  /** Since when the leader key has named a member without a member key. */
-  private trackGhostLeader(view: ClusterView, nowMs: number): void {
+  /** Since when this incarnation of the leader key has named a member without a member key (`seenMs`: when `view` was read). */
+  private trackGhostLeader(view: ClusterView, seenMs: number): void {
     const st = this.core.state;
-    const name = view.leader?.name;
-    if (!name || view.members.some((m) => m.name === name)) {
-      st.ghostLeader = undefined;
-      return;
-    }
-    if (st.ghostLeader?.name !== name) {
-      st.ghostLeader = { name, sinceMs: nowMs };
-      this.core.notice('lock.ghost', `the leader key names '${name}', which has no member key`);
-    }
+    const previous = st.ghostLeader;
+    st.ghostLeader = ghostSighting(previous, view, seenMs);
+    if (st.ghostLeader && st.ghostLeader !== previous) this.core.notice('lock.ghost', `the leader key names '${st.ghostLeader.name}', which has no member key`);
   }
 }
 

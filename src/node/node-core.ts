@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
-import type { RewindFailure } from '../domain/ha-cycle.ts';
+import type { GhostSighting, RewindFailure } from '../domain/ha-cycle.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -83,8 +83,8 @@ export class NodeState {
    * has the last restartpoint's timeline, which may be older. Reset when the database stops.
    */
   replicaTimeline = 0;
-  /** Since when the leader key has named a member without a member key. */
-  ghostLeader: { name: string; sinceMs: number } | undefined;
+  /** Since when this incarnation of the leader key has named a member without a member key (ha-cycle.ts `ghostSighting`). */
+  ghostLeader: GhostSighting | undefined;
   /** Epoch ms since when this agent has seen no leader key (synchronous quorum votes settle after it). */
   noLeaderSinceMs: number | undefined;
   /** Why the local data diverged from the leader's timeline, while it does. */

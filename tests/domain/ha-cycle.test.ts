@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../src/domain/cluster.ts';
 import { withDefaults } from '../../src/domain/dynamic-config.ts';
-import { decideCycle, type CycleInput } from '../../src/domain/ha-cycle.ts';
+import { decideCycle, ghostSighting, type CycleInput } from '../../src/domain/ha-cycle.ts';
 import type { MemberData } from '../../src/domain/member.ts';
 
 const member = (name: string, extra: Partial<MemberData> = {}) => ({
@@ -186,6 +186,22 @@ describe('decideCycle: lock ownership, ghost leaders, start back-off and diverge
       const r = decide(input({ config: withDefaults({ pause: true }), ghostLeaderSinceMs: 1_000_000 - 10 * ttlMs }, ghost));
       expect(r.actions.map((a) => a.kind)).not.toContain('clearGhostLeader');
       expect(r.message).toContain('not a member');
+    });
+
+    describe('ghostSighting: since when this incarnation of the key has been seen as a ghost (finding 22)', () => {
+      const key = (name: string, revision: string) => ({ leader: { name, leaseId: '1', revision, createRevision: revision } });
+      const view = (over: Partial<ClusterView>): ClusterView => ({ members: [member('n1'), member('n2')], initialize: '7000000000000000001', history: [], ...over });
+      const seen = { name: 'n9', revision: '52', sinceMs: 990_000 };
+      it.each([
+        ['no leader key: none', undefined, view({}), undefined],
+        ['the key names a member: none', seen, view(key('n2', '52')), undefined],
+        ['first seen: dated when the view was read', undefined, view(key('n9', '52')), { name: 'n9', revision: '52', sinceMs: 1_000_000 }],
+        ['the same key again: the first sighting stays', seen, view(key('n9', '52')), seen],
+        ['the key deleted and created again under the same name: counted again from now', seen, view(key('n9', '61')), { name: 'n9', revision: '61', sinceMs: 1_000_000 }],
+        ['another name: counted again from now', seen, view(key('n8', '52')), { name: 'n8', revision: '52', sinceMs: 1_000_000 }],
+      ] as const)('%s', (_n, previous, v, expected) => {
+        expect(ghostSighting(previous, v, 1_000_000)).toEqual(expected);
+      });
     });
   });
 
