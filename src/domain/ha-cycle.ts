@@ -82,6 +82,15 @@ export interface CycleInput {
   /** Failsafe mode: ms left of the first ttl after this agent started (an acceptance before a restart is not remembered: no race meanwhile). */
   failsafeRestartGraceMs?: number;
   /**
+   * Failsafe mode: epoch ms until which POST /failsafe calls bind this member, whatever their age:
+   * the last call it accepted from another member + ttl and, unless it runs as primary, its
+   * agent's start + ttl (calls accepted before a restart are forgotten). Undefined: neither known.
+   * The sender may run as primary and have commits acknowledged until then, after its leader key
+   * is gone; in mode `quorum` the votes of peers count only VOTE_SETTLE_MS after this instant
+   * (finding 20, docs/simulation.md).
+   */
+  failsafeBoundUntilMs?: number;
+  /**
    * The last pg_rewind that failed: from which leader, on which of its timelines, and why. A
    * failed rewind is never tried again against the same leader timeline (docs/ha.md "Rewind");
    * the node forgets it when an operator reinitializes the member or the rewind settings change.
@@ -435,14 +444,20 @@ export function decideCycle(i: CycleInput): CycleDecision {
 
 /**
  * The race rule of synchronous mode: present while the mode is on and the `sync` key exists
- * (without a key the primary never acknowledged synchronously: asynchronous rules).
+ * (without a key the primary never acknowledged synchronously: asynchronous rules). In mode
+ * `quorum` the peers' votes count from VOTE_SETTLE_MS after the last instant the former primary
+ * may have sent WAL, as far as this member knows: when the leader key went (a primary stops
+ * before its key goes) and, in failsafe mode, when the POST /failsafe calls binding this member
+ * end (a primary on failsafe runs on without its key until its calls stop being accepted:
+ * finding 20, docs/simulation.md). Peers are fetched after `nowMs`, the cycle's start.
  */
 function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   // Synchronous mode is ignored in a standby cluster (patroni.md §3.8).
   if (standbyClusterOf(i.config)) return {};
   const mode = syncSettings(i.config).mode;
   if (mode === 'off' || !i.view.sync) return {};
-  const settledAtMs = i.noLeaderSinceMs !== undefined ? i.noLeaderSinceMs + VOTE_SETTLE_MS : i.nowMs;
+  const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter((t): t is number => t !== undefined);
+  const settledAtMs = lastWal.length > 0 ? Math.max(...lastWal) + VOTE_SETTLE_MS : i.nowMs;
   return { sync: { mode, key: syncKeyOf(i.view.sync.value), ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}) } };
 }
 

@@ -375,7 +375,9 @@ export function decideSyncStep(i: SyncStepInput): SyncStep {
  * on-demand probe readers (PROBE_READERS, src/http/app.ts): the agent probes when its last probe
  * started more than 1 s before the request (LocalWatch.fresh, src/node/local-watch.ts); the
  * simulator keeps a probe every second. A probe that hangs past its bounded wait leaves an older
- * position, as a hanging periodic probe did.
+ * position, as a hanging periodic probe did. In failsafe mode a primary runs on without its key
+ * until the POST /failsafe calls it sent stop binding the members: the count then starts at the
+ * end of the calls binding the racer (finding 20; src/domain/ha-cycle.ts syncRule).
  */
 export const VOTE_SETTLE_MS = 1500;
 
@@ -384,8 +386,9 @@ export interface SyncRaceRule {
   mode: 'on' | 'quorum';
   key: SyncKey;
   /**
-   * Mode `quorum`: the leader key vanished less than VOTE_SETTLE_MS ago; the peers' positions
-   * may not show the last WAL the former primary sent them yet. Votes of peers do not count
+   * Mode `quorum`: the former primary may have sent WAL less than VOTE_SETTLE_MS ago (the leader
+   * key vanished, or the POST /failsafe calls binding this member ended, that recently); the
+   * peers' positions may not show the last WAL it sent them yet. Votes of peers do not count
    * until then (this many ms from now).
    */
   votesSettleInMs?: number;

@@ -10,6 +10,7 @@
  */
 import { answerFailsafe, failsafeKeyAction, failsafeTargets, failsafeUrl, type FailsafeAnswer, type FailsafeRequest } from '../domain/failsafe.ts';
 import type { ClusterView } from '../domain/cluster.ts';
+import type { CycleInput } from '../domain/ha-cycle.ts';
 import { requestApi } from '../net/api-client.ts';
 import type { LeaderDeadline } from './leader-deadline.ts';
 import type { NodeCore } from './node-core.ts';
@@ -25,6 +26,9 @@ export const defaultFailsafePost: FailsafePost = async (url, body, timeoutMs) =>
 
 /** Per-request timeout of a failsafe POST, ms (patroni.md §3.1: 2 s and one retry). */
 export const FAILSAFE_POST_TIMEOUT_MS = 2000;
+
+/** What Failsafe.facts adds to the cycle's input (the CycleInput fields of src/domain/ha-cycle.ts). */
+export type FailsafeFacts = Pick<CycleInput, 'failsafeAccepted' | 'failsafeLeader' | 'failsafeRestartGraceMs' | 'failsafeBoundUntilMs'>;
 
 export class Failsafe {
   /** Replica side: the last accepted POST /failsafe and when (node clock). */
@@ -77,6 +81,23 @@ export class Failsafe {
     return lsn !== undefined && lsn > 0n ? { ...answer, lsn: String(lsn) } : answer;
   }
 
+  /**
+   * Until when (epoch ms, node clock) POST /failsafe calls bind this member, whatever their age:
+   * the last call accepted from another member + ttl and, for a member not running as primary,
+   * this agent's start + ttl (the calls of the restart grace, forgotten). Undefined with failsafe
+   * mode off or neither known. decideCycle counts quorum votes only after it (finding 20).
+   */
+  private boundUntilMs(role: string): number | undefined {
+    const { config } = this.core.state;
+    if (config.failsafe_mode !== true) return undefined;
+    const ttlMs = config.ttl * 1000;
+    const a = this.accepted;
+    const accepted = a && a.req.name !== this.core.deps.name ? a.atMs + ttlMs : undefined;
+    const grace = role !== 'primary' ? this.startedMs + ttlMs : undefined;
+    if (accepted === undefined) return grace;
+    return grace === undefined ? accepted : Math.max(accepted, grace);
+  }
+
   /** The member that called POST /failsafe less than ttl ago, when failsafe mode is on. */
   acceptedLeader(): string | undefined {
     const a = this.accepted;
@@ -90,11 +111,12 @@ export class Failsafe {
   /**
    * Facts for decideCycle. With the DCS unreachable, failsafe mode on, not paused, and this
    * database a running primary: one round of POST /failsafe; `failsafeAccepted` says whether
-   * every listed member accepted in time. Also the accepted leader (replica side) for the race.
+   * every listed member accepted in time. Also, for the race, the accepted leader (replica side)
+   * and until when POST /failsafe calls bind this member (boundUntilMs).
    */
-  async facts(i: { dcsOk: boolean; view: ClusterView; state: string; role: string }): Promise<{ failsafeAccepted?: boolean; failsafeLeader?: string; failsafeRestartGraceMs?: number }> {
+  async facts(i: { dcsOk: boolean; view: ClusterView; state: string; role: string }): Promise<FailsafeFacts> {
     const { config } = this.core.state;
-    const out: { failsafeAccepted?: boolean; failsafeLeader?: string; failsafeRestartGraceMs?: number } = {};
+    const out: FailsafeFacts = {};
     const leader = this.acceptedLeader();
     if (leader !== undefined) out.failsafeLeader = leader;
     // A POST /failsafe this member accepted before its agent restarted still binds it for ttl from
@@ -102,6 +124,8 @@ export class Failsafe {
     // Not for a primary (a running primary refuses POST /failsafe: it accepted none).
     const graceMs = this.startedMs + config.ttl * 1000 - this.core.now();
     if (config.failsafe_mode === true && graceMs > 0 && i.role !== 'primary') out.failsafeRestartGraceMs = graceMs;
+    const boundUntilMs = this.boundUntilMs(i.role);
+    if (boundUntilMs !== undefined) out.failsafeBoundUntilMs = boundUntilMs;
     if (i.dcsOk || config.failsafe_mode !== true || config.pause === true || i.role !== 'primary' || i.state !== 'running') {
       if (!i.dcsOk) this.stopActive('failsafe mode cannot keep this primary running');
       return out;

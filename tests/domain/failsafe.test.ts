@@ -172,6 +172,41 @@ describe('a restarted agent in failsafe mode (finding 10b, seed 783671)', () => 
   });
 });
 
+describe('failsafe and the quorum votes (finding 20, seed 1530007157)', () => {
+  // n2 ran on failsafe after its leader key had gone (the key went 3 s before this cycle) and
+  // acknowledged commits through n1; n3 accepted its POST /failsafe, binding it until 1.725 s from
+  // now. n1's published position (a probe from before those commits) equals n3's.
+  const quorumOn = withDefaults({ failsafe_mode: true, synchronous_mode: 'quorum' });
+  const racer = (over: Partial<CycleInput> = {}) =>
+    input(
+      {
+        name: 'n3',
+        config: quorumOn,
+        noLeaderSinceMs: 1_000_000 - 3000,
+        peers: [
+          { name: 'n1', reachable: true, role: 'replica', state: 'running', walBytes: 1000n, timeline: 1 },
+          { name: 'n2', reachable: false },
+        ],
+        ...over,
+      },
+      { members: [member('n1'), member('n2'), member('n3')], sync: { value: { leader: 'n2', sync_standby: 'n1,n3', quorum: 2 }, revision: '7' }, failsafe: { n1: 'a', n2: 'b', n3: 'c' } },
+    );
+  const settling = (ms: number) => `following no leader: waiting ${ms} ms for the sync key members' WAL positions to settle before counting their votes`;
+  const table: { name: string; over: Partial<CycleInput>; message: string }[] = [
+    { name: 'bound by failsafe calls until 1.725 s from now: peer votes wait for them plus the settle delay', over: { failsafeBoundUntilMs: 1_000_000 + 1725 }, message: settling(3225) },
+    { name: 'the calls ended 1 s ago: still settling', over: { failsafeBoundUntilMs: 1_000_000 - 1000 }, message: settling(500) },
+    { name: 'the calls ended more than the settle delay ago: the votes count', over: { failsafeBoundUntilMs: 1_000_000 - 1500 }, message: 'acquiring the leader lock: I am the healthiest member' },
+    { name: 'no failsafe call known: the votes count from the key going, as before', over: {}, message: 'acquiring the leader lock: I am the healthiest member' },
+    { name: 'failsafe mode off: the bound is not read', over: { config: withDefaults({ synchronous_mode: 'quorum' }), failsafeBoundUntilMs: 1_000_000 + 1725 }, message: 'acquiring the leader lock: I am the healthiest member' },
+    { name: "the sync key's former leader needs no vote", over: { name: 'n2', failsafeBoundUntilMs: 1_000_000 + 1725, peers: [{ name: 'n1', reachable: true, role: 'replica', state: 'running', walBytes: 1000n, timeline: 1 }, { name: 'n3', reachable: false }] }, message: 'acquiring the leader lock: I am the healthiest member' },
+  ];
+  for (const c of table) {
+    it(c.name, () => {
+      expect(decideCycle(racer(c.over)).message).toBe(c.message);
+    });
+  }
+});
+
 describe('DCS unreachable', () => {
   const primary = { db: { state: 'running' as const, role: 'primary' as const, busy: false }, dcsOk: false, holdsLock: false };
   it('a primary whose failsafe round every member accepted goes on', () => {
