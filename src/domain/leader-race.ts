@@ -95,8 +95,9 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * - synchronous mode with a `sync` key: the key lets it (listed; in quorum mode enough votes),
  *   unless an operator's failover names it;
  * - no reachable peer is ahead in WAL (excepted: the sync key's former leader, a peer the sync
- *   key refuses, a peer behind the cluster timeline while this member is on it); at equal WAL a
- *   peer with higher failover_priority wins.
+ *   key refuses, a peer behind the cluster timeline while this member is on it, and a peer the
+ *   failsafe key does not list as long as this member is within maximum_lag_on_failover of it);
+ *   at equal WAL a peer with higher failover_priority wins (not one the failsafe key leaves out).
  * Unreachable peers are ignored.
  */
 export function isHealthiest(input: RaceInput): RaceVerdict {
@@ -202,6 +203,16 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // cluster's switch point is not in the cluster's history (this member, on the cluster
     // timeline, holds the rest): its WAL position does not count either.
     if (input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline && self.timeline >= input.clusterTimeline) continue;
+    // A peer the failsafe key does not list never wins the race (failsafeRaceVeto), and nothing
+    // but a leader rewrites the key: deferring to it for its WAL position or its priority would
+    // leave nobody to take over (finding 24). Its WAL still counts under the lag rule: this member
+    // races only within maximum_lag_on_failover of it (what an asynchronous failover may drop). In
+    // synchronous mode no acknowledged commit is at stake: the sync key, checked above, let this
+    // member, so it holds them all (as for a peer the sync key refuses, finding 14).
+    if (input.failsafeListed && !input.failsafeListed(p.name)) {
+      if (p.walBytes - self.walBytes > maxLag) return { healthy: false, reason: `wal position of ${p.name} (not listed in the failsafe key) is more than maximum_lag_on_failover ahead of mine` };
+      continue;
+    }
     if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
     if (p.walBytes === self.walBytes && failoverPriority(p.tags) > myPriority && p.name !== failover?.leader) {
       return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };

@@ -134,6 +134,26 @@ describe('isHealthiest', () => {
       base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
       true,
     ],
+    [
+      'failsafe: a peer ahead that the failsafe key does not list does not stop a listed member within maximum_lag_on_failover of it (finding 24, seed 1610011577)',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 16_364n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      true,
+    ],
+    [
+      'failsafe: a peer the failsafe key does not list, at equal WAL with a higher failover_priority, does not stop a listed member (finding 24)',
+      base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, timeline: 2, tags: { failover_priority: 2 } }], failsafeListed: (n) => n !== 'b' }),
+      true,
+    ],
+    [
+      'failsafe: a peer the failsafe key does not list, more than maximum_lag_on_failover ahead, still stops a listed member',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      false,
+    ],
+    [
+      'failsafe: a listed peer ahead still stops a listed member',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 101n, timeline: 2 }], failsafeListed: () => true }),
+      false,
+    ],
     ['synchronous mode: listed in the sync key', base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } } }), true],
     ['synchronous mode: not listed', base({ sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), false],
     ['synchronous mode: the key lists nobody (only its leader may)', base({ sync: { mode: 'on', key: { leader: 'L', members: [], quorum: 0 } } }), false],
