@@ -7,7 +7,7 @@
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import type { DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
-import { isEligibleCandidate, isHealthiest, type PeerStatus } from './leader-race.ts';
+import { isEligibleCandidate, isHealthiest, publishedPositions, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
@@ -403,6 +403,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
     const verdict = isHealthiest({
       self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
       peers: i.peers,
+      published: publishedPositions(view.members, name),
       leaderOptimeBytes: BigInt(view.status?.optime ?? 0),
       maxLagBytes: config.maximum_lag_on_failover,
       checkTimeline: config.check_timeline,

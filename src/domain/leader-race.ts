@@ -4,7 +4,7 @@
  */
 import { failoverPriority } from './member.ts';
 import { syncRaceRefusal, type SyncRaceRule } from './sync-standby.ts';
-import type { Tags } from './member.ts';
+import type { Member, Tags } from './member.ts';
 
 /** What a peer told us through GET <api_url> (its status document), or that it did not answer. */
 export interface PeerStatus {
@@ -18,6 +18,31 @@ export interface PeerStatus {
   walBytes?: bigint;
   timeline?: number;
   tags?: Tags;
+}
+
+/**
+ * Where another member's WAL stood when its agent last wrote its member key (`xlog_location` and
+ * `timeline`, src/node/member-data.ts): the DCS's record, rewritten every cycle while the member's
+ * database runs and the member reaches the DCS, so at most about one loop_wait old then. Bytes.
+ */
+export interface PublishedPosition {
+  name: string;
+  walBytes: bigint;
+  timeline?: number;
+}
+
+/**
+ * The WAL positions the member keys in `members` publish, `self`'s own left out. A key without
+ * `xlog_location` (the member's database did not run at its last cycle) gives none.
+ */
+export function publishedPositions(members: readonly Member[], self: string): PublishedPosition[] {
+  const out: PublishedPosition[] = [];
+  for (const m of members) {
+    const wal = m.data.xlog_location;
+    if (m.name === self || typeof wal !== 'number' || !Number.isSafeInteger(wal) || wal < 0) continue;
+    out.push({ name: m.name, walBytes: BigInt(wal), ...(typeof m.data.timeline === 'number' ? { timeline: m.data.timeline } : {}) });
+  }
+  return out;
 }
 
 /** This member's facts for the race. */
@@ -49,6 +74,12 @@ export interface RaceInput {
    * race (src/domain/failsafe.ts failsafeListed). Absent: every member may.
    */
   failsafeListed?: (name: string) => boolean;
+  /**
+   * The WAL positions the other members' keys publish (publishedPositions). Used only for a
+   * member that did not answer (or was not asked): more than maximum_lag_on_failover ahead of
+   * the racer, it stops the race as a reachable member ahead would (finding 21). Absent: none.
+   */
+  published?: PublishedPosition[];
 }
 
 /** Verdict with the one-sentence reason the HA cycle logs. */
@@ -97,8 +128,12 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * - no reachable peer is ahead in WAL (excepted: the sync key's former leader, a peer the sync
  *   key refuses, a peer behind the cluster timeline while this member is on it, and a peer the
  *   failsafe key does not list as long as this member is within maximum_lag_on_failover of it);
- *   at equal WAL a peer with higher failover_priority wins (not one the failsafe key leaves out).
- * Unreachable peers are ignored.
+ *   at equal WAL a peer with higher failover_priority wins (not one the failsafe key leaves out);
+ * - no member that did not answer published in its member key a WAL position more than
+ *   maximum_lag_on_failover ahead of this member (same exceptions; not for a failover or
+ *   switchover candidate, whose own rules above already count it).
+ * Unreachable peers count only through their member key's position, and only beyond the lag
+ * tolerance (finding 21, docs/simulation.md).
  */
 export function isHealthiest(input: RaceInput): RaceVerdict {
   const { self, peers, failover } = input;
@@ -218,23 +253,53 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
       return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };
     }
   }
+  // A member that did not answer (a network cut, a late or lost answer) is not known to be gone:
+  // its member key still shows where its WAL stood at its last cycle, and the leader's last
+  // optime can be older than that (the leader wrote on after its last status update: its DCS was
+  // cut, failsafe mode). Ignoring it let a member promote more than maximum_lag_on_failover
+  // behind a member whose answer had been lost to a network cut that healed before the
+  // promotion (finding 21). More than the lag tolerance ahead, it stops the race as a reachable
+  // peer ahead would; within it, not (the key is up to a cycle old, and a member that cannot be
+  // asked must not hold up a failover the lag rule allows). The exceptions of the loop above hold.
+  if (!isCandidate) {
+    for (const k of silentPositions(input)) {
+      if (input.sync && k.name === input.sync.key.leader) continue;
+      if (syncRefuses(k)) continue;
+      if (input.clusterTimeline > 0 && k.timeline !== undefined && k.timeline < input.clusterTimeline && self.timeline >= input.clusterTimeline) continue;
+      if (k.walBytes - self.walBytes > maxLag) {
+        return { healthy: false, reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine` };
+      }
+    }
+  }
   return { healthy: true, reason: isCandidate ? 'I am the failover candidate' : 'I am the healthiest member' };
 }
 
 /**
+ * The published positions (RaceInput.published) of the members other than `input.self` that
+ * are not a reachable peer: those that did not answer, or were not asked.
+ */
+function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published'>): PublishedPosition[] {
+  return (input.published ?? []).filter((k) => k.name !== input.self.name && !input.peers.some((p) => p.reachable && p.name === k.name));
+}
+
+/**
  * Is a switchover candidate at WAL position `candWal` (bytes) more than maximum_lag_on_failover
- * behind the leader's last optime or behind a member of `input` (self, reachable peers)? Returns
+ * behind the leader's last optime or behind a member of `input` (self, reachable peers, the
+ * member-key position of a member that did not answer: finding 21)? Returns
  * the name of the member ahead (`'the leader's last optime'` for the optime), undefined when none.
  * Asynchronous standbys of a graceful switchover are within a few bytes of each other (the
  * leader's shutdown checkpoint reaches every streaming standby), so the tolerance only matters
  * when the switchover did not hand over (docs/simulation.md finding 19).
  */
-function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes'>): string | undefined {
+function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>): string | undefined {
   const maxLag = BigInt(input.maxLagBytes);
   if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
   if (input.self.walBytes - candWal > maxLag) return input.self.name;
   for (const p of input.peers) {
     if (p.reachable && p.walBytes !== undefined && p.walBytes - candWal > maxLag) return p.name;
+  }
+  for (const k of silentPositions(input)) {
+    if (k.walBytes - candWal > maxLag) return `${k.name} (its member key; it did not answer)`;
   }
   return undefined;
 }

@@ -73,6 +73,16 @@ describe('decideCycle', () => {
     ['no leader, paused → no failover', input({ config: withDefaults({ pause: true }) }), []],
     ['no leader, paused, I am the manual candidate → acquire', input({ config: withDefaults({ pause: true }) }, { failover: { value: { leader: 'n2', member: 'n1' }, revision: '3' } }), ['acquireLock']],
     ['no leader, unreachable peers are ignored', input({ peers: [{ name: 'n2', reachable: false }] }), ['acquireLock']],
+    [
+      'no leader, a peer that did not answer published more than maximum_lag_on_failover ahead in its member key → wait (finding 21)',
+      input({ peers: [{ name: 'n2', reachable: false }] }, { members: [member('n1'), member('n2', { xlog_location: 1000 + 1048577, timeline: 1 })] }),
+      [],
+    ],
+    [
+      'no leader, a peer that did not answer published within maximum_lag_on_failover in its member key → acquire',
+      input({ peers: [{ name: 'n2', reachable: false }] }, { members: [member('n1'), member('n2', { xlog_location: 1000 + 1048576, timeline: 1 })] }),
+      ['acquireLock'],
+    ],
   ])('%s', (_name, i, expected) => {
     expect(kinds(i)).toEqual(expected);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isHealthiest, peerFromStatus, type RaceInput } from '../../src/domain/leader-race.ts';
+import { isHealthiest, peerFromStatus, publishedPositions, type RaceInput } from '../../src/domain/leader-race.ts';
 import { checkDivergence, historyEntries, parseHistoryFile } from '../../src/domain/timeline-history.ts';
 
 const base = (over: Partial<RaceInput> = {}): RaceInput => ({
@@ -188,6 +188,51 @@ describe('isHealthiest', () => {
       base({ sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } }, peers: [{ name: 'b', reachable: false }] }),
       false,
     ],
+    [
+      'a member that did not answer, its member key more than maximum_lag_on_failover ahead, stops the race (finding 21, seed 1530014777)',
+      base({ peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      false,
+    ],
+    [
+      'a member that did not answer, its member key within maximum_lag_on_failover ahead, does not',
+      base({ peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048576n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'a member not asked (no peer status), its member key more than maximum_lag_on_failover ahead, stops the race (finding 21)',
+      base({ published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      false,
+    ],
+    [
+      'a member that answered counts with its answer, not its older member key (finding 21)',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 90n, timeline: 2 }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      "this member's own key does not count (finding 21)",
+      base({ published: [{ name: 'a', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      'a silent member whose key is behind the cluster timeline does not count, as a reachable one (finding 21)',
+      base({ peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 1 }] }),
+      true,
+    ],
+    [
+      "synchronous mode: the sync key's former leader, silent and ahead, does not count (finding 21)",
+      base({ sync: { mode: 'on', key: { leader: 'b', members: ['a'], quorum: 0 } }, peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      "an operator's failover candidate races whatever a silent member's key shows (finding 21)",
+      base({ failover: { member: 'a' }, peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      true,
+    ],
+    [
+      "a switchover candidate more than maximum_lag_on_failover behind a silent member's key does not race (findings 19 and 21)",
+      base({ failover: { leader: 'b', member: 'a' }, peers: [{ name: 'c', reachable: false }], published: [{ name: 'c', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      false,
+    ],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
   });
@@ -196,6 +241,24 @@ describe('isHealthiest', () => {
     expect(peerFromStatus('x', { role: 'primary', state: 'running', xlog: { location: 42 } }).walBytes).toBe(42n);
     expect(peerFromStatus('x', { xlog: { received_location: 50, replayed_location: 40 } }).walBytes).toBe(50n);
     expect(peerFromStatus('x', undefined).reachable).toBe(false);
+  });
+
+  it('reads the WAL positions the member keys publish, its own and keys without xlog_location left out (finding 21)', () => {
+    const data = { conn_url: 'postgres://h:5432/postgres', api_url: 'http://h:8008/ha', role: 'replica', version: '0.1.0' } as const;
+    expect(
+      publishedPositions(
+        [
+          { name: 'a', data: { ...data, state: 'running', xlog_location: 500, timeline: 2 } },
+          { name: 'b', data: { ...data, state: 'running', xlog_location: 18159158, timeline: 1 } },
+          { name: 'c', data: { ...data, state: 'stopped' } },
+          { name: 'd', data: { ...data, state: 'running', xlog_location: 7 } },
+        ],
+        'a',
+      ),
+    ).toEqual([
+      { name: 'b', walBytes: 18159158n, timeline: 1 },
+      { name: 'd', walBytes: 7n },
+    ]);
   });
 });
 
