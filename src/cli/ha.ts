@@ -9,6 +9,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { VERSION } from '../version.ts';
 
 // Each command loads what it needs when it runs (an idle agent never renders a chart or replays a
@@ -128,13 +129,15 @@ async function main(argv: string[]): Promise<void> {
     .option('--sync <mode>', 'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)')
     .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off, or draw (default: drawn from each seed)')
     .option('--watchdog <mode>', "watchdog.mode of every agent (the simulated fence): automatic (default), required, off")
-    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string; watchdog?: string }) => {
+    .option('--workers <n>', `worker threads to run the schedules on (default: the machine's cores, here ${availableParallelism()}; 1 runs them in this process); standard output does not depend on it`)
+    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string; watchdog?: string; workers?: string }) => {
       const int = (name: string, v: string, min: number) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < min) fail(`--${name}: expected an integer >= ${min}, got '${v}'`, 2);
         return n;
       };
-      const { simulate, parseFaults, parseFaultKinds, parseSyncMode } = await import('../sim/run.ts');
+      const workers = o.workers === undefined ? availableParallelism() : int('workers', o.workers, 1);
+      const { simulate, parseFaults, parseFaultKinds, parseSyncMode, ScheduleFailure } = await import('../sim/run.ts');
       let faults;
       let faultKinds;
       let sync;
@@ -148,6 +151,7 @@ async function main(argv: string[]): Promise<void> {
         fail(e instanceof Error ? e.message : String(e), 2);
       }
       const summary = await simulate({
+        workers,
         schedules: int('schedules', o.schedules, 1),
         seed: int('seed', o.seed, 0),
         nodes: int('nodes', o.nodes, 2),
@@ -161,7 +165,7 @@ async function main(argv: string[]): Promise<void> {
         ...(o.watchdog !== undefined ? { watchdog: o.watchdog as 'off' | 'automatic' | 'required' } : {}),
         out: (l) => process.stdout.write(l + '\n'),
         err: (l) => process.stderr.write(l + '\n'),
-      });
+      }).catch((e: unknown) => (e instanceof ScheduleFailure ? fail(e.message, 2) : Promise.reject(e)));
       process.exitCode = summary.exitCode;
     });
 

@@ -3,13 +3,19 @@
  * simulated world (world.ts), prints what was injected and what broke, and on a failure the
  * first failing seed, a shrunk schedule and that run's journal (JSONL). docs/simulation.md.
  *
- * Standard output depends only on the options: the same seed gives byte-identical output. The
- * one wall-clock figure (schedules per second) goes to standard error.
+ * Standard output depends only on the options: the same seed gives byte-identical output, whatever
+ * the number of workers (`workers`: schedules spread over worker threads, worker-pool.ts, merged
+ * in seed order). The one wall-clock figure (schedules per second, with the worker count) goes to
+ * standard error.
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVARIANTS, primaryBoundS, replicasBoundS, type InvariantName } from './invariants.ts';
+import { SimulationTally, summarizeSchedule, type FailingSchedule } from './schedule-summary.ts';
+import { runInWorkers, ScheduleFailure } from './worker-pool.ts';
+
+export { ScheduleFailure } from './worker-pool.ts';
 import { FAULT_KINDS, SYNC_MODES, TIMING, World, type Fault, type FaultKind, type RunResult, type SyncModeName, type WorldOptions } from './world.ts';
 import type { WatchdogMode } from '../node/fencing.ts';
 
@@ -29,6 +35,12 @@ export interface SimulateOptions {
   journalPath?: string;
   out: (line: string) => void;
   err: (line: string) => void;
+  /**
+   * Worker threads to run the schedules on (default 1: in this process; never more than
+   * `schedules`). Standard output does not depend on it. With more than one, `plant` must be data
+   * (`pgBugs`, `writeBytes`): a `wrapDcs` function cannot cross to a worker.
+   */
+  workers?: number;
   /** Planted bugs (tests). */
   plant?: Pick<WorldOptions, 'wrapDcs' | 'pgBugs' | 'writeBytes'>;
   /** Every schedule in this synchronous mode (default: drawn from each seed, syncModeOf). */
@@ -55,7 +67,8 @@ export interface SimulateSummary {
   byMode: Record<SyncModeName, number>;
   /** Schedules with failsafe_mode on. */
   failsafeSchedules: number;
-  firstFailure?: { seed: number; result: RunResult; shrunk: Fault[]; journalPath: string };
+  /** The lowest failing seed: its violations and schedule, the shrunk schedule, the shrunk replay's journal. */
+  firstFailure?: FailingSchedule & { shrunk: Fault[]; journalPath: string };
   exitCode: number;
 }
 
@@ -124,32 +137,57 @@ export async function shrink(seed: number, faults: Fault[], invariant: Invariant
   return current;
 }
 
-/** Runs the simulation and prints its report. Returns the summary (exit code 0 when no violation). */
+/** The worker thread's entry: `.ts` from the sources (tsx), `.js` from the build. */
+const WORKER_ENTRY = new URL(`./sim-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/**
+ * Runs schedules `o.seed` … `o.seed + o.schedules - 1` and adds their summaries to `tally` in seed
+ * order: in this process with one worker, else on worker threads (worker-pool.ts). Returns the
+ * number of workers used. Throws `ScheduleFailure` naming the seed of a schedule that threw or
+ * whose worker died; throws when a planted bug cannot cross to a worker (a function).
+ */
+async function runAll(o: SimulateOptions, tally: SimulationTally): Promise<number> {
+  const workers = Math.max(1, Math.min(o.workers ?? 1, o.schedules));
+  if (workers === 1) {
+    for (let i = 0; i < o.schedules; i++) {
+      const seed = o.seed + i;
+      let result: RunResult;
+      try {
+        ({ result } = await runSchedule(seed, o));
+      } catch (e) {
+        throw new ScheduleFailure(seed, e instanceof Error ? (e.stack ?? e.message) : String(e), 'in this process');
+      }
+      tally.add(seed, summarizeSchedule(result));
+    }
+    return 1;
+  }
+  if (o.plant?.wrapDcs) throw new Error('ha simulate: a planted wrapDcs (a function) cannot cross to a worker thread: run it with workers: 1');
+  const data: RunOptions = {
+    nodes: o.nodes,
+    steps: o.steps,
+    freeze: o.freeze,
+    ...(o.faults ? { faults: o.faults } : {}),
+    ...(o.faultKinds ? { faultKinds: o.faultKinds } : {}),
+    ...(o.plant ? { plant: o.plant } : {}),
+    ...(o.sync ? { sync: o.sync } : {}),
+    ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
+    ...(o.watchdog !== undefined ? { watchdog: o.watchdog } : {}),
+    ...(o.rewind !== undefined ? { rewind: o.rewind } : {}),
+    ...(o.database !== undefined ? { database: o.database } : {}),
+  };
+  await runInWorkers({ workers, firstSeed: o.seed, count: o.schedules, entry: WORKER_ENTRY, data, onSummary: (seed, s) => tally.add(seed, s) });
+  return workers;
+}
+
+/**
+ * Runs the simulation and prints its report. Returns the summary (exit code 0 when no violation).
+ * Standard output does not depend on `workers`. Throws `ScheduleFailure` (the CLI exits 2) when a
+ * schedule throws or its worker dies.
+ */
 export async function simulate(options: SimulateOptions): Promise<SimulateSummary> {
   // failsafe_mode is drawn from each seed unless forced (--failsafe on|off).
   const o: SimulateOptions = { ...options, failsafe: options.failsafe ?? 'draw' };
   const { out } = o;
-  const byInvariant = Object.fromEntries(INVARIANTS.map((k) => [k, 0])) as Record<InvariantName, number>;
-  const byFault: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
-  let violations = 0;
-  let acked = 0;
-  let lost = 0;
-  let lostSchedules = 0;
-  let unacked = 0;
-  const byMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
-  const ackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
-  const unackedByMode = Object.fromEntries(SYNC_MODES.map((m) => [m, 0])) as Record<SyncModeName, number>;
-  let failsafeSchedules = 0;
-  let failsafeAccepts = 0;
-  const violationsByFailsafe = [0, 0];
-  let syncLost = 0;
-  let syncLostSchedules = 0;
-  let simulatedMs = 0;
-  let timers = 0;
-  let rewinds = 0;
-  let fenceDeadline = 0;
-  let fenceAgentGone = 0;
-  let first: { seed: number; result: RunResult } | undefined;
   out(`ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`);
   out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
   out(
@@ -158,56 +196,31 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
       : 'freeze faults: off (--no-freeze: agent outages stay shorter than the lease; docs/simulation.md "Freeze")',
   );
   const t0 = performance.now();
-  for (let i = 0; i < o.schedules; i++) {
-    const seed = o.seed + i;
-    const { result } = await runSchedule(seed, o);
-    for (const f of result.faults) byFault[f.kind] = (byFault[f.kind] ?? 0) + 1;
-    for (const v of result.violations) byInvariant[v.invariant]++;
-    violations += result.violations.length;
-    acked += result.acked;
-    unacked += result.unacked;
-    byMode[result.sync]++;
-    if (result.failsafe) failsafeSchedules++;
-    failsafeAccepts += result.failsafeAccepts ?? 0;
-    violationsByFailsafe[result.failsafe ? 1 : 0]! += result.violations.length;
-    ackedByMode[result.sync] += result.acked;
-    unackedByMode[result.sync] += result.unacked;
-    if (result.sync === 'off') {
-      lost += result.lost;
-      if (result.lost > 0) lostSchedules++;
-    } else {
-      syncLost += result.lost;
-      if (result.lost > 0) syncLostSchedules++;
-    }
-    simulatedMs += result.simulatedMs;
-    timers += result.timersFired;
-    rewinds += result.rewinds ?? 0;
-    fenceDeadline += result.fenceFirings?.deadline ?? 0;
-    fenceAgentGone += result.fenceFirings?.agentGone ?? 0;
-    if (result.violations.length > 0 && !first) first = { seed, result };
-  }
+  const t = new SimulationTally(o.seed);
+  const workers = await runAll(o, t);
   const seconds = (performance.now() - t0) / 1000;
   out('faults injected:');
-  for (const k of FAULT_KINDS) out(`  ${k.padEnd(20)} ${byFault[k]}`);
+  for (const k of FAULT_KINDS) out(`  ${k.padEnd(20)} ${t.byFault[k]}`);
   out('invariants (violations):');
-  for (const k of INVARIANTS) out(`  ${k.padEnd(20)} ${byInvariant[k]}`);
+  for (const k of INVARIANTS) out(`  ${k.padEnd(20)} ${t.byInvariant[k]}`);
   out(`synchronous modes (schedules / acknowledged commits / written, never acknowledged):`);
-  for (const m of SYNC_MODES) out(`  ${m.padEnd(20)} ${byMode[m]} / ${ackedByMode[m]} / ${unackedByMode[m]}`);
-  out(`failsafe_mode (schedules / violations): on ${failsafeSchedules} / ${violationsByFailsafe[1]}, off ${o.schedules - failsafeSchedules} / ${violationsByFailsafe[0]}; POST /failsafe accepted ${failsafeAccepts} times`);
-  out(`acknowledged commits: ${acked} (${unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${lost} in ${lostSchedules} schedules; synchronous schedules (sync-no-loss) ${syncLost} in ${syncLostSchedules} schedules`);
-  out(`simulated: ${Math.round(simulatedMs / 1000)} s, ${timers} timers fired`);
-  out(`pg_rewind (the agents' defaults, use_db_rewind on, in odd-seeded schedules): ${rewinds} data directories rewound`);
-  out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${fenceDeadline + fenceAgentGone} firings (deadline missed ${fenceDeadline}, armed agent crashed ${fenceAgentGone})`);
-  o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s`);
+  for (const m of SYNC_MODES) out(`  ${m.padEnd(20)} ${t.byMode[m]} / ${t.ackedByMode[m]} / ${t.unackedByMode[m]}`);
+  out(`failsafe_mode (schedules / violations): on ${t.failsafeSchedules} / ${t.violationsByFailsafe[1]}, off ${o.schedules - t.failsafeSchedules} / ${t.violationsByFailsafe[0]}; POST /failsafe accepted ${t.failsafeAccepts} times`);
+  out(`acknowledged commits: ${t.acked} (${t.unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${t.lost} in ${t.lostSchedules} schedules; synchronous schedules (sync-no-loss) ${t.syncLost} in ${t.syncLostSchedules} schedules`);
+  out(`simulated: ${Math.round(t.simulatedMs / 1000)} s, ${t.timers} timers fired`);
+  out(`pg_rewind (the agents' defaults, use_db_rewind on, in odd-seeded schedules): ${t.rewinds} data directories rewound`);
+  out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${t.fenceDeadline + t.fenceAgentGone} firings (deadline missed ${t.fenceDeadline}, armed agent crashed ${t.fenceAgentGone})`);
+  o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s, ${workers === 1 ? '1 worker (in this process)' : `${workers} worker threads`}`);
 
   let firstFailure: SimulateSummary['firstFailure'];
+  const first = t.first;
   if (first) {
-    const v0 = first.result.violations[0]!;
+    const v0 = first.violations[0]!;
     out(`first failing seed: ${first.seed}`);
-    for (const v of first.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`  schedule (${first.result.faults.length} faults):`);
-    for (const f of first.result.faults) out(`    ${describeFault(f)}`);
-    const shrunk = await shrink(first.seed, first.result.faults, v0.invariant, o);
+    for (const v of first.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
+    out(`  schedule (${first.faults.length} faults):`);
+    for (const f of first.faults) out(`    ${describeFault(f)}`);
+    const shrunk = await shrink(first.seed, first.faults, v0.invariant, o);
     const replay = await runSchedule(first.seed, { ...o, faults: shrunk }, true);
     const journalPath = o.journalPath ?? join(tmpdir(), `ha-simulate-seed-${first.seed}.journal.jsonl`);
     writeFileSync(journalPath, replay.world.journalJsonl());
@@ -216,10 +229,10 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
     out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
-    firstFailure = { seed: first.seed, result: first.result, shrunk, journalPath };
+    firstFailure = { ...first, shrunk, journalPath };
   }
-  out(`${o.schedules} schedules, ${violations} violations`);
-  return { schedules: o.schedules, violations, byInvariant, byFault, acked, lost: lost + syncLost, byMode, failsafeSchedules, ...(firstFailure ? { firstFailure } : {}), exitCode: violations === 0 ? 0 : 1 };
+  out(`${o.schedules} schedules, ${t.violations} violations`);
+  return { schedules: o.schedules, violations: t.violations, byInvariant: t.byInvariant, byFault: t.byFault, acked: t.acked, lost: t.lost + t.syncLost, byMode: t.byMode, failsafeSchedules: t.failsafeSchedules, ...(firstFailure ? { firstFailure } : {}), exitCode: t.violations === 0 ? 0 : 1 };
 }
 
 /** Parses `--kinds` (comma-separated fault kinds). */
