@@ -24,18 +24,18 @@ export interface WalRecord {
   description: string;
 }
 
-/** A piece of one timeline's WAL: [fromLsn, toLsn). */
+/** A piece of one timeline's WAL: [fromLsn, toLsn); no `toLsn`: to the end of the valid WAL. */
 export interface WalRange {
   timeline: number;
   fromLsn: bigint;
-  toLsn: bigint;
+  toLsn?: bigint;
 }
 
 /** The local lineage discardedRanges compares: the newest local timeline, where its WAL ends, and its history. */
 export interface LocalLineage {
   timeline: number;
-  /** End of the local WAL on `timeline`, bytes. */
-  endLsn: bigint;
+  /** End of the local WAL on `timeline`, bytes; undefined when it could not be read (then taken as past every point). */
+  endLsn?: bigint;
   /** The history file of `timeline`: where each earlier timeline of this lineage ended. */
   history?: HistoryLine[];
   /** The member whose promotion made `timeline` here (the promotion marker), when known. */
@@ -88,10 +88,11 @@ export function forkPoint(local: LocalLineage, leaderTimeline: number, history: 
     if (!r || r.timeline !== m.timeline || r.from !== m.from) return m.from;
     const last = k === mine.length - 1;
     if (last) {
-      if (r.to !== undefined && m.to! > r.to) return r.to;
+      // An unknown end (m.to undefined) counts as past every point: the verdict said diverged.
+      if (r.to !== undefined && (m.to === undefined || m.to > r.to)) return r.to;
       if (m.timeline > 1 && local.promotedBy !== undefined) {
         const made = history.find((e) => e[0] === m.timeline - 1);
-        if (made && made[4] !== undefined && made[4] !== local.promotedBy && m.to! > m.from) return m.from;
+        if (made && made[4] !== undefined && made[4] !== local.promotedBy && (m.to === undefined || m.to > m.from)) return m.from;
       }
       return undefined;
     }
@@ -111,9 +112,9 @@ export function discardedRanges(local: LocalLineage, leaderTimeline: number, his
   if (fork === undefined) return [];
   const out: WalRange[] = [];
   for (const p of localPieces(local)) {
-    const to = p.to!;
     const from = p.from > fork ? p.from : fork;
-    if (to > from) out.push({ timeline: p.timeline, fromLsn: from, toLsn: to });
+    if (p.to === undefined) out.push({ timeline: p.timeline, fromLsn: from });
+    else if (p.to > from) out.push({ timeline: p.timeline, fromLsn: from, toLsn: p.to });
   }
   return out;
 }
@@ -292,8 +293,8 @@ export interface Receipt {
   leader: string;
   leaderTimeline: number;
   reason: string;
-  /** The discarded WAL, per timeline: X/Y bounds and bytes. */
-  ranges: { timeline: number; from: string; to: string; bytes: number }[];
+  /** The discarded WAL, per timeline: X/Y bounds and bytes (`to` and `bytes` absent: to the end of the valid WAL, unknown). */
+  ranges: { timeline: number; from: string; to?: string; bytes?: number }[];
   counts: ReceiptCounts;
   /** True when more transactions were found than are listed (RECEIPT_MAX_TRANSACTIONS). */
   truncated?: boolean;
@@ -317,7 +318,11 @@ export function buildReceipt(member: string, atMs: number, plan: DiscardPlan, bu
     leader: plan.leader,
     leaderTimeline: plan.leaderTimeline,
     reason: plan.reason,
-    ranges: plan.ranges.map((r) => ({ timeline: r.timeline, from: formatLsn(r.fromLsn), to: formatLsn(r.toLsn), bytes: Number(r.toLsn - r.fromLsn) })),
+    ranges: plan.ranges.map((r) => ({
+      timeline: r.timeline,
+      from: formatLsn(r.fromLsn),
+      ...(r.toLsn !== undefined ? { to: formatLsn(r.toLsn), bytes: Number(r.toLsn - r.fromLsn) } : {}),
+    })),
     counts: builder.counts(),
     ...(builder.truncated ? { truncated: true } : {}),
     transactions: builder.transactions(),

@@ -15,6 +15,7 @@ import { standbyClusterOf, type StandbyClusterConfig } from './standby-cluster.t
 import { syncKeyOf, syncSettings, VOTE_SETTLE_MS, type SyncRaceRule } from './sync-standby.ts';
 import { syncAllowed } from './switchover-admission.ts';
 import { checkDivergence, type LocalPosition } from './timeline-history.ts';
+import { discardedRanges, type DiscardPlan } from './discarded.ts';
 import { upstreamMember } from './upstream.ts';
 
 /** Facts the node gathered for this cycle. */
@@ -150,6 +151,13 @@ export interface CycleDecision {
   message: string;
   /** Set when the local data diverged from the leader's timeline: why (shown in /ha, journal, metric). */
   diverged?: string;
+  /**
+   * The local WAL a rewind or re-clone of a stopped, diverged data directory throws away
+   * (src/domain/discarded.ts discardedRanges): set on the decision that rewinds or re-clones, and
+   * on one that keeps the member stopped (an operator's POST /reinitialize would discard it). The
+   * node takes its receipt before carrying the actions out (docs/ha.md "Receipts").
+   */
+  discard?: DiscardPlan;
 }
 
 const RUNNING_STATES: DatabaseState[] = ['running'];
@@ -574,10 +582,16 @@ function rewindFailedFor(i: CycleInput, leader: string): RewindFailure | undefin
 function diverged(i: CycleInput, leader: string, reason: string, running: boolean): CycleDecision {
   let why = `diverged from leader ${leader}: ${reason}`;
   const db = i.config.database;
+  /** The decision, with the WAL its action (or an operator's re-clone) discards. */
+  const withPlan = (dec: CycleDecision, action: DiscardPlan['action']): CycleDecision => {
+    const plan = running ? undefined : discardPlan(i, leader, action, dec.diverged ?? why);
+    return plan ? { ...dec, discard: plan } : dec;
+  };
   if (db.use_db_rewind === true) {
     const failed = rewindFailedFor(i, leader);
     if (failed) {
       const after = `${why}; pg_rewind from ${failed.leader} failed: ${failed.reason}`;
+      // The receipt was taken before the rewind ran: what pg_rewind left is not decoded again.
       if (db.remove_data_directory_on_rewind_failure === true) {
         return { ...d(`reinitializing after a failed rewind: ${after}`, { kind: 'reinitialize' }), diverged: after };
       }
@@ -591,23 +605,48 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
     if (running) return { ...d(`stopping to rewind: ${why}`, { kind: 'stop', reason: why }), diverged: why };
     const cannot = i.local ? whyNotRewindable(i.local, leaderTimeline(i.view), currentHistory(i.view)) : 'pg_controldata cannot be read';
     if (cannot === undefined) {
-      return { ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why };
+      return withPlan({ ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why }, 'rewind');
     }
     why = `${why} (cannot rewind: ${cannot})`;
     // Data pg_rewind cannot repair is a rewind that failed before it ran: re-cloned under the same
     // setting (default on), so the defaults heal every divergence (docs/ha.md "Divergence": "Defaults").
     if (db.remove_data_directory_on_rewind_failure === true) {
-      return { ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why };
+      return withPlan({ ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
     }
   }
   if (db.remove_data_directory_on_diverged_timelines === true) {
-    return { ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why };
+    return withPlan({ ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
   }
   if (running) return { ...d(`stopping: ${why}`, { kind: 'stop', reason: why }), diverged: why };
-  return {
-    ...d(`not starting: ${why}; reinitialize this member (or set database.remove_data_directory_on_diverged_timelines)`),
-    diverged: why,
-  };
+  return withPlan(
+    {
+      ...d(`not starting: ${why}; reinitialize this member (or set database.remove_data_directory_on_diverged_timelines)`),
+      diverged: why,
+    },
+    'reinitialize',
+  );
+}
+
+/**
+ * The WAL of the stopped data directory that the leader's history does not hold (discardedRanges
+ * on the local lineage: its newest timeline, where its WAL ends, its history and promotion
+ * marker); undefined when nothing is past the fork or pg_controldata could not be read.
+ */
+function discardPlan(i: CycleInput, leader: string, action: DiscardPlan['action'], reason: string): DiscardPlan | undefined {
+  const l = i.local;
+  if (!l) return undefined;
+  const leaderTl = leaderTimeline(i.view);
+  const ranges = discardedRanges(
+    {
+      timeline: l.timeline,
+      ...(l.walEndLsn !== undefined ? { endLsn: l.walEndLsn } : {}),
+      ...(l.history ? { history: l.history } : {}),
+      ...(l.promotedBy !== undefined ? { promotedBy: l.promotedBy } : {}),
+    },
+    leaderTl,
+    currentHistory(i.view) ?? i.view.history ?? [],
+  );
+  return ranges.length > 0 ? { action, leader, leaderTimeline: leaderTl, reason, ranges } : undefined;
 }
 
 /** The leader's handling of the `failover` key (patroni.md §3.5); undefined when there is nothing to do. */

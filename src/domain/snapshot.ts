@@ -67,6 +67,12 @@ export interface NodeSnapshot {
    * synchronous standby (asynchronous fallback, or waiting in strict mode); absent otherwise.
    */
   syncDegraded?: string;
-    /** True while DCS failsafe mode keeps this primary running. */
+  /** True while DCS failsafe mode keeps this primary running. */
   failsafeActive?: boolean;
+  /**
+   * The receipts of transactions this member discarded (a rewind or re-clone of WAL the leader
+   * never had: docs/ha.md "Receipts"), when it kept any: how many, the transactions and commits in
+   * them, the last one's time (ISO 8601) and where they are kept.
+   */
+  discarded?: { receipts: number; transactions: number; committed: number; lastAt?: string; location: string };
 }

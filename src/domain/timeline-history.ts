@@ -60,9 +60,8 @@ export interface LocalPosition {
   minRecoveryLsn: bigint;
   /**
    * Where the valid local WAL of `timeline` ends, read from the WAL itself (pg_waldump: the end of
-   * its last valid record, where PostgreSQL's replay of it stops); bytes. Read for every data
-   * directory that did not shut down as a primary (`in production`, `in archive recovery`,
-   * `shut down in recovery`, …); undefined when not read.
+   * its last valid record, where PostgreSQL's replay of it stops); bytes. Undefined when it could
+   * not be read.
    */
   walEndLsn?: bigint;
   /** Why the WAL end could not be read: such data counts as diverged unless it shut down cleanly (never a guess). */

@@ -11,6 +11,7 @@ import { isBusy } from './cycle.ts';
 import { upstreamOf } from './executor.ts';
 import type { MemberKey } from './member-key.ts';
 import type { NodeCore } from './node-core.ts';
+import type { ReceiptKeeper } from './receipts.ts';
 
 /** The outcome of an admin command. */
 export type AdminOutcome = { ok: true } | { ok: false; reason: string };
@@ -19,6 +20,7 @@ export class AdminCommands {
   constructor(
     private readonly core: NodeCore,
     private readonly memberKey: MemberKey,
+    private readonly receipts?: ReceiptKeeper,
   ) {}
 
   /** Restarts the local database now (POST /restart); resolves when it runs again or failed (timeout default 60 s). */
@@ -78,6 +80,8 @@ export class AdminCommands {
     if (isBusy(String(s.value)) && !opts.force) return { ok: false, reason: `${String(s.value)} already in progress` };
     const from = opts.fromLeader ? view.leader.name : (cloneSource(view, core.deps.name) ?? view.leader.name);
     const st = core.state;
+    // A stopped member whose WAL diverged: the receipt of what the re-clone throws away, first.
+    if (st.discardPlan && s.value !== 'running') await this.receipts?.take({ ...st.discardPlan, action: 'reinitialize' });
     st.cloneFrom = upstreamOf(view, from);
     st.upstream = upstreamOf(view, view.leader.name);
     st.configuredUpstream = view.leader.name;

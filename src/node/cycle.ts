@@ -20,6 +20,7 @@ import type { MemberKey } from './member-key.ts';
 import { walOf } from './member-data.ts';
 import type { NodeCore } from './node-core.ts';
 import { fetchPeers } from './peers.ts';
+import type { ReceiptKeeper } from './receipts.ts';
 
 /** True while `state` is one in which an effect runs. */
 export function isBusy(state: string): boolean {
@@ -31,7 +32,15 @@ export class HaCycle {
 
   constructor(
     private readonly core: NodeCore,
-    private readonly parts: { config: ConfigApplier; executor: Executor; memberKey: MemberKey; admin: AdminCommands; stopped: () => boolean; failsafe?: Failsafe },
+    private readonly parts: {
+      config: ConfigApplier;
+      executor: Executor;
+      memberKey: MemberKey;
+      admin: AdminCommands;
+      stopped: () => boolean;
+      failsafe?: Failsafe;
+      receipts?: ReceiptKeeper;
+    },
   ) {}
 
   /** Runs one cycle. Errors of single steps are logged; a failed DCS write rejects (the loop logs it). */
@@ -133,6 +142,10 @@ export class HaCycle {
     };
     const decision = decideCycle(input);
     this.noteDivergence(decision, facts);
+    // Before a rewind or re-clone throws away local WAL, its receipt (docs/ha.md "Receipts").
+    if (decision.discard && decision.actions.some((a) => a.kind === 'rewind' || a.kind === 'reinitialize')) {
+      await this.parts.receipts?.take(decision.discard);
+    }
     for (const action of decision.actions) {
       if (this.parts.stopped()) break;
       // Starting or promoting a primary on the lock needs the lock now, not when the facts were
@@ -248,16 +261,14 @@ export class HaCycle {
       try {
         const cd = await pg.controlData();
         core.state.sysid = cd.systemIdentifier;
-        // Where the WAL ends is read from the WAL itself, unless a primary's clean shutdown ended
-        // it at its shutdown checkpoint (docs/ha.md "Divergence"); a failure is kept as the reason.
+        // Where the WAL ends is read from the WAL itself (docs/ha.md "Divergence"; kept by
+        // PgControl while nothing changes); a failure is kept as the reason.
         let walEnd: { timeline: number; endLsn: bigint } | undefined;
         let walEndError: string | undefined;
-        if (cd.clusterState !== 'shut down') {
-          try {
-            walEnd = await pg.walEnd();
-          } catch (e) {
-            walEndError = String(e instanceof Error ? e.message : e).replace(/\s+/g, ' ').slice(0, 300);
-          }
+        try {
+          walEnd = await pg.walEnd();
+        } catch (e) {
+          walEndError = String(e instanceof Error ? e.message : e).replace(/\s+/g, ' ').slice(0, 300);
         }
         const timeline = walEnd?.timeline ?? cd.checkpointTimeline;
         const history = await this.localHistory(timeline);
@@ -327,10 +338,14 @@ export class HaCycle {
     if (decision.diverged !== undefined) {
       if (decision.diverged !== st.divergedReason) this.core.notice('diverged', decision.diverged);
       st.divergedReason = decision.diverged;
+      st.discardPlan = decision.discard;
       return;
     }
     const runsAgain = facts.state === 'running' && (facts.role === 'primary' || facts.probe?.streaming === true);
-    if (st.divergedReason !== undefined && (!facts.hasData || facts.state === 'creating_replica' || runsAgain)) st.divergedReason = undefined;
+    if (st.divergedReason !== undefined && (!facts.hasData || facts.state === 'creating_replica' || runsAgain)) {
+      st.divergedReason = undefined;
+      st.discardPlan = undefined;
+    }
   }
 
   /** Since when this incarnation of the leader key has named a member without a member key (`seenMs`: when `view` was read). */

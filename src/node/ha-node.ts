@@ -53,6 +53,9 @@ import { NodeState, type NodeCore, type NodeDeps } from './node-core.ts';
 import { fetchStatusDocument } from './peers.ts';
 import { ScheduledWork } from './schedules.ts';
 import { SnapshotBuilder } from './snapshot-builder.ts';
+import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore, type ReceiptSummary } from './receipts.ts';
+import type { Receipt } from '../domain/discarded.ts';
+import { upstreamOf } from './executor.ts';
 
 /** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
 const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
@@ -111,6 +114,11 @@ export interface HaNodeOptions {
   /** The fence protocol's monotonic ms (default CLOCK_MONOTONIC); the simulator passes its clock. */
   fenceMono?: () => number;
   /**
+   * Where receipts of discarded transactions are kept (src/node/receipts.ts; docs/ha.md
+   * "Receipts"). Default: in memory. The agent keeps them in `<data_dir>/../<name>.discarded/`.
+   */
+  receiptStore?: ReceiptStore;
+  /**
    * Background status probe period, ms (src/node/local-watch.ts). Default 1000 (the simulator,
    * whose peers read snapshots directly). 0: probes on demand — every HA cycle, and readers of
    * probe data call `freshProbe()` first (the agent, through its API).
@@ -139,6 +147,7 @@ export class HaNode {
   private readonly deadline: LeaderDeadline;
   private readonly failsafe: Failsafe;
   private readonly callbacks: CallbackRunner;
+  private readonly receipts: ReceiptKeeper;
   private db: Actor<typeof databaseMachine> | undefined;
   private schedules: ScheduledWork | undefined;
   private unsubscribeDcs: (() => void) | undefined;
@@ -247,13 +256,22 @@ export class HaNode {
       emitChange: () => this.emitChange(),
       wake: () => this.wake(),
     };
+    this.receipts = new ReceiptKeeper({
+      name: opts.name,
+      pg: opts.pg,
+      store: opts.receiptStore ?? new MemoryReceiptStore(),
+      now,
+      notice: (type, text) => this.core.notice(type, text),
+      leaderUpstream: (leader) => upstreamOf(opts.dcs.view(), leader),
+      changed: () => this.emitChange(),
+    });
     this.memberKey = new MemberKey(this.core);
     this.config = new ConfigApplier(this.core, () => this.memberKey.publish(true));
     this.executor = new Executor(this.core, this.config);
-    this.admin = new AdminCommands(this.core, this.memberKey);
+    this.admin = new AdminCommands(this.core, this.memberKey, this.receipts);
     this.deadline = new LeaderDeadline(this.core);
     this.failsafe = new Failsafe(this.core, this.deadline, opts.postFailsafe);
-    this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined, this.failsafe);
+    this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined, this.failsafe, () => this.receipts.summary());
     const cycle = new HaCycle(this.core, {
       config: this.config,
       executor: this.executor,
@@ -261,6 +279,7 @@ export class HaNode {
       admin: this.admin,
       stopped: () => this.loop.isStopped,
       failsafe: this.failsafe,
+      receipts: this.receipts,
     });
     // One deadline per leader cycle, shared by every DCS call of it (src/node/leader-deadline.ts).
     const deadline = this.deadline;
@@ -453,6 +472,16 @@ export class HaNode {
 
   reinitialize(opts: { force: boolean; fromLeader: boolean }): Promise<AdminOutcome> {
     return this.admin.reinitialize(opts);
+  }
+
+  /** The receipts of discarded transactions kept by this member, oldest first (GET /discarded). */
+  discarded(): Promise<Receipt[]> {
+    return this.receipts.list();
+  }
+
+  /** What /ha and /metrics show of them. */
+  discardedSummary(): ReceiptSummary {
+    return this.receipts.summary();
   }
 
   /** The snapshot HTTP handlers and metrics read. */

@@ -9,6 +9,7 @@ import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
 import type { GhostSighting, RewindFailure } from '../domain/ha-cycle.ts';
+import type { DiscardPlan } from '../domain/discarded.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -89,6 +90,8 @@ export class NodeState {
   noLeaderSinceMs: number | undefined;
   /** Why the local data diverged from the leader's timeline, while it does. */
   divergedReason: string | undefined;
+  /** The local WAL a re-clone of the diverged, stopped data directory would throw away (an operator's POST /reinitialize takes its receipt). */
+  discardPlan: DiscardPlan | undefined;
   /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */
   rewinding: { leader: string; timeline: number } | undefined;
   /**

@@ -10,6 +10,7 @@ import { effectiveTags } from './member-data.ts';
 import type { Failsafe } from './failsafe.ts';
 import type { MemberKey } from './member-key.ts';
 import type { NodeCore } from './node-core.ts';
+import type { ReceiptSummary } from './receipts.ts';
 
 export class SnapshotBuilder {
   private memo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
@@ -21,6 +22,8 @@ export class SnapshotBuilder {
     private readonly started: () => boolean,
     /** Failsafe mode (src/node/failsafe.ts): `failsafe_mode_is_active`, and the leader's term while it keeps a primary running. */
     private readonly failsafe?: Failsafe,
+    /** The receipts of discarded transactions kept so far (src/node/receipts.ts). */
+    private readonly discarded?: () => ReceiptSummary,
   ) {}
 
   /** The snapshot now. Synchronous and cheap. */
@@ -30,10 +33,11 @@ export class SnapshotBuilder {
     const snap = this.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader, core.sync.current(), this.failsafe?.version, ...fenceInputs(core)];
+    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader, core.sync.current(), this.failsafe?.version, this.discarded?.(), ...fenceInputs(core)];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
+    const discarded = this.discarded?.();
     const scheduled = this.memberKey.scheduledRestart();
     const snapshot: NodeSnapshot = {
       name: deps.name,
@@ -57,6 +61,7 @@ export class SnapshotBuilder {
       config: st.config,
       lastLoopMs: st.lastLoopMs,
       ...(this.failsafe?.active() ? { failsafeActive: true } : {}),
+      ...(discarded && discarded.receipts > 0 ? { discarded } : {}),
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
     };
     this.memo = { inputs, snapshot };

@@ -609,7 +609,7 @@ export class LocalPostgres implements PgControl {
   }
 
   /** PgControl.readWalRange: pg_waldump over [fromLsn, toLsn) of `timeline` (src/postgres/waldump.ts readWalRange). */
-  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void> {
+  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint | undefined, onRecord: (r: WalRecord) => void): Promise<void> {
     return readWalRange({ binDir: this.binDir, dataDir: this.dataDir, timeoutMs: 600_000 }, timeline, fromLsn, toLsn, onRecord);
   }
 

@@ -174,10 +174,10 @@ export interface PgControl {
 
   /**
    * Calls `onRecord` for every WAL record of `timeline` in [fromLsn, toLsn) of the stopped data
-   * directory, in order (pg_waldump): the receipt of WAL a rewind or re-clone discards.
-   * Rejects when the WAL cannot be read.
+   * directory, in order (pg_waldump): the receipt of WAL a rewind or re-clone discards. Without
+   * `toLsn`, to the end of the valid WAL. Rejects when the WAL cannot be read.
    */
-  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void>;
+  readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint | undefined, onRecord: (r: WalRecord) => void): Promise<void>;
 
   /**
    * Names of relations (`tablespace/database/relfilenode`, as pg_waldump prints them) on the

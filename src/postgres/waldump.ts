@@ -235,20 +235,21 @@ export async function readWalEnd(t: WaldumpTarget, start: WalEndStart): Promise<
 
 /**
  * Every record of timeline `timeline` in [fromLsn, toLsn), in order (the receipt of a discarded
- * range). pg_waldump starts at the first valid record at or after `fromLsn` and stops after the
- * last record that starts before `toLsn`.
- * @throws Error when pg_waldump cannot run or reads nothing while the range is not empty.
+ * range); without `toLsn`, to the end of the valid WAL. pg_waldump starts at the first valid
+ * record at or after `fromLsn` and stops after the last record that starts before `toLsn`.
+ * @throws Error when pg_waldump cannot run, or reads nothing from a range that holds WAL.
  */
-export async function readWalRange(t: WaldumpTarget, timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void> {
-  if (toLsn <= fromLsn) return;
+export async function readWalRange(t: WaldumpTarget, timeline: number, fromLsn: bigint, toLsn: bigint | undefined, onRecord: (r: WalRecord) => void): Promise<void> {
+  if (toLsn !== undefined && toLsn <= fromLsn) return;
   let seen = 0;
-  const run = await runWaldump(t, ['-t', String(timeline), '-s', formatLsn(fromLsn), '-e', formatLsn(toLsn)], (r) => {
-    if (r.lsn < toLsn) {
+  const args = ['-t', String(timeline), '-s', formatLsn(fromLsn), ...(toLsn !== undefined ? ['-e', formatLsn(toLsn)] : [])];
+  const run = await runWaldump(t, args, (r) => {
+    if (toLsn === undefined || r.lsn < toLsn) {
       seen++;
       onRecord(r);
     }
   });
-  if (seen === 0 && run.exitCode !== 0) {
+  if (seen === 0 && toLsn !== undefined && run.exitCode !== 0) {
     throw new Error(`pg_waldump read nothing on timeline ${timeline} in [${formatLsn(fromLsn)}, ${formatLsn(toLsn)}): ${run.stderr.trim().slice(-500)}`);
   }
 }

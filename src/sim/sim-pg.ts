@@ -667,10 +667,10 @@ export class SimPg implements PgControl {
    * one COMMIT record per commit written into this piece of history (by uid: the world's commits
    * whose record starts in the range on the local lineage), and each checkpoint record.
    */
-  async readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint, onRecord: (r: WalRecord) => void): Promise<void> {
+  async readWalRange(timeline: number, fromLsn: bigint, toLsn: bigint | undefined, onRecord: (r: WalRecord) => void): Promise<void> {
     const d = this.data;
     if (!d) throw new Error(`${this.dataDir}: no cluster`);
-    const end = toLsn < d.lsn ? toLsn : d.lsn;
+    const end = toLsn !== undefined && toLsn < d.lsn ? toLsn : d.lsn;
     const inRange = (p: bigint) => p >= fromLsn && p < end && timelineAt(d.segments, p) === timeline;
     const records: WalRecord[] = [];
     for (const c of this.world.commits?.() ?? []) {
