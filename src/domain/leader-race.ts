@@ -119,6 +119,8 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  *   for a member that can win (not for one its own WAL position would stop);
  * - a switchover's candidate more than maximum_lag_on_failover behind the leader's last optime or
  *   a reachable member holds up nobody and does not race (the switchover did not hand over);
+ *   nor does one whose timeline is behind that of this member or of a reachable member holding
+ *   more WAL (a newer timeline the history key may not show yet: finding 23);
  * - its lag behind the leader's last optime is within maximum_lag_on_failover;
  * - its timeline is not behind the cluster timeline (with check_timeline never; without it only
  *   when no reachable member is on the cluster timeline);
@@ -155,7 +157,10 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // healthy"); a candidate that is down, has no running database, or (in a switchover) is behind
     // the cluster timeline does not hold up the race.
     const cand = peers.find((p) => p.name === failover.member);
-    const candBehind = !!failover.leader && cand?.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline;
+    const candBehind =
+      !!failover.leader &&
+      !!cand &&
+      ((cand.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline) || newerTimelineAhead(cand, input) !== undefined);
     // A switchover's candidate the sync key no longer lets be promoted (it left the key after the
     // request was accepted) does not hold up the race either: it would refuse it, and everyone
     // would wait for it (ha simulate, docs/simulation.md).
@@ -193,7 +198,10 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
         !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
         !syncRefuses(p) &&
         (input.failsafeListed?.(p.name) ?? true) &&
-        ((p.name === failover.member && !switchoverCandidateLags(p)) || p.walBytes === undefined || p.walBytes >= self.walBytes || peerSkipsMyWal(p)),
+        ((p.name === failover.member && !switchoverCandidateLags(p) && newerTimelineAhead(p, input) === undefined) ||
+          p.walBytes === undefined ||
+          p.walBytes >= self.walBytes ||
+          peerSkipsMyWal(p)),
     );
     if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
   }
@@ -208,6 +216,10 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // failsafe mode): a candidate far behind a member it can reach would drop that WAL.
     const ahead = switchoverLag(self.walBytes, input);
     if (ahead) return { healthy: false, reason: `wal position of ${ahead} is more than maximum_lag_on_failover ahead of mine` };
+    // It races without comparing WAL: behind a newer timeline that a member holding more WAL runs
+    // on, it would fork a second timeline with that number (finding 23).
+    const newer = newerTimelineAhead(self, input);
+    if (newer) return { healthy: false, reason: `my timeline ${self.timeline} is behind timeline ${newer.timeline} of ${newer.name}, which holds more WAL` };
   }
   // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
   // operator's failover naming a member may still take an asynchronous one (patroni.md §3.5).
@@ -300,6 +312,32 @@ function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' 
   }
   for (const k of silentPositions(input)) {
     if (k.walBytes - candWal > maxLag) return `${k.name} (its member key; it did not answer)`;
+  }
+  return undefined;
+}
+
+/**
+ * Would a switchover's candidate `cand` (its timeline and WAL position, bytes) fork a second
+ * timeline with a number already in use? Returns the member of `input` (this one, or a reachable
+ * peer; not the candidate) that runs on a newer timeline than the candidate's with more WAL than
+ * it, undefined when there is none or the candidate's timeline or position is unknown.
+ *
+ * The race's cluster timeline comes from the `history` key, which a leader that died right after
+ * its promotion never wrote; its replicas run on its new timeline all the same. A candidate still
+ * on the parent timeline that promotes makes a timeline with the same number (PostgreSQL takes
+ * the newest it knows of plus one) and, having stopped where that leader promoted, the same
+ * switch point: two lineages that no history file, and no divergence check, tells apart — such a
+ * replica would later stream from the candidate (finding 23, docs/simulation.md). A member on the
+ * newer timeline always holds more WAL than that switch point (at least the promotion's
+ * checkpoint); a candidate ahead of it in WAL forks at another point, which the history files
+ * tell, so it still may race (refusing it could leave nobody to take over).
+ */
+function newerTimelineAhead(cand: { name: string; timeline?: number; walBytes?: bigint }, input: Pick<RaceInput, 'self' | 'peers'>): { name: string; timeline: number } | undefined {
+  if (cand.timeline === undefined || cand.walBytes === undefined) return undefined;
+  const members: PeerStatus[] = [{ name: input.self.name, reachable: true, timeline: input.self.timeline, walBytes: input.self.walBytes }, ...input.peers];
+  for (const m of members) {
+    if (m.name === cand.name || !m.reachable || m.timeline === undefined || m.walBytes === undefined) continue;
+    if (m.timeline > cand.timeline && m.walBytes > cand.walBytes) return { name: m.name, timeline: m.timeline };
   }
   return undefined;
 }

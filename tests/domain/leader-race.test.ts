@@ -68,6 +68,56 @@ describe('isHealthiest', () => {
       base({ self: { name: 'b', walBytes: 100n + 1048577n, timeline: 2, tags: {} }, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
       true,
     ],
+    [
+      "a switchover candidate behind a reachable member's newer timeline, that member holding more WAL, does not race (finding 23, seed 1570002001)",
+      base({
+        self: { name: 'a', walBytes: 100n, timeline: 1, tags: {} },
+        clusterTimeline: 1,
+        failover: { leader: 'c', member: 'a' },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 300n, timeline: 2 }],
+      }),
+      false,
+    ],
+    [
+      "a switchover candidate behind this member's newer timeline, this member holding more WAL, does not hold up the race (finding 23)",
+      base({
+        self: { name: 'b', walBytes: 300n, timeline: 2, tags: {} },
+        clusterTimeline: 1,
+        failover: { leader: 'c', member: 'a' },
+        peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 1 }],
+      }),
+      true,
+    ],
+    [
+      "a switchover candidate on an older timeline but ahead in WAL of the member on the newer one still races (it forks at another switch point)",
+      base({
+        self: { name: 'a', walBytes: 400n, timeline: 1, tags: {} },
+        clusterTimeline: 1,
+        failover: { leader: 'c', member: 'a' },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 300n, timeline: 2 }],
+      }),
+      true,
+    ],
+    [
+      "an operator's failover candidate behind a reachable member's newer timeline still races (the operator's choice)",
+      base({
+        self: { name: 'a', walBytes: 100n, timeline: 1, tags: {} },
+        clusterTimeline: 1,
+        failover: { member: 'a' },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 300n, timeline: 2 }],
+      }),
+      true,
+    ],
+    [
+      "the former leader of a switchover does not step aside for a candidate behind its newer timeline and WAL (finding 23)",
+      base({
+        self: { name: 'c', walBytes: 300n, timeline: 2, tags: {} },
+        clusterTimeline: 1,
+        failover: { leader: 'c', member: 'a' },
+        peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 1 }],
+      }),
+      true,
+    ],
     ['the former leader of a switchover steps aside for a member that can win', base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }), false],
     [
       'the former leader of a switchover races when every other member is behind the cluster timeline (finding 13)',
