@@ -574,9 +574,11 @@ function rewindFailedFor(i: CycleInput, leader: string): RewindFailure | undefin
  *    rewind that failed against this leader timeline is never tried again, and data pg_rewind
  *    cannot repair counts as such a failure: with `remove_data_directory_on_rewind_failure`
  *    (default on) the member is wiped and re-cloned, otherwise it stays stopped, saying why;
- * 2. otherwise (rewind off, or the data cannot be rewound): re-clone when
- *    `database.remove_data_directory_on_diverged_timelines` allows it; otherwise a running
- *    replica stops, and a stopped one stays stopped, saying why.
+ * 2. otherwise (rewind off, or the data cannot be rewound): a running replica stops; a stopped
+ *    one is re-cloned when `database.remove_data_directory_on_diverged_timelines` allows it,
+ *    otherwise it stays stopped, saying why.
+ * A rewind or re-clone acts on a stopped data directory only, so that the receipt of the WAL it
+ * throws away is taken first (`discard`).
  * Never runs as a replica serving data the leader does not have.
  */
 function diverged(i: CycleInput, leader: string, reason: string, running: boolean): CycleDecision {
@@ -591,11 +593,11 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
     const failed = rewindFailedFor(i, leader);
     if (failed) {
       const after = `${why}; pg_rewind from ${failed.leader} failed: ${failed.reason}`;
+      if (running) return { ...d(`stopping: ${after}`, { kind: 'stop', reason: after }), diverged: after };
       // The receipt was taken before the rewind ran: what pg_rewind left is not decoded again.
       if (db.remove_data_directory_on_rewind_failure === true) {
         return { ...d(`reinitializing after a failed rewind: ${after}`, { kind: 'reinitialize' }), diverged: after };
       }
-      if (running) return { ...d(`stopping: ${after}`, { kind: 'stop', reason: after }), diverged: after };
       return {
         ...d(`not starting: ${after}; not retried: reinitialize this member (or set database.remove_data_directory_on_rewind_failure)`),
         diverged: after,
@@ -614,10 +616,12 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
       return withPlan({ ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
     }
   }
+  // A running replica stops first (as for a rewind): the next cycle takes the receipt of the
+  // stopped data directory and re-clones it.
+  if (running) return { ...d(`stopping: ${why}`, { kind: 'stop', reason: why }), diverged: why };
   if (db.remove_data_directory_on_diverged_timelines === true) {
     return withPlan({ ...d(`reinitializing due to diverged timelines: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
   }
-  if (running) return { ...d(`stopping: ${why}`, { kind: 'stop', reason: why }), diverged: why };
   return withPlan(
     {
       ...d(`not starting: ${why}; reinitialize this member (or set database.remove_data_directory_on_diverged_timelines)`),

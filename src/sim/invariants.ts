@@ -21,9 +21,14 @@
  *   acknowledged so far;
  * - liveness-acknowledge: after every fault healed, within the replica bound, the primary's
  *   commits do not just wait (synchronous_standby_names names standbys that stream).
+ * - discarded-receipt: when a rewind or a re-clone throws away a data directory's WAL, the commits
+ *   it held that the new lineage does not (ground truth) are exactly those the member's last
+ *   receipt for that data directory lists (docs/ha.md "Receipts"), and in synchronous mode none of
+ *   them was acknowledged.
  * In asynchronous runs, acknowledged commits lost after a failover are a figure, not a violation.
  */
-import { divergencePoint, holdsCommit, type Commit, type SimPg } from './sim-pg.ts';
+import { divergencePoint, holdsCommit, uidAt, type Commit, type SimPg, type WalData } from './sim-pg.ts';
+import type { Receipt } from '../domain/discarded.ts';
 
 export const INVARIANTS = [
   'single-writer',
@@ -36,6 +41,7 @@ export const INVARIANTS = [
   'liveness-primary',
   'liveness-replicas',
   'liveness-acknowledge',
+  'discarded-receipt',
 ] as const;
 export type InvariantName = (typeof INVARIANTS)[number];
 
@@ -209,6 +215,38 @@ export class InvariantChecker {
         this.record('promotion-lag', `${pg.name} promoted at WAL ${lsn}, ${r.lsn - lsn} bytes behind ${r.name} (WAL ${r.lsn}) which it could reach (maximum_lag_on_failover ${maxLag})`);
         return;
       }
+    }
+  }
+
+  /**
+   * discarded-receipt: `pg`'s data directory `old` is thrown away for `lineage` (the rewound data,
+   * or the leader's, whose history the re-clone takes). The commits `old` held that `lineage` does
+   * not (by uid, whatever its length) are the discarded ones; `receipt` is the last receipt the
+   * member took for this data directory (undefined: none). They must list exactly those commits;
+   * in synchronous mode (`acked` given) none of them may be acknowledged.
+   */
+  checkDiscarded(pg: SimPg, old: WalData, lineage: WalData | undefined, commits: readonly Commit[], receipt: Receipt | undefined, acked?: ReadonlySet<number>): void {
+    if (this.seen.has('discarded-receipt')) return;
+    const discarded: number[] = [];
+    for (const c of commits) {
+      if (!holdsCommit(old, c)) continue;
+      const kept = lineage !== undefined && lineage.sysid === old.sysid && uidAt(lineage.segments, c.start) === c.uid && uidAt(lineage.segments, c.end - 1n) === c.uid;
+      if (!kept) discarded.push(c.id);
+    }
+    const listed = new Set((receipt?.transactions ?? []).map((t) => t.xid));
+    const missing = discarded.filter((id) => !listed.has(id));
+    const extra = [...listed].filter((id) => !discarded.includes(id));
+    if (missing.length > 0 || extra.length > 0) {
+      this.record(
+        'discarded-receipt',
+        `${pg.name}'s data directory (timeline ${old.segments[old.segments.length - 1]!.timeline}, WAL to ${old.lsn}) is discarded with ${discarded.length} commits the new lineage lacks; ` +
+          `${receipt ? `its receipt lists ${listed.size}` : 'no receipt was taken'}${missing.length ? `, missing #${missing.slice(0, 5).join(', #')}` : ''}${extra.length ? `, listing #${extra.slice(0, 5).join(', #')} which are kept` : ''}`,
+      );
+      return;
+    }
+    const ackedLost = acked ? discarded.filter((id) => acked.has(id)) : [];
+    if (ackedLost.length > 0) {
+      this.record('discarded-receipt', `${pg.name}'s receipt lists acknowledged commits #${ackedLost.slice(0, 5).join(', #')} (synchronous mode)`);
     }
   }
 }

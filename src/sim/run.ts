@@ -209,6 +209,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   out(`acknowledged commits: ${t.acked} (${t.unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${t.lost} in ${t.lostSchedules} schedules; synchronous schedules (sync-no-loss) ${t.syncLost} in ${t.syncLostSchedules} schedules`);
   out(`simulated: ${Math.round(t.simulatedMs / 1000)} s, ${t.timers} timers fired`);
   out(`pg_rewind (the agents' defaults, use_db_rewind on, in odd-seeded schedules): ${t.rewinds} data directories rewound`);
+  out(`receipts of discarded transactions: ${t.receipts} taken, listing ${t.receiptTransactions} transactions (discarded-receipt checks each against the ground truth)`);
   out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${t.fenceDeadline + t.fenceAgentGone} firings (deadline missed ${t.fenceDeadline}, armed agent crashed ${t.fenceAgentGone})`);
   o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s, ${workers === 1 ? '1 worker (in this process)' : `${workers} worker threads`}`);
 

@@ -35,6 +35,9 @@ export interface ScheduleSummary {
   timersFired: number;
   /** pg_rewind runs that rewrote a data directory. */
   rewinds: number;
+  /** Receipts of discarded transactions taken, and the transactions they list. */
+  receipts: number;
+  receiptTransactions: number;
   /** Fence firings on a missed deadline / on an armed agent's crash. */
   fenceDeadline: number;
   fenceAgentGone: number;
@@ -57,6 +60,8 @@ export function summarizeSchedule(result: RunResult): ScheduleSummary {
     simulatedMs: result.simulatedMs,
     timersFired: result.timersFired,
     rewinds: result.rewinds ?? 0,
+    receipts: result.receipts ?? 0,
+    receiptTransactions: result.receiptTransactions ?? 0,
     fenceDeadline: result.fenceFirings?.deadline ?? 0,
     fenceAgentGone: result.fenceFirings?.agentGone ?? 0,
   };
@@ -97,6 +102,8 @@ export class SimulationTally {
   simulatedMs = 0;
   timers = 0;
   rewinds = 0;
+  receipts = 0;
+  receiptTransactions = 0;
   fenceDeadline = 0;
   fenceAgentGone = 0;
   /** The lowest failing seed added. */
@@ -134,6 +141,8 @@ export class SimulationTally {
     this.simulatedMs += s.simulatedMs;
     this.timers += s.timersFired;
     this.rewinds += s.rewinds;
+    this.receipts += s.receipts;
+    this.receiptTransactions += s.receiptTransactions;
     this.fenceDeadline += s.fenceDeadline;
     this.fenceAgentGone += s.fenceAgentGone;
     if (s.violations.length > 0 && !this.first) this.first = { seed, violations: s.violations, faults: s.faults };

@@ -171,6 +171,11 @@ export interface SimPgWorld {
   promoting?(pg: SimPg, lsn: bigint): void;
   /** Every commit written so far, on any member (what pg_waldump finds in a data directory's WAL: readWalRange). */
   commits?(): readonly Commit[];
+  /**
+   * The data directory `old` is about to be thrown away: rewound onto `replacement`, or removed
+   * (`replacement` undefined; a re-clone follows). The discarded-receipt invariant.
+   */
+  discarding?(pg: SimPg, old: WalData, replacement: WalData | undefined): void;
 }
 
 /** Deliberately broken behaviours, to check that the simulator catches them (tests). */
@@ -642,6 +647,7 @@ export class SimPg implements PgControl {
         ...s.segments.filter((x) => x.start > fork).map((x) => ({ ...x })),
       ];
     }
+    this.world.discarding?.(this, t, rewound);
     this.data = rewound;
     this.clusterState = 'in archive recovery';
     this.minRecoveryLsn = this.data.lsn;
@@ -685,6 +691,7 @@ export class SimPg implements PgControl {
 
   async removeData(): Promise<void> {
     if (this.run !== 'stopped') throw new Error('refusing to remove the data directory of a running server');
+    if (this.data) this.world.discarding?.(this, this.data, undefined);
     this.data = undefined;
     this.clusterState = '';
     this.minRecoveryLsn = 0n;

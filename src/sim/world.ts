@@ -20,7 +20,8 @@ import type { PgControl } from '../postgres/types.ts';
 import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type Timing, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { SimClock, type NodeClock } from './sim-clock.ts';
-import { holdsCommit, SimPg, type Commit, type SimPgBugs } from './sim-pg.ts';
+import { holdsCommit, SimPg, type Commit, type SimPgBugs, type WalData } from './sim-pg.ts';
+import { MemoryReceiptStore } from '../node/receipts.ts';
 import { SimFence, type SimFenceFiring } from './sim-fence.ts';
 import type { WatchdogMode } from '../node/fencing.ts';
 
@@ -170,6 +171,9 @@ export interface RunResult {
   timersFired: number;
   /** pg_rewind runs that rewrote a data directory (schedules with use_db_rewind). */
   rewinds?: number;
+  /** Receipts of discarded transactions the members took, and the transactions they list. */
+  receipts?: number;
+  receiptTransactions?: number;
   /** Fence firings (src/sim/sim-fence.ts): on a missed deadline, on an armed agent's crash. */
   fenceFirings?: { deadline: number; agentGone: number };
   /** Simulated ms from the start to the first fault step (the end of the bootstrap). */
@@ -328,6 +332,10 @@ interface Member {
   delayMs: number;
   /** Simulated ms before which no later watch event may be delivered (keeps watch events in order). */
   watchDueMs: number;
+  /** The member's receipts of discarded transactions (a directory beside the data: kept across agent restarts). */
+  receipts: MemoryReceiptStore;
+  /** How many receipts the member had when its current data directory began (discarded-receipt). */
+  receiptsAtDataStart: number;
 }
 
 /**
@@ -434,6 +442,7 @@ export class World {
       changing: () => this.checkLease(),
       promoting: (pg: SimPg, lsn: bigint) => this.checkPromotion(pg, lsn),
       commits: () => this.commits,
+      discarding: (pg: SimPg, old: WalData, replacement: WalData | undefined) => this.checkDiscarded(pg, old, replacement),
       flushStandbys: (primary: SimPg) => {
         for (const pg of this.pgs) if (pg !== primary && pg.streaming && pg.activeUpstream?.name === primary.name) this.ship(pg);
       },
@@ -449,6 +458,8 @@ export class World {
       lagMs: 0,
       delayMs: 0,
       watchDueMs: 0,
+      receipts: new MemoryReceiptStore(),
+      receiptsAtDataStart: 0,
     }));
     for (const m of this.members) this.byName.set(m.name, m);
     this.pgs = this.members.map((m) => m.pg);
@@ -567,6 +578,28 @@ export class World {
     return out;
   }
 
+  /**
+   * discarded-receipt, at the instant `pg`'s data directory `old` is thrown away: rewound onto
+   * `replacement`, or removed for a re-clone (the lineage it takes is then the leader's, as the
+   * store's leader key names it; none: every commit of `old` counts as discarded). Checked against
+   * the last receipt the member took since this data directory began.
+   */
+  private checkDiscarded(pg: SimPg, old: WalData, replacement: WalData | undefined): void {
+    const m = this.byName.get(pg.name);
+    if (!m) return;
+    let lineage = replacement;
+    if (!lineage) {
+      const holder = peekStore(this.store, `${this.operator.prefix}leader`)?.value;
+      const leaderPg = holder && holder !== pg.name ? this.byName.get(holder)?.pg : undefined;
+      lineage = leaderPg?.data;
+    }
+    const fresh = m.receipts.receipts.slice(m.receiptsAtDataStart);
+    const receipt = fresh[fresh.length - 1];
+    const acked = this.syncMode !== 'off' ? new Set(this.acked.map((c) => c.id)) : undefined;
+    this.checker.checkDiscarded(pg, old, lineage, this.commits, receipt, acked);
+    m.receiptsAtDataStart = m.receipts.receipts.length;
+  }
+
   /** sync-no-loss, at the instant `pg` starts accepting writes (a promotion, a start as primary). */
   private checkNewWriter(pg: SimPg): void {
     if (!pg.acceptsWrites()) {
@@ -675,6 +708,8 @@ export class World {
       simulatedMs: this.elapsedMs,
       timersFired: this.clock.fired,
       rewinds: this.pgs.reduce((n, pg) => n + pg.rewinds, 0),
+      receipts: this.members.reduce((n, m) => n + m.receipts.receipts.length, 0),
+      receiptTransactions: this.members.reduce((n, m) => n + m.receipts.receipts.reduce((k, r) => k + r.counts.transactions, 0), 0),
       fenceFirings: { deadline: this.fenceFirings.filter((f) => f.reason === 'deadline').length, agentGone: this.fenceFirings.filter((f) => f.reason === 'agent gone').length },
       ...(this.faultsFromMs !== undefined ? { faultsFromMs: this.faultsFromMs } : {}),
     };
@@ -829,6 +864,7 @@ export class World {
       postFailsafe: (url, body, timeoutMs) => this.postFailsafe(m.name, view, url, body, timeoutMs),
       watchdog: { mode: watchdogMode, safety_margin: 5 },
       ...(fence ? { fence, fenceMono: () => this.clock.now() } : {}),
+      receiptStore: m.receipts,
     });
     m.view = view;
     m.node = node;

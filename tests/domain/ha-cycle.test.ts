@@ -302,9 +302,9 @@ describe('decideCycle: lock ownership, ghost leaders, start back-off and diverge
       expect(r.diverged).toBeUndefined();
     });
 
-    it('diverged with remove_data_directory_on_diverged_timelines (use_db_rewind off) → reinitialize', () => {
+    it('diverged with remove_data_directory_on_diverged_timelines (use_db_rewind off) → stop first (the receipt and re-clone come when stopped)', () => {
       const config = noRewind({ remove_data_directory_on_diverged_timelines: true });
-      expect(kinds(replica(600n, { upstream: undefined, streaming: false }, { config }))).toEqual(['reinitialize']);
+      expect(kinds(replica(600n, { upstream: undefined, streaming: false }, { config }))).toEqual(['stop']);
     });
 
     it('about to follow a leader whose history is not written yet → wait', () => {

@@ -91,7 +91,7 @@ describe('ha simulate --workers', () => {
 
   it('SimulationTally refuses a seed out of order', () => {
     const t = new SimulationTally(1);
-    expect(() => t.add(2, { faultCounts: {}, violations: [], faults: [], sync: 'off', failsafe: false, failsafeAccepts: 0, acked: 0, unacked: 0, lost: 0, simulatedMs: 0, timersFired: 0, rewinds: 0, fenceDeadline: 0, fenceAgentGone: 0 })).toThrow(
+    expect(() => t.add(2, { faultCounts: {}, violations: [], faults: [], sync: 'off', failsafe: false, failsafeAccepts: 0, acked: 0, unacked: 0, lost: 0, simulatedMs: 0, timersFired: 0, rewinds: 0, receipts: 0, receiptTransactions: 0, fenceDeadline: 0, fenceAgentGone: 0 })).toThrow(
       'seed 2 added out of order (expected 1)',
     );
   });

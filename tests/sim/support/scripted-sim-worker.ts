@@ -49,6 +49,8 @@ serveSchedules(parentPort!, async (seed): Promise<ScheduleSummary> => {
     simulatedMs: 1000,
     timersFired: 10,
     rewinds: 0,
+    receipts: 0,
+    receiptTransactions: 0,
     fenceDeadline: 0,
     fenceAgentGone: 0,
   };
