@@ -10,6 +10,7 @@ import { CtlError, EXIT, errorText, usageError } from '../ctl/errors.ts';
 import { openDcs, resolveTarget, type GlobalOptions, type Target } from '../ctl/context.ts';
 import { checkMemberChoice, checkQueryOptions, MEMBER_ROLES, QUERY_FORMATS, runDsn, scopeQueryCommandFlag, runQuery, runVersion, type MemberRole, type QueryFormat } from '../ctl/query.ts';
 import { runEditConfig, runShowConfig } from '../ctl/config-commands.ts';
+import { runDiscarded } from '../ctl/discarded.ts';
 import { runHistory } from '../ctl/history.ts';
 import { createStdIo, type CtlIo } from '../ctl/io.ts';
 import { LIST_FORMATS, renderList, type ListFormat } from '../ctl/list.ts';
@@ -292,6 +293,17 @@ function buildProgram(): Command {
     .description('timeline switches: TL, LSN, reason, timestamp, new leader')
     .addOption(formatOption())
     .action((cluster: string | undefined, o: { format: ListFormat }, cmd: Command) => withSession(cmd, cluster, (s) => runHistory(s, o.format)));
+
+  program
+    .command('discarded')
+    .argument('[args...]', '[CLUSTER] [MEMBER…]: whose receipts (default: every member)')
+    .description('receipts of the transactions rewinds and re-clones discarded (docs/ha.md "Receipts")')
+    .addOption(formatOption())
+    .option('--transactions', 'one row per discarded transaction instead of one per receipt')
+    .action(async (args: string[], o: { format: ListFormat; transactions?: boolean }, cmd: Command) => {
+      const { cluster, rest } = await splitClusterArgs(cmd, args);
+      return withSession(cmd, cluster, (s) => runDiscarded(s, { members: rest, format: o.format, transactions: o.transactions === true }));
+    });
 
   program
     .command('remove')

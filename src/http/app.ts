@@ -46,6 +46,7 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
   ['/reload', ['POST']],
   ['/reinitialize', ['POST']],
   ['/failsafe', ['POST']],
+  ['/discarded', ['GET']],
 ]);
 
 /**
@@ -170,6 +171,8 @@ export function createNodeApp(deps: {
   getHandlers.set('/ha', () => sized(statusJson(resolved.snapshot(), resolved.now()), 200, JSON_CONTENT_TYPE));
   getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
   getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
+  // Ours (docs/ha.md "Receipts"): every receipt kept, oldest first; read from the receipt store, not the snapshot.
+  getHandlers.set('/discarded', async () => document(200, (await resolved.commands.discarded?.()) ?? []));
   getHandlers.set('/config', getConfigHandler(resolved));
   getHandlers.set('/metrics', async () => {
     const m = await metrics();

@@ -9,6 +9,7 @@
  * handler.
  */
 import type { ClusterView, FailoverRequest } from '../domain/cluster.ts';
+import type { Receipt } from '../domain/discarded.ts';
 import type { ScheduledRestartData } from '../domain/member.ts';
 
 /** Outcome of a long-running command: done, or refused/failed with a message for the 503 body. */
@@ -80,4 +81,9 @@ export interface NodeCommands {
    * Absent: the node does not implement failsafe mode (502).
    */
   acceptFailsafe?(body: Record<string, unknown>): { status: number; text: string; lsn?: string };
+  /**
+   * The receipts of discarded transactions this member kept (docs/ha.md "Receipts"), oldest
+   * first: GET /discarded. Absent: the node keeps none (an empty list is answered).
+   */
+  discarded?(): Promise<Receipt[]>;
 }

@@ -1,6 +1,6 @@
 /**
- * GET /metrics: the 26 `ha_*` metrics of seed 000 ("Metrics") plus `ha_diverged` and
- * `ha_replica_not_streaming_seconds` (ours), Prometheus text format 0.0.4,
+ * GET /metrics: the 26 `ha_*` metrics of seed 000 ("Metrics") plus ours (`ha_diverged`,
+ * `ha_replica_not_streaming_seconds`, the fence's, `ha_sync_degraded`, the receipts' `ha_discarded_*`), Prometheus text format 0.0.4,
  * through a prom-client Registry of our own (never the global one). Every metric has the labels
  * `scope` and `name`; values are read from the snapshot in `collect()` at scrape time
  * (patroni.md §1.6 `/metrics` for the value rules; stack.md §5).
@@ -51,6 +51,10 @@ export const HA_METRICS = [
   ['ha_watchdog_armed', 'gauge', '1 if the fence (software watchdog) is armed on the local postmaster'],
   ['ha_watchdog_failed', 'gauge', '1 if watchdog.mode is required and the fence could not be armed'],
   ['ha_sync_degraded', 'gauge', '1 if synchronous mode is on and this primary has no synchronous standby (asynchronous, or waiting in strict mode)'],
+  // Ours (docs/ha.md "Receipts").
+  ['ha_discarded_receipts', 'gauge', 'Receipts this member kept of WAL a rewind or re-clone discarded (GET /discarded)'],
+  ['ha_discarded_transactions', 'gauge', 'Transactions listed in those receipts'],
+  ['ha_discarded_committed_transactions', 'gauge', 'Transactions in those receipts that had committed on this member (never on the leader)'],
 ] as const;
 
 /** One of the metric names (the seed's 26, plus ha_diverged and ha_replica_not_streaming_seconds). */
@@ -113,6 +117,9 @@ export function metricValues(s: NodeSnapshot, nowMs: number): Record<HaMetricNam
     ha_watchdog_armed: bit(s.watchdog?.armed === true),
     ha_watchdog_failed: bit(s.watchdog?.failed === true),
     ha_sync_degraded: bit(s.syncDegraded !== undefined && f.isLeader),
+    ha_discarded_receipts: s.discarded?.receipts ?? 0,
+    ha_discarded_transactions: s.discarded?.transactions ?? 0,
+    ha_discarded_committed_transactions: s.discarded?.committed ?? 0,
   };
 }
 

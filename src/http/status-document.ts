@@ -10,7 +10,8 @@
  * `pending_restart_reason` (only when a restart is pending).
  * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
  * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
- * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`.
+ * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`,
+ * `discarded` (receipts of discarded transactions kept: docs/ha.md "Receipts").
  */
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
@@ -67,6 +68,12 @@ export interface StatusDocument {
   ghost_leader?: string;
   /** Ours: synchronous mode on, this primary not acknowledging through a synchronous standby, and why (docs/ha.md "Synchronous replication"). */
   synchronous_degraded?: string;
+  /**
+   * Ours: this member kept receipts of transactions a rewind or re-clone discarded (docs/ha.md
+   * "Receipts"): how many, the transactions and commits they list, the last one's time, where
+   * they are kept (GET /discarded and `hactl discarded` print them).
+   */
+  discarded?: { receipts: number; transactions: number; committed: number; last_at?: string; location: string };
   ha: { version: string; scope: string; name: string };
 }
 
@@ -128,6 +135,10 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   if (s.notStreamingSinceMs !== undefined && s.state === 'running') doc.not_streaming_since = new Date(s.notStreamingSinceMs).toISOString();
   if (s.ghostLeader !== undefined) doc.ghost_leader = s.ghostLeader;
   if (s.syncDegraded !== undefined && f.isLeader) doc.synchronous_degraded = s.syncDegraded;
+  if (s.discarded) {
+    const d = s.discarded;
+    doc.discarded = { receipts: d.receipts, transactions: d.transactions, committed: d.committed, ...(d.lastAt ? { last_at: d.lastAt } : {}), location: d.location };
+  }
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
   return doc;
 }

@@ -20,6 +20,7 @@ import { loadSettingsCatalogue } from '../postgres/settings-catalogue.ts';
 import { VERSION } from '../version.ts';
 import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
+import { FileReceiptStore } from './receipts.ts';
 import { HaNode } from './ha-node.ts';
 import { Journal } from '../journal/journal.ts';
 import { fileJournalSink } from './journal-file.ts';
@@ -118,6 +119,8 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     initdbOptions: config.bootstrap.initdb,
     ...(method !== 'initdb' && config.bootstrap.methods[method] ? { customBootstrapCommand: config.bootstrap.methods[method].command } : {}),
     localParameters: config.database.parameters,
+    // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
+    receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
     ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),
     dcs,
     pg,

@@ -32,5 +32,6 @@ export function nodeCommands(
     reload: reloadConfig,
     reinitialize: (opts: ReinitializeOptions): Promise<CommandOutcome> => node.reinitialize(opts),
     acceptFailsafe: (body: Record<string, unknown>) => node.acceptFailsafe(body),
+    discarded: () => node.discarded(),
   };
 }

@@ -336,6 +336,8 @@ export class HaNode {
   async start(): Promise<void> {
     const { dcs, pg, journal, clock } = this.deps;
     const { state } = this.core;
+    // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
+    void this.receipts.load();
     await dcs.start();
     const stored = dcs.view().config?.value;
     if (stored) state.config = sanitizeDynamicConfig(stored, state.config).config;

@@ -40,6 +40,10 @@ const SEED_METRICS: Record<string, 'gauge' | 'counter'> = {
   ha_watchdog_failed: 'gauge',
   // Ours (docs/ha.md "Synchronous replication").
   ha_sync_degraded: 'gauge',
+  // Ours (docs/ha.md "Receipts").
+  ha_discarded_receipts: 'gauge',
+  ha_discarded_transactions: 'gauge',
+  ha_discarded_committed_transactions: 'gauge',
 };
 
 interface Parsed {
@@ -112,6 +116,16 @@ describe('GET /metrics', () => {
     const p = await scrape({ ...primaryLeader(), diverged: 'diverged from leader pg-2: x', notStreamingSinceMs: NOW - 42_000 });
     expect(value(p, 'ha_diverged')).toBe(1);
     expect(value(p, 'ha_replica_not_streaming_seconds')).toBe(42);
+  });
+
+  it('ha_discarded_* count the receipts kept (0 without any)', async () => {
+    const none = await scrape(primaryLeader());
+    expect(value(none, 'ha_discarded_receipts')).toBe(0);
+    expect(value(none, 'ha_discarded_committed_transactions')).toBe(0);
+    const some = await scrape({ ...primaryLeader(), discarded: { receipts: 2, transactions: 7, committed: 5, lastAt: '2026-11-27T10:00:00.000Z', location: '/var/lib/x.discarded' } });
+    expect(value(some, 'ha_discarded_receipts')).toBe(2);
+    expect(value(some, 'ha_discarded_transactions')).toBe(7);
+    expect(value(some, 'ha_discarded_committed_transactions')).toBe(5);
   });
 
   it('ha_sync_degraded follows the snapshot on the leader only', async () => {
