@@ -1,28 +1,34 @@
 /**
- * Rejoin by pg_rewind (issue 10; docs/ha.md "Rewind"), on a real 3-node cluster (ttl 10,
- * loop_wait 2, retry_timeout 3, `database.use_db_rewind: true`) with the write probe running
- * (one INSERT per member every 100 ms):
+ * Rejoin by pg_rewind under the default configuration (issue 24: nothing set under `database`
+ * about rewind or removal; docs/ha.md "Divergence", "Rewind", "Receipts"), on a real 3-node cluster
+ * (ttl 10, loop_wait 2, retry_timeout 3) with the write probe running (one INSERT per member
+ * every 100 ms):
  *
- * "The old primary crashed holding WAL nobody received, new writes on the new leader: with
- * rewind it rejoins by pg_rewind and holds the new leader's rows and not its own lost ones."
+ * "A former primary that really diverged (rows written while its replicas were cut off): rejoins
+ * by itself, its receipt lists exactly those transactions, it never runs diverged."
  *
  * Recipe (WAL nobody received: as tests/e2e/diverged-primary.test.ts, the leader's walsenders are
  * SIGSTOPped, so nothing more reaches the replicas while their walreceivers stay connected):
- * 1. SIGSTOP the leader's walsenders; insert rows on the leader (psql): they exist only there.
+ * 1. SIGSTOP the leader's walsenders; insert rows on the leader, one transaction each, noting each
+ *    one's transaction id: they exist only there (as do the probe's writes it acknowledges then).
  * 2. SIGKILL the leader's agent, its postmaster and the frozen walsenders together (a crash:
  *    pg_controldata says `in production`, no shutdown checkpoint).
  * 3. A replica is promoted; rows are written on it.
  * 4. The old node's agent is started again.
  *
  * Asserted: within REJOIN_BOUND_MS of the restart the old node is a streaming replica of the new
- * leader, holds the new rows and none of its lost ones; its agent log says pg_rewind (crash
- * recovery in single-user mode, then the rewind) and never a base backup; wal_log_hints is on; no
- * probe round saw two members acknowledge writes; a new leader within FAILOVER_BOUND_MS.
+ * leader, holds the new rows and none of its lost ones; while it holds them it never answers 200
+ * on GET /replica; its agent log says pg_rewind (crash recovery in single-user mode, then the
+ * rewind) and never a base backup; its receipt (GET /discarded) lists as committed exactly the
+ * transactions it acknowledged that the new leader lacks (the lost rows and the probe's writes
+ * of that time), and /ha and /metrics count it; no probe round saw two members acknowledge
+ * writes; a new leader within FAILOVER_BOUND_MS.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, waitFor } from '../../support/processes.ts';
 import { TestCluster } from '../support/cluster.ts';
-import { createSafetyTables, formatTransitions, startWriteProbe, type WriteProbe } from '../support/writer.ts';
+import { createSafetyTables, formatTransitions, startWriteProbe, TXID_SQL, type WriteProbe } from '../support/writer.ts';
+import { receiptProblems, receiptsOf, relationPaths, txidsOn } from '../support/receipts.ts';
 
 const TTL = 10;
 const LOOP_WAIT = 2;
@@ -46,12 +52,13 @@ const frozen = new Set<number>();
 let tStart = 0;
 
 beforeAll(async () => {
-  c = await TestCluster.create({ nodes: 3, ttl: TTL, loopWait: LOOP_WAIT, retryTimeout: RETRY_TIMEOUT, dcsExtra: ['database: { use_db_rewind: true }'] });
+  // The default configuration: nothing under `database` about rewind or removal.
+  c = await TestCluster.create({ nodes: 3, ttl: TTL, loopWait: LOOP_WAIT, retryTimeout: RETRY_TIMEOUT });
   c.startAll();
   try {
     const leader = await c.settled(120_000, LOG_RE);
     await createSafetyTables(c, leader);
-    await c.psql(leader, 'create table ha_rewind (id int primary key, note text not null)');
+    await c.psql(leader, `create table ha_rewind (id int primary key, note text not null, txid bigint not null default ${TXID_SQL})`);
     for (const n of c.nodes) {
       await waitFor(async () => (await c.psql(n.name, "select to_regclass('ha_rewind') is not null", 2000).catch(() => '')).trim() === 't', 30_000, `ha_rewind on ${n.name}`);
     }
@@ -94,14 +101,19 @@ describe('a primary that crashed holding WAL nobody received', () => {
     expect(agent).toBeGreaterThan(0);
     expect(postmaster).toBeGreaterThan(0);
     expect(senders.length, `walsenders on ${old}`).toBe(replicas.length);
-    expect((await c.psql(old, 'show wal_log_hints')).trim(), 'wal_log_hints with use_db_rewind').toBe('on');
+    expect((await c.psql(old, 'show wal_log_hints')).trim(), 'wal_log_hints (the agent writes it on by default)').toBe('on');
 
     // 1. WAL nobody receives.
     for (const pid of senders) {
       frozen.add(pid);
       process.kill(pid, 'SIGSTOP');
     }
-    await c.psql(old, `insert into ha_rewind select g, 'only on the old primary' from generate_series(${LOST.from}, ${LOST.to}) g`);
+    const tFrozen = Date.now();
+    const lostXids = new Map<number, string>();
+    for (let id = LOST.from; id <= LOST.to; id++) {
+      const xid = Number((await c.psql(old, `insert into ha_rewind values (${id}, 'only on the old primary') returning txid`)).trim());
+      lostXids.set(xid, `lost row ${id}`);
+    }
     await sleep(1000);
     for (const r of replicas) expect(await count(r, LOST), `the lost rows must not reach ${r} (recipe check)`).toBe(0);
     expect(await count(old, LOST)).toBe(LOST.to - LOST.from + 1);
@@ -138,6 +150,7 @@ describe('a primary that crashed holding WAL nobody received', () => {
     let rejoinedAt: number | undefined;
     let last = '';
     const samples: string[] = [];
+    const servedDiverged: string[] = [];
     while (Date.now() - tRestart < REJOIN_BOUND_MS) {
       const ha = await c.get(old, '/ha');
       const doc = ha.json();
@@ -148,6 +161,8 @@ describe('a primary that crashed holding WAL nobody received', () => {
         samples.push(`${hhmmss(Date.now())} ${sample}`);
         last = sample;
       }
+      // Never runs diverged: while it holds the lost rows, it is no replica to send reads to.
+      if (lost !== undefined && lost > 0 && (await c.get(old, '/replica')).status === 200) servedDiverged.push(`${hhmmss(Date.now())} ${sample}`);
       if (doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming' && lost === 0 && fresh === NEW.to - NEW.from + 1) {
         rejoinedAt = Date.now();
         break;
@@ -172,5 +187,29 @@ describe('a primary that crashed holding WAL nobody received', () => {
     // The rewound node follows the new leader's timeline.
     const tl = async (n: string) => Number((await c.get(n, '/ha')).json()?.timeline ?? 0);
     expect.soft(await tl(old)).toBe(await tl(next));
+    expect.soft(servedDiverged, `${old} answered 200 on /replica while holding the lost rows`).toEqual([]);
+
+    // The receipt: exactly the transactions it acknowledged (ours, the probe's) that the new leader lacks.
+    const receipts = await receiptsOf(c, old);
+    const acknowledged = new Map(lostXids);
+    for (const a of probe!.acknowledged()) if (a.member === old && a.at >= tFrozen - 1000) acknowledged.set(a.xid, `probe write at ${hhmmss(a.at)}`);
+    // The lost rows are not on the leader (checked above by id); the probe's rows written through the old leader may be.
+    const onLeader = await txidsOn(c, next, old);
+    const problems = receiptProblems({
+      receipts,
+      acknowledgedOnMember: acknowledged,
+      onLeader,
+      clientRelations: await relationPaths(c, next, ['ha_writer', 'ha_probe', 'ha_rewind']),
+      killedAtMs: tCrash,
+    });
+    console.log(`${old}'s receipts: ${JSON.stringify(receipts.map((r) => ({ at: r.at, action: r.action, ranges: r.ranges, counts: r.counts })))}`);
+    expect(receipts.length, 'one receipt, taken before the rewind').toBe(1);
+    expect(receipts[0]!.action).toBe('rewind');
+    expect(problems).toEqual([]);
+    for (const xid of lostXids.keys()) expect(receipts[0]!.transactions.find((t) => t.xid === xid)?.status, `lost row's xid ${xid}`).toBe('committed');
+    expect(Object.values(receipts[0]!.relationNames ?? {}), 'relation names resolved on the leader').toContain('postgres.ha_rewind');
+    const ha = (await c.get(old, '/ha')).json();
+    expect(ha?.discarded).toMatchObject({ receipts: 1, committed: receipts[0]!.counts.committed });
+    expect((await c.get(old, '/metrics')).body).toMatch(new RegExp(`^ha_discarded_receipts\\{[^}]*\\} 1$`, 'm'));
   });
 });

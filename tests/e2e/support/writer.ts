@@ -19,6 +19,8 @@ import type { TestCluster } from './cluster.ts';
 export const WRITER_TABLE = 'ha_writer';
 /** Table of the write probe: one row per acknowledged probe write. */
 export const PROBE_TABLE = 'ha_probe';
+/** The current transaction's id as pg_waldump prints it (the low 32 bits of pg_current_xact_id()). */
+export const TXID_SQL = '(pg_current_xact_id()::text::bigint % 4294967296)';
 
 /**
  * Creates the writer's and the probe's tables on `leader` (idempotent) and waits until every
@@ -27,8 +29,10 @@ export const PROBE_TABLE = 'ha_probe';
 export async function createSafetyTables(cluster: TestCluster, leader: string, members?: string[], timeoutMs = 30_000): Promise<void> {
   await cluster.psql(
     leader,
-    `create table if not exists ${WRITER_TABLE} (id bigint primary key, member text not null, at timestamptz not null default clock_timestamp());` +
-      `create table if not exists ${PROBE_TABLE} (node text not null, at timestamptz not null default clock_timestamp())`,
+    // `txid`: the writing transaction's id as pg_waldump prints it (32 bits), so the rows a
+    // receipt of discarded transactions names can be told (tests/e2e/support/receipts.ts).
+    `create table if not exists ${WRITER_TABLE} (id bigint primary key, member text not null, at timestamptz not null default clock_timestamp(), txid bigint not null default ${TXID_SQL});` +
+      `create table if not exists ${PROBE_TABLE} (node text not null, at timestamptz not null default clock_timestamp(), txid bigint not null default ${TXID_SQL})`,
   );
   for (const m of members ?? cluster.nodes.map((n) => n.name)) {
     await waitFor(
@@ -112,6 +116,8 @@ export interface WriteRecord {
   member: string;
   /** Epoch ms of the acknowledgement. */
   at: number;
+  /** Its transaction id (32 bits, as pg_waldump and receipts print it). */
+  xid: number;
 }
 
 /** The recorded writer (see `startWriter`). */
@@ -163,8 +169,8 @@ export function startWriter(cluster: TestCluster, opts: { timeoutMs?: number; re
       const member = target;
       const id = nextId++;
       try {
-        await conns.get(member)!.query(`insert into ${WRITER_TABLE} (id, member) values ($1, $2)`, [id, member]);
-        records.push({ id, member, at: Date.now() });
+        const rows = await conns.get(member)!.query(`insert into ${WRITER_TABLE} (id, member) values ($1, $2) returning txid::text as xid`, [id, member]);
+        records.push({ id, member, at: Date.now(), xid: Number(rows[0]?.['xid']) });
         byMember[member] = (byMember[member] ?? 0) + 1;
       } catch (e) {
         failed++;
@@ -205,6 +211,8 @@ export interface WriteProbe {
   transitions(): { at: number; members: string[] }[];
   /** Number of rounds run so far. */
   rounds(): number;
+  /** Every acknowledged probe write: the member, its transaction id (32 bits), epoch ms of the acknowledgement. */
+  acknowledged(): { member: string; xid: number; at: number }[];
   /** Stops the loop and closes its connections. */
   stop(): Promise<void>;
 }
@@ -225,6 +233,7 @@ export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: numbe
   const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-probe', timeoutMs, host(n))]));
   const doubles: TwoPrimaries[] = [];
   const changes: { at: number; members: string[] }[] = [];
+  const acks: { member: string; xid: number; at: number }[] = [];
   let count = 0;
   let running = true;
   let last = '';
@@ -236,7 +245,8 @@ export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: numbe
         [...conns.entries()].map(async ([member, conn]) => {
           const sent = Date.now();
           try {
-            await conn.query(`insert into ${PROBE_TABLE} (node) values ($1)`, [member]);
+            const rows = await conn.query(`insert into ${PROBE_TABLE} (node) values ($1) returning txid::text as xid`, [member]);
+            acks.push({ member, xid: Number(rows[0]?.['xid']), at: Date.now() });
             return { member, interval: [sent, Date.now()] as [number, number] };
           } catch {
             return undefined;
@@ -266,6 +276,7 @@ export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: numbe
     twoPrimaries: (fromMs = 0, toMs = Number.MAX_SAFE_INTEGER) => doubles.filter((d) => d.at >= fromMs && d.at <= toMs),
     transitions: () => changes.slice(),
     rounds: () => count,
+    acknowledged: () => acks.slice(),
     async stop() {
       running = false;
       await done;
