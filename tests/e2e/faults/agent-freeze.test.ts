@@ -7,11 +7,16 @@
  *     + ttl − safety_margin (the postmaster is gone before the leader key can expire), a replica
  *     is promoted within ttl + loop_wait + 2 × retry_timeout (+ slack for the promotion), no probe
  *     round sees two members acknowledge writes, and the old node comes back as a streaming replica
- *     (re-cloned: `remove_data_directory_on_diverged_timelines`, as its immediate stop leaves no
- *     clean end of WAL);
+ *     by itself under the default configuration (issue 24: the fence's immediate stop leaves no
+ *     shutdown checkpoint; where its WAL ends is read from the WAL: at or before the switch point
+ *     it starts as a replica, past it pg_rewind, the default, rewinds it), holding a row written
+ *     on the new leader, within REJOIN_BOUND_MS of the SIGCONT;
  * (b) the leader's agent SIGKILLed with PostgreSQL left running: the fence sees its pipe close and
  *     stops the postmaster within about a second; a replica is promoted, no overlap; the agent,
- *     restarted after the failover, rejoins as a replica.
+ *     restarted after the failover, rejoins as a replica holding a row written on the new leader.
+ *
+ * The cluster runs the default configuration but for the fence's settings: nothing under
+ * `database` about rewind or removal.
  *
  * Every process started here is stopped by PID (TestCluster.destroy; frozen ones are SIGCONTed first).
  */
@@ -31,8 +36,13 @@ const MARGIN = Math.min(SAFETY_MARGIN, RETRY_TIMEOUT / 2);
 const FENCE_BOUND_MS = (TTL - MARGIN) * 1000 + 1500;
 /** A new writable primary after the fault: lease expiry (ttl) + a cycle (loop_wait) + two DCS calls (2 × retry_timeout) + promotion slack. */
 const FAILOVER_BOUND_MS = (TTL + LOOP_WAIT + 2 * RETRY_TIMEOUT) * 1000 + 5_000;
-/** Back as a streaming replica: a demotion cycle + a re-clone of a small database + slack. */
-const REJOIN_BOUND_MS = 120_000;
+/**
+ * Back as a streaming replica after the agent runs again (thawed or restarted): its start or its
+ * thawed cycle and the next (2 × loop_wait), the DCS calls of both (2 × retry_timeout), the
+ * not-streaming grace (max(2 × loop_wait, retry_timeout)), plus 20 s for the tools (pg_waldump,
+ * crash recovery and pg_rewind, or a start) on a small database and a loaded 2-core machine.
+ */
+const REJOIN_BOUND_MS = (2 * LOOP_WAIT + 2 * RETRY_TIMEOUT + Math.max(2 * LOOP_WAIT, RETRY_TIMEOUT)) * 1000 + 20_000;
 /** SIGKILL of the agent: the fence's pipe closes at once; SIGQUIT takes milliseconds. */
 const PIPE_FENCE_BOUND_MS = 1500;
 const LOG_RE = /leader|lock|promot|demot|fence|watchdog|diverg|clone|secondary|stop|start/i;
@@ -48,7 +58,6 @@ beforeAll(async () => {
     ttl: TTL,
     loopWait: LOOP_WAIT,
     retryTimeout: RETRY_TIMEOUT,
-    dcsExtra: ['database: { remove_data_directory_on_diverged_timelines: true }'],
     watchdog: { mode: 'automatic', safety_margin: SAFETY_MARGIN },
   });
   c.startAll();
@@ -122,18 +131,32 @@ async function assertArmed(leader: string): Promise<void> {
   for (const n of c.nodes) if (n.name !== leader) expect(await metric(n.name, 'ha_watchdog_armed'), `${n.name} is no leader: no fence`).toBe(0);
 }
 
-async function rejoinedAsReplica(old: string, since: number): Promise<void> {
+/**
+ * Waits until `old` streams from the leader and holds a row written on the leader after the fault
+ * (id `marker` in `ha_writer`): rejoined, not just running. Resolves with how it got there.
+ */
+async function rejoinedAsReplica(old: string, since: number, marker: number): Promise<string> {
+  const leader = await c.waitForLeader(30_000, old);
   await waitFor(
     async () => {
-      const leader = await c.leader();
-      if (!leader || leader === old) return false;
-      return (await c.get(old, '/replica')).status === 200 && (await c.get(old, '/ha')).json()?.replication_state === 'streaming';
+      await c.psql(leader, `insert into ha_writer (id, member) values (${marker}, '${leader}') on conflict do nothing`, 2000);
+      return true;
+    },
+    20_000,
+    `a row written on ${leader}`,
+  );
+  await waitFor(
+    async () => {
+      if ((await c.get(old, '/replica')).status !== 200 || (await c.get(old, '/ha')).json()?.replication_state !== 'streaming') return false;
+      return (await c.psql(old, `select count(*) from ha_writer where id = ${marker}`, 2000).catch(() => '')).trim() === '1';
     },
     REJOIN_BOUND_MS,
-    `${old} back as a streaming replica`,
+    `${old} back as a streaming replica of ${leader} holding row ${marker}`,
   ).catch((e) => {
     throw new Error(`${String(e)}\n${c.logsMatching(LOG_RE, since).slice(-60).join('\n')}\n==== ${old} output\n${c.node(old).output.slice(-12_000)}`);
   });
+  const lines = c.logsMatching(/./, since).filter((l) => l.includes(` ${old} `));
+  return lines.some((l) => /pg_rewind from \S+ done/.test(l)) ? 'rewound' : lines.some((l) => /bootstrap from|reinitializ/.test(l)) ? 're-cloned' : 'started as a replica (no rewind needed)';
 }
 
 describe('fencing a frozen or dead leader agent', () => {
@@ -169,8 +192,8 @@ describe('fencing a frozen or dead leader agent', () => {
       expect(fenceMs, 'the fence fires by last renewal + ttl − safety_margin').toBeLessThanOrEqual(FENCE_BOUND_MS);
       if (gone !== undefined) expect(gone - t0, 'the postmaster was gone before the leader key expired').toBeGreaterThan(fenceMs);
       expect(failoverMs).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
-      await rejoinedAsReplica(old, tCont);
-      figures.push(`(a) ${old} streaming from ${await c.leader()} ${Date.now() - tCont} ms after SIGCONT`);
+      const how = await rejoinedAsReplica(old, tCont, 900_001);
+      figures.push(`(a) ${old} streaming from ${await c.leader()} ${Date.now() - tCont} ms after SIGCONT (bound ${REJOIN_BOUND_MS}): ${how}`);
       const overlaps = probe!.twoPrimaries(t0 - 1000);
       expect(overlaps, `two members acknowledged writes:\n${formatTransitions(probe!.transitions(), t0)}`).toEqual([]);
       const ha = (await c.get(old, '/ha')).json();
@@ -200,8 +223,8 @@ describe('fencing a frozen or dead leader agent', () => {
     expect(failoverMs).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
     const tStart = Date.now();
     c.start(old);
-    await rejoinedAsReplica(old, tStart);
-    figures.push(`(b) restarted ${old} streaming from ${await c.leader()} ${Date.now() - tStart} ms after its start`);
+    const how = await rejoinedAsReplica(old, tStart, 900_002);
+    figures.push(`(b) restarted ${old} streaming from ${await c.leader()} ${Date.now() - tStart} ms after its start (bound ${REJOIN_BOUND_MS}): ${how}`);
     // The restarted agent journaled what its fence did while it was gone.
     expect(c.logsMatching(/fence stopped PostgreSQL/, t0).some((l) => l.includes(old))).toBe(true);
     const overlaps = probe!.twoPrimaries(t0 - 1000);
