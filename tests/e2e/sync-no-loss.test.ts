@@ -14,8 +14,8 @@
  * Runs in `synchronous_mode: true`, in `quorum`, and asynchronously as the baseline (its loss is
  * printed, not asserted). Nothing is set under `database` about rewind or removal: each lost
  * leader, started again, must come back by itself (its WAL end read, rewound when it went past the
- * switch point) within REJOIN_BOUND_MS as a streaming replica the leader names in
- * synchronous_standby_names again (a synchronous standby candidate); at the end no member's
+ * switch point) within REJOIN_BOUND_MS as a streaming replica that is again a synchronous
+ * standby candidate (see `rejoined`); at the end no member's
  * receipt of discarded transactions (GET /discarded) lists a write the writer saw acknowledged
  * through that member (synchronous modes: a discarded commit was never acknowledged). Each failover must give a new leader within
  * FAILOVER_BOUND_MS = (ttl + 2*loop_wait + retry_timeout) s of the loss (lease expiry, one cycle
@@ -50,13 +50,20 @@ type Mode = 'on' | 'quorum' | 'off';
  */
 const REJOIN_BOUND_MS = (3 * LOOP_WAIT + 2 * RETRY_TIMEOUT + Math.max(2 * LOOP_WAIT, RETRY_TIMEOUT)) * 1000 + 20_000;
 
-/** `member` streams and, in a synchronous mode, the leader lists it in synchronous_standby_names. */
+/**
+ * `member` streams and, in a synchronous mode, is a synchronous standby candidate again: the
+ * leader's walsender serves it in state `streaming` (what its sync manager chooses from:
+ * src/domain/sync-standby.ts), and in quorum mode the leader lists it in
+ * synchronous_standby_names (`ANY k (...)` names every candidate; `FIRST 1` only the chosen one).
+ */
 async function rejoined(c: TestCluster, member: string, mode: Mode): Promise<boolean> {
   if ((await c.get(member, '/replica')).status !== 200 || (await c.get(member, '/ha')).json()?.replication_state !== 'streaming') return false;
   if (mode === 'off') return true;
   const leader = await c.leader();
   if (!leader || leader === member) return false;
-  return (await standbyNames(c, leader).catch(() => '')).includes(`"${member}"`);
+  const seen = (await c.psql(leader, `select state from pg_stat_replication where application_name = '${member}'`, 2000).catch(() => '')).trim();
+  if (seen !== 'streaming') return false;
+  return mode === 'on' || (await standbyNames(c, leader).catch(() => '')).includes(`"${member}"`);
 }
 
 async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number; failoversMs: number[]; rejoinsMs: number[]; receipts: number }> {
@@ -114,7 +121,7 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
       }
       const tRestart = Date.now();
       c.start(leader);
-      await waitFor(() => rejoined(c, leader, mode), REJOIN_BOUND_MS, `${leader} back as a streaming replica${mode === 'off' ? '' : ' named in synchronous_standby_names'}`);
+      await waitFor(() => rejoined(c, leader, mode), REJOIN_BOUND_MS, `${leader} back as a streaming replica${mode === 'off' ? '' : ', a synchronous standby candidate'}`);
       rejoinsMs.push(Date.now() - tRestart);
     }
     for (let i = 0; i < SWITCHOVERS; i++) {
