@@ -23,11 +23,21 @@
  * transactions it acknowledged that the new leader lacks (the lost rows and the probe's writes
  * of that time), and /ha and /metrics count it; no probe round saw two members acknowledge
  * writes; a new leader within FAILOVER_BOUND_MS.
+ *
+ * Then the soak's sequence that once left a replica that never streamed again (issue 24): the
+ * rewound node, streaming from the new leader, is lost (kill -9 of agent, postmaster and
+ * children) seconds later and its agent started again. Its restartpoint is still on the old
+ * timeline while its WAL is on the new leader's: it must be judged on that timeline (no false
+ * divergence, no second rewind, no single-user recovery writing WAL the leader lacks) and stream
+ * again within REJOIN_BOUND_MS, holding a row written meanwhile.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, waitFor } from '../../support/processes.ts';
 import { TestCluster } from '../support/cluster.ts';
 import { createSafetyTables, formatTransitions, startWriteProbe, TXID_SQL, type WriteProbe } from '../support/writer.ts';
+import { loseMember } from '../support/sync.ts';
+import { readControlData } from '../../../src/postgres/controldata.ts';
+import { pgBinDir } from '../../support/pg.ts';
 import { receiptProblems, receiptsOf, relationPaths, txidsOn } from '../support/receipts.ts';
 
 const TTL = 10;
@@ -211,5 +221,37 @@ describe('a primary that crashed holding WAL nobody received', () => {
     const ha = (await c.get(old, '/ha')).json();
     expect(ha?.discarded).toMatchObject({ receipts: 1, committed: receipts[0]!.counts.committed });
     expect((await c.get(old, '/metrics')).body).toMatch(new RegExp(`^ha_discarded_receipts\\{[^}]*\\} 1$`, 'm'));
+  });
+
+  it(`the rewound node lost seconds later and started again streams again within ${REJOIN_BOUND_MS / 1000} s, without a second rewind`, async () => {
+    const leader = await c.waitForLeader(10_000);
+    const rewound = c.nodes.map((n) => n.name).find((n) => n !== leader && /pg_rewind from \S+ done/.test(c.logsMatching(/./, tStart).filter((l) => l.includes(` ${n} `)).join('\n')));
+    expect(rewound, 'the node the first test rewound').toBeDefined();
+    await c.waitForStreaming([rewound!], 30_000);
+    const t0 = Date.now();
+    await loseMember(c, rewound!);
+    // The case: its last restartpoint on the old timeline, its WAL on the leader's (read as the
+    // agent reads it, with the tool itself).
+    const cd = await readControlData(pgBinDir(), c.node(rewound!).dataDir);
+    const leaderTl = Number((await c.get(leader, '/ha')).json()?.timeline ?? 0);
+    console.log(`${rewound} lost: '${cd.clusterState}', last checkpoint on timeline ${cd.checkpointTimeline}, minimum recovery point on timeline ${cd.minRecoveryTimeline}; the leader on ${leaderTl}`);
+    expect.soft(cd.checkpointTimeline, 'the restartpoint still on the old timeline (the soak\'s case)').toBeLessThan(leaderTl);
+    await c.psql(leader, `insert into ha_rewind values (${NEW.to + 100}, 'written while the rewound node was lost')`);
+    const tRestart = Date.now();
+    c.start(rewound!);
+    await waitFor(
+      async () => {
+        if ((await c.get(rewound!, '/ha')).json()?.replication_state !== 'streaming') return false;
+        return (await count(rewound!, { from: NEW.to + 100, to: NEW.to + 100 })) === 1;
+      },
+      REJOIN_BOUND_MS,
+      `${rewound} streaming again with the new row`,
+    ).catch((e) => {
+      throw new Error(`${String(e)}\n${c.logsMatching(LOG_RE, t0).join('\n')}`);
+    });
+    const lines = c.logsMatching(/./, tRestart).filter((l) => l.includes(` ${rewound} `));
+    console.log(`${rewound} lost at ${hhmmss(t0)}, streaming again ${Date.now() - tRestart} ms after its restart`);
+    expect(lines.filter((l) => /diverged|running pg_rewind|single-user|reinitializ/.test(l)), `${rewound} is not judged diverged again`).toEqual([]);
+    expect(probe!.twoPrimaries(tStart)).toEqual([]);
   });
 });
