@@ -66,6 +66,19 @@ export interface CycleInput {
   /** Epoch ms before which a failed start is not tried again (start back-off); undefined: no wait. */
   nextStartAtMs?: number;
   /**
+   * The leader's timeline and WAL position (flush, bytes) as its status document showed it this
+   * cycle: read only for a running replica that has not streamed for notStreamingGraceMs (a WAL
+   * on the leader's timeline number that goes past the leader's own is another lineage).
+   */
+  leaderWal?: { timeline: number; walBytes: bigint };
+  /**
+   * A fork that timeline numbers cannot show, found while this member ran (sameNumberFork): its
+   * WAL went past the leader's on the same timeline number. Kept by the node until the data
+   * directory is replaced or the leader's timeline changes; a stopped member on that timeline
+   * then counts as diverged (the history files alone would let it start and stall again).
+   */
+  sameNumberFork?: SameNumberFork;
+  /**
    * Epoch ms since when this agent has seen the leader key of the view (this incarnation of it)
    * name a member without a member key (a ghost lock; `ghostSighting`).
    */
@@ -137,6 +150,15 @@ export type CycleAction =
   /** pg_rewind the stopped, diverged data directory from `leader` (on `timeline`), then start as its replica. */
   | { kind: 'rewind'; leader: string; timeline: number };
 
+/** A fork on the leader's own timeline number (CycleInput.sameNumberFork, CycleDecision.sameNumberFork). */
+export interface SameNumberFork {
+  leader: string;
+  timeline: number;
+  /** This member's WAL end and the leader's, when it was found, bytes. */
+  localEnd: bigint;
+  leaderEnd: bigint;
+}
+
 /** A failed pg_rewind (CycleInput.rewindFailure). */
 export interface RewindFailure {
   leader: string;
@@ -158,6 +180,8 @@ export interface CycleDecision {
    * node takes its receipt before carrying the actions out (docs/ha.md "Receipts").
    */
   discard?: DiscardPlan;
+  /** Set when this decision found a fork on the leader's own timeline number (the node keeps it: CycleInput.sameNumberFork). */
+  sameNumberFork?: SameNumberFork;
 }
 
 const RUNNING_STATES: DatabaseState[] = ['running'];
@@ -380,6 +404,10 @@ export function decideCycle(i: CycleInput): CycleDecision {
       if (!standby) {
         const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
         if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
+        const fork = i.sameNumberFork;
+        if (verdict.kind === 'ok' && fork && fork.leader === leader && fork.timeline === leaderTimeline(view) && i.local.timeline === fork.timeline) {
+          return diverged(i, leader, sameNumberForkText(fork), false);
+        }
         if (verdict.kind === 'unknown') {
           if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
             return diverged(i, leader, verdict.reason, false);
@@ -504,6 +532,13 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
       return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
     }
   }
+  if (stalled && !standby && upstream === leader) {
+    const fork = sameNumberFork(i, leader);
+    if (fork) {
+      const dec = diverged(i, leader, sameNumberForkText(fork), true);
+      return { ...dec, sameNumberFork: fork };
+    }
+  }
   if (stalled) {
     return d(`following a leader (${leader})${via} but not streaming for ${Math.round(stalledMs / 1000)} s`, follow);
   }
@@ -527,6 +562,23 @@ function decideStandbyLeader(i: CycleInput, sc: StandbyClusterConfig): CycleDeci
   const sw = decideSwitchover(i);
   if (sw) return sw.actions.some((a) => a.kind === 'demote') ? sw : { ...sw, actions: [{ kind: 'followRemote' }, ...sw.actions] };
   return d(`no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+}
+
+/**
+ * A running replica that does not stream although its timeline is the leader's: when its WAL goes
+ * past the leader's own flush position (read this cycle), that WAL was written by another
+ * promotion that made a timeline with the same number (history files cannot tell them apart; the
+ * leader's walsender refuses "requested starting point … is ahead of the WAL flush position").
+ * Undefined otherwise.
+ */
+function sameNumberFork(i: CycleInput, leader: string): SameNumberFork | undefined {
+  const l = i.leaderWal;
+  if (!l || l.timeline !== i.timeline || l.timeline !== leaderTimeline(i.view) || i.walBytes <= l.walBytes) return undefined;
+  return { leader, timeline: l.timeline, localEnd: i.walBytes, leaderEnd: l.walBytes };
+}
+
+function sameNumberForkText(f: SameNumberFork): string {
+  return `local WAL (to ${f.localEnd}) goes past the leader's own (${f.leaderEnd}) on the same timeline ${f.timeline}: another promotion made a timeline with this number`;
 }
 
 /**

@@ -5,7 +5,7 @@
  * ghost leader key, divergence verdict).
  */
 import type { ClusterView } from '../domain/cluster.ts';
-import { decideCycle, ghostSighting, type CycleDecision, type CycleInput } from '../domain/ha-cycle.ts';
+import { decideCycle, ghostSighting, leaderTimeline, notStreamingGraceMs, type CycleDecision, type CycleInput } from '../domain/ha-cycle.ts';
 import type { PeerStatus } from '../domain/leader-race.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { DatabaseState } from '../domain/states.ts';
@@ -27,8 +27,18 @@ export function isBusy(state: string): boolean {
   return (BUSY_STATES as readonly string[]).includes(state);
 }
 
+/** A background read of the leader's position (HaCycle.leaderWalIfStalled). */
+interface LeaderRead {
+  leader: string;
+  startedAtMs: number;
+  pending: boolean;
+  answer?: { timeline: number; walBytes: bigint; askedAtMs: number };
+}
+
 export class HaCycle {
   private lastMessage = '';
+  /** The last background read of the leader's position while this replica did not stream. */
+  private leaderRead: LeaderRead | undefined;
 
   constructor(
     private readonly core: NodeCore,
@@ -98,6 +108,7 @@ export class HaCycle {
       probe = core.probe() ?? probe;
     }
 
+    const leaderWal = this.leaderWalIfStalled(view, facts.probe, nowMs);
     const schedules = core.schedules();
     schedules?.observeFailoverKey(view);
     schedules?.tick();
@@ -139,6 +150,8 @@ export class HaCycle {
       ...(st.ghostLeader ? { ghostLeaderSinceMs: st.ghostLeader.sinceMs } : {}),
       ...(st.noLeaderSinceMs !== undefined ? { noLeaderSinceMs: st.noLeaderSinceMs } : {}),
       ...(st.rewindFailure ? { rewindFailure: st.rewindFailure } : {}),
+      ...(leaderWal ? { leaderWal } : {}),
+      ...(st.sameNumberFork ? { sameNumberFork: st.sameNumberFork } : {}),
     };
     const decision = decideCycle(input);
     this.noteDivergence(decision, facts);
@@ -309,6 +322,48 @@ export class HaCycle {
     };
   }
 
+  /**
+   * The leader's timeline and flush position for decideCycle's sameNumberFork, while this running
+   * replica follows it and has not streamed for notStreamingGraceMs; else undefined. Read in the
+   * background (the cycle never waits for it: a stalled replica's leader is often the one that is
+   * gone, and the race must not wait for its timeout), from the leader's status document; an
+   * answer counts only when its request started more than 1 s (the age of the leader's probe)
+   * after the replica stopped streaming, so the position it shows is at least the one the replica
+   * stopped at, and only for the leader it was asked of, for 3 × loop_wait.
+   */
+  private leaderWalIfStalled(view: ClusterView, probe: PgStatus | undefined, nowMs: number): CycleInput['leaderWal'] {
+    const st = this.core.state;
+    const leader = view.leader?.name;
+    const since = st.notStreamingSinceMs;
+    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === this.core.deps.name || st.configuredUpstream !== leader || nowMs - since < notStreamingGraceMs(st.config)) {
+      this.leaderRead = undefined;
+      return undefined;
+    }
+    const read = this.leaderRead;
+    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= st.config.loop_wait * 1000)) {
+      const url = view.members.find((m) => m.name === leader)?.data.api_url;
+      if (url) {
+        const next: LeaderRead = { leader, startedAtMs: nowMs, pending: true, ...(read?.leader === leader && read.answer ? { answer: read.answer } : {}) };
+        this.leaderRead = next;
+        this.core.deps.fetchStatus(url).then(
+          (doc) => {
+            next.pending = false;
+            const xlog = doc?.['xlog'] as { location?: unknown } | undefined;
+            if (doc?.['role'] === 'primary' && typeof doc['timeline'] === 'number' && typeof xlog?.location === 'number') {
+              next.answer = { timeline: doc['timeline'], walBytes: BigInt(xlog.location), askedAtMs: next.startedAtMs };
+            }
+          },
+          () => {
+            next.pending = false;
+          },
+        );
+      }
+    }
+    const a = this.leaderRead?.leader === leader ? this.leaderRead.answer : undefined;
+    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * st.config.loop_wait * 1000) return undefined;
+    return { timeline: a.timeline, walBytes: a.walBytes };
+  }
+
   /** The member whose promotion made `timeline`, when the data directory's marker records that timeline. */
   private async promotedBy(timeline: number): Promise<string | undefined> {
     if (timeline <= 1) return undefined;
@@ -335,6 +390,11 @@ export class HaCycle {
     const st = this.core.state;
     // A failed rewind is forgotten once the data directory is gone or runs again (re-cloned).
     if (!facts.hasData || (facts.state === 'running' && (facts.role === 'primary' || facts.probe?.streaming === true))) st.rewindFailure = undefined;
+    // A same-number fork is kept for the data directory it was found in (CycleInput.sameNumberFork).
+    if (decision.sameNumberFork) st.sameNumberFork = decision.sameNumberFork;
+    if (!facts.hasData || facts.state === 'creating_replica' || (st.sameNumberFork && st.sameNumberFork.timeline !== leaderTimeline(this.core.deps.dcs.view()))) {
+      st.sameNumberFork = undefined;
+    }
     if (decision.diverged !== undefined) {
       if (decision.diverged !== st.divergedReason) this.core.notice('diverged', decision.diverged);
       st.divergedReason = decision.diverged;

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
-import type { GhostSighting, RewindFailure } from '../domain/ha-cycle.ts';
+import type { GhostSighting, RewindFailure, SameNumberFork } from '../domain/ha-cycle.ts';
 import type { DiscardPlan } from '../domain/discarded.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
@@ -92,6 +92,8 @@ export class NodeState {
   divergedReason: string | undefined;
   /** The local WAL a re-clone of the diverged, stopped data directory would throw away (an operator's POST /reinitialize takes its receipt). */
   discardPlan: DiscardPlan | undefined;
+  /** A fork on the leader's own timeline number found while this data directory ran (decideCycle's sameNumberFork); cleared with the data or a new leader timeline. */
+  sameNumberFork: SameNumberFork | undefined;
   /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */
   rewinding: { leader: string; timeline: number } | undefined;
   /**

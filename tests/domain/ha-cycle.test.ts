@@ -412,3 +412,36 @@ describe('decideCycle: the lock holder whose promotion a crash cut short', () =>
     expect(kinds(input({ lockRenewal: 'ok' }, mine))).toEqual(['promote']);
   });
 });
+
+describe('a fork on the leader\'s own timeline number (issue 24: a replica that never streamed again)', () => {
+  // n2 leads on timeline 2 (history: timeline 1 ended at 500); n1 runs on "timeline 2" too.
+  const view: Partial<ClusterView> = { ...leaderIs('n2'), members: [member('n1'), member('n2', { role: 'primary', timeline: 2 })], history: [[1, 500, 'x']] };
+  const stalled = (walBytes: bigint, leaderWal?: CycleInput['leaderWal'], over: Partial<CycleInput> = {}) =>
+    input({ walBytes, timeline: 2, replication: { upstream: 'n2', streaming: false, notStreamingSinceMs: 1_000_000 - 60_000 }, ...(leaderWal ? { leaderWal } : {}), ...over }, view);
+
+  it('not streaming past the grace, its WAL past the leader\'s own on the same timeline → stop (then re-cloned: pg_rewind cannot see such a fork), the fork kept', () => {
+    const r = decideCycle(stalled(900n, { timeline: 2, walBytes: 800n }));
+    expect(r.actions.map((a) => a.kind)).toEqual(['stop']);
+    expect(r.diverged).toContain("goes past the leader's own (800) on the same timeline 2");
+    expect(r.sameNumberFork).toEqual({ leader: 'n2', timeline: 2, localEnd: 900n, leaderEnd: 800n });
+  });
+
+  it('at or behind the leader\'s position, or the leader on another timeline, or no position read → only "not streaming"', () => {
+    for (const i of [stalled(800n, { timeline: 2, walBytes: 800n }), stalled(700n, { timeline: 2, walBytes: 800n }), stalled(900n, { timeline: 3, walBytes: 800n }), stalled(900n)]) {
+      const r = decideCycle(i);
+      expect(r.actions).toEqual([{ kind: 'follow', leader: 'n2' }]);
+      expect(r.sameNumberFork).toBeUndefined();
+    }
+  });
+
+  it('stopped on that timeline with the fork kept → diverged although the history files agree: re-cloned by default, stays stopped with remove_data_directory_on_rewind_failure off', () => {
+    const fork = { leader: 'n2', timeline: 2, localEnd: 900n, leaderEnd: 800n };
+    const local = { clusterState: 'shut down in recovery', timeline: 2, checkpointLsn: 600n, minRecoveryLsn: 900n, walEndLsn: 900n, history: [{ timeline: 1, switchLsn: 500n, reason: 'x' }] };
+    const stopped = { db: { state: 'stopped', role: 'replica', busy: false } as const, local };
+    expect(kinds(input({ ...stopped }, view))).toEqual(['start']);
+    const r = decideCycle(input({ ...stopped, sameNumberFork: fork }, view));
+    expect(r.actions).toEqual([{ kind: 'reinitialize' }]);
+    expect(r.message).toMatch(/^reinitializing: pg_rewind cannot repair the data: .*the local timeline has the leader's number 2/);
+    expect(kinds(input({ ...stopped, sameNumberFork: fork, config: withDefaults({ database: { remove_data_directory_on_rewind_failure: false } }) }, view))).toEqual([]);
+  });
+});
