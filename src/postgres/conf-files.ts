@@ -29,6 +29,13 @@ export interface NodeConf {
   superuser: RoleAuth;
   replication: RoleAuth;
   pgHba: string[];
+  /**
+   * The password file primary_conninfo names (`passfile=`), holding the replication user's
+   * password: the conninfo, which PostgreSQL logs on every reload that changes it, carries no
+   * password (as the reference does with its pgpass). Outside the data directory (base backups do
+   * not copy it), 0600, owned by the PostgreSQL user.
+   */
+  passfile: string;
 }
 
 /** Error with code 'pg_config_invalid' (bad parameter name, value or role name). */
@@ -64,16 +71,37 @@ export function renderConninfo(pairs: Array<[string, string]>): string {
   return pairs.map(([k, v]) => `${k}=${quoteConninfoValue(v)}`).join(' ');
 }
 
-/** primary_conninfo for streaming from `upstream` as the replication user; application_name = member name. */
+/**
+ * primary_conninfo for streaming from `upstream` as the replication user; application_name = member
+ * name; the password through `passfile` (never in the conninfo: PostgreSQL logs the parameter's new
+ * value on every reload that changes it).
+ */
 export function primaryConninfo(node: NodeConf, upstream: { host: string; port: number }): string {
   return renderConninfo([
     ['host', upstream.host],
     ['port', String(upstream.port)],
     ['user', node.replication.username],
-    ['password', node.replication.password],
+    ['passfile', node.passfile],
     ['application_name', node.name],
     ['sslmode', 'prefer'],
   ]);
+}
+
+/** One field of a password file line: `\` and `:` escaped with `\` (libpq docs, "The Password File"). */
+export function pgpassField(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/:/g, '\\:');
+}
+
+/**
+ * The password file of the replication user: one line `*:*:*:<user>:<password>` (any host, port and
+ * database: the upstream changes with every failover, and replication connections match the
+ * database field `replication`, which `*` covers).
+ * @throws PgConfigError when the user or password holds a newline.
+ */
+export function renderPassfile(node: NodeConf): string {
+  const { username, password } = node.replication;
+  if (/[\n\r\0]/.test(username + password)) throw new PgConfigError('the replication user or password contains a newline');
+  return `*:*:*:${pgpassField(username)}:${pgpassField(password)}\n`;
 }
 
 /** Parameters the agent always sets itself; values given for them in `parameters` are ignored. */
@@ -215,6 +243,8 @@ export async function writeAgentConfig(node: NodeConf, opts: ConfigureOptions): 
     if (current && !current.startsWith(MANAGED_MARKER)) await rename(conf, base);
     else await writeOwnedFile(base, '# original postgresql.conf was not found\n');
   }
+  // The password file first: the conninfo written next names it.
+  if (opts.role === 'replica' && opts.upstream) await writeOwnedFile(node.passfile, renderPassfile(node));
   await writeOwnedFile(conf, postgresqlConf);
   await writeOwnedFile(join(dir, 'pg_hba.conf'), hba);
   const signal = join(dir, 'standby.signal');

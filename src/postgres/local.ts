@@ -57,6 +57,8 @@ export interface LocalPostgresOptions {
   pgHba: string[];
   /** Server log; default `<dataDir>/../<name>.log`. */
   logFile?: string;
+  /** The replication user's password file primary_conninfo names; default `<dataDir>/../<name>.pgpass`. */
+  passfile?: string;
   /** Told when a stop has to escalate by PID (pino-compatible `warn(obj, msg)`), and how long a rewind's steps took (`info`); optional. */
   log?: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 }
@@ -94,6 +96,7 @@ export class LocalPostgres implements PgControl {
       superuser: opts.superuser,
       replication: opts.replication,
       pgHba: opts.pgHba,
+      passfile: resolve(opts.passfile ?? join(dirname(this.dataDir), `${opts.name}.pgpass`)),
     };
   }
 

@@ -10,7 +10,10 @@ import { bounded, type Sql } from './connection.ts';
 /**
  * The probe query. Functions that fail in the other role (pg_current_wal_*, pg_walfile_name on a
  * replica; pg_is_wal_replay_paused on a primary) sit behind CASE on pg_is_in_recovery(); they are
- * volatile, so CASE evaluates them lazily. Lists come back as json text.
+ * volatile, so CASE evaluates them lazily. Lists come back as json text. A primary's pending
+ * restart leaves out the `recovery_target*` parameters: a promoted replica's configuration drops
+ * `recovery_target_timeline`, which PostgreSQL then marks pending although it means nothing on a
+ * primary (the reference skips recovery parameters there too; issue 30).
  */
 export const PROBE_SQL = `
 SELECT
@@ -38,7 +41,7 @@ SELECT
   (SELECT coalesce(json_object_agg(s.name, json_build_object('old_value', current_setting(s.name), 'new_value', f.setting)), '{}')
      FROM pg_settings s
      LEFT JOIN LATERAL (SELECT fs.setting FROM pg_file_settings fs WHERE lower(fs.name) = s.name ORDER BY fs.seqno DESC LIMIT 1) f ON true
-     WHERE s.pending_restart)::text AS pending_restart,
+     WHERE s.pending_restart AND NOT (s.name LIKE 'recovery\\_target%' AND NOT pg_is_in_recovery()))::text AS pending_restart,
   (SELECT coalesce(json_object_agg(sl.slot_name, sl.restart_lsn::text), '{}')
      FROM pg_replication_slots sl WHERE sl.slot_type = 'physical')::text AS slots
 FROM (SELECT 1) AS one

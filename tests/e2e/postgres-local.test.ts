@@ -169,6 +169,17 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     await replica.promote(5_000); // no-op on a primary
   });
 
+  it('a promoted replica configured as primary reports no pending restart for the recovery parameters it dropped (issue 30)', async () => {
+    // As the agent does after a promotion: the primary's configuration, then a reload. PostgreSQL
+    // marks recovery_target_timeline (postmaster context) pending; it means nothing on a primary.
+    await replica.configure({ role: 'primary', parameters: {} });
+    await replica.reload();
+    await new Promise((r) => setTimeout(r, 500));
+    const marked = await replica.query<{ name: string }>("SELECT name FROM pg_settings WHERE pending_restart AND name LIKE 'recovery\\_target%'");
+    const st = await replica.probe(5_000);
+    expect(st.pendingRestart, `PostgreSQL marks ${marked.map((m) => m.name).join(', ') || 'nothing'}`).toEqual({});
+  });
+
   it('tracks the postmaster pid, stops, and is not reachable when stopped', async () => {
     const pid = await replica.postmasterPid();
     expect(pid).toBeGreaterThan(0);

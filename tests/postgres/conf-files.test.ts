@@ -7,6 +7,8 @@ import {
   primaryConninfo,
   quoteConfValue,
   quoteConninfoValue,
+  pgpassField,
+  renderPassfile,
   renderPgHba,
   renderPostgresqlConf,
   type NodeConf,
@@ -21,6 +23,7 @@ const node: NodeConf = {
   superuser: { username: 'postgres', password: 'su' },
   replication: { username: 'replicator', password: "it's a \\secret" },
   pgHba: ['host all all 10.0.0.0/8 scram-sha-256'],
+  passfile: '/var/lib/ha/node-2.pgpass',
 };
 
 describe('quoting', () => {
@@ -39,10 +42,18 @@ describe('quoting', () => {
     expect(quoteConninfoValue('a\\b')).toBe("'a\\\\b'");
   });
 
-  it('builds primary_conninfo with application_name = member name', () => {
+  it('builds primary_conninfo with application_name = member name, the password in the passfile (never in the conninfo, which PostgreSQL logs)', () => {
     expect(primaryConninfo(node, { host: '10.0.0.1', port: 5432 })).toBe(
-      "host=10.0.0.1 port=5432 user=replicator password='it\\'s a \\\\secret' application_name=node-2 sslmode=prefer",
+      'host=10.0.0.1 port=5432 user=replicator passfile=/var/lib/ha/node-2.pgpass application_name=node-2 sslmode=prefer',
     );
+    expect(primaryConninfo(node, { host: '10.0.0.1', port: 5432 })).not.toContain('secret');
+  });
+
+  it('writes the password file with `\\` and `:` escaped, for any host, port and database', () => {
+    expect(renderPassfile(node)).toBe("*:*:*:replicator:it's a \\\\secret\n");
+    expect(renderPassfile({ ...node, replication: { username: 'repl:user', password: 'a:b\\c' } })).toBe('*:*:*:repl\\:user:a\\:b\\\\c\n');
+    expect(pgpassField('x')).toBe('x');
+    expect(() => renderPassfile({ ...node, replication: { username: 'r', password: 'a\nb' } })).toThrow(PgConfigError);
   });
 
   it('quotes unusual role names in pg_hba', () => {
@@ -95,7 +106,7 @@ describe('postgresql.conf', () => {
     expect(lines).toContain('port = 5433');
     expect(lines).toContain("unix_socket_directories = '/run/ha'");
     expect(lines.slice(-3)).toEqual([
-      "primary_conninfo = 'host=10.0.0.1 port=5432 user=replicator password=''it\\\\''s a \\\\\\\\secret'' application_name=node-2 sslmode=prefer'",
+      "primary_conninfo = 'host=10.0.0.1 port=5432 user=replicator passfile=/var/lib/ha/node-2.pgpass application_name=node-2 sslmode=prefer'",
       "primary_slot_name = 'node_2'",
       "recovery_target_timeline = 'latest'",
     ]);

@@ -15,6 +15,8 @@
  *
  * Before the WAL-end rule every such node counted as diverged and stayed stopped.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, waitFor } from '../../support/processes.ts';
 import { TestCluster } from '../support/cluster.ts';
@@ -108,4 +110,20 @@ describe('the leader node lost, its agent started again (default configuration)'
       await sleep(500);
     });
   }
+
+  it('no password in any log: the agents\' and PostgreSQL\'s own (primary_conninfo names a password file, issue 30)', async () => {
+    const secrets = ['e2e-super', 'e2e-repl'];
+    const pgLogs = c.nodes.map((n) => join(dirname(n.dataDir), `${n.name}.log`));
+    for (const f of pgLogs) expect(existsSync(f), f).toBe(true);
+    const files = [...pgLogs, ...c.nodes.map((n) => n.logPath).filter((f) => existsSync(f))];
+    const found: string[] = [];
+    for (const f of files) {
+      const text = readFileSync(f, 'utf8');
+      for (const secret of secrets) if (text.includes(secret)) found.push(`${f}: ${text.split('\n').find((l) => l.includes(secret))}`);
+    }
+    for (const n of c.nodes) for (const secret of secrets) if (n.output.includes(secret)) found.push(`${n.name}'s agent output`);
+    // The PostgreSQL logs did record the reloads that changed primary_conninfo (followed new leaders).
+    expect(files.some((f) => /parameter "primary_conninfo" changed/.test(readFileSync(f, 'utf8')))).toBe(true);
+    expect(found).toEqual([]);
+  });
 });
