@@ -219,18 +219,18 @@ export class InvariantChecker {
   }
 
   /**
-   * discarded-receipt: `pg`'s data directory `old` is thrown away for `lineage` (the rewound data,
-   * or the leader's, whose history the re-clone takes). The commits `old` held that `lineage` does
+   * discarded-receipt: `pg`'s data directory `old` was thrown away for `lineage` (the rewound data,
+   * or the base backup that replaced it). The commits `old` held that `lineage` does
    * not (by uid, whatever its length) are the discarded ones; `receipt` is the last receipt the
    * member took for this data directory (undefined: none). They must list exactly those commits;
    * in synchronous mode (`acked` given) none of them may be acknowledged.
    */
-  checkDiscarded(pg: SimPg, old: WalData, lineage: WalData | undefined, commits: readonly Commit[], receipt: Receipt | undefined, acked?: ReadonlySet<number>): void {
+  checkDiscarded(pg: SimPg, old: WalData, lineage: WalData, commits: readonly Commit[], receipt: Receipt | undefined, acked?: ReadonlySet<number>): void {
     if (this.seen.has('discarded-receipt')) return;
     const discarded: number[] = [];
     for (const c of commits) {
       if (!holdsCommit(old, c)) continue;
-      const kept = lineage !== undefined && lineage.sysid === old.sysid && uidAt(lineage.segments, c.start) === c.uid && uidAt(lineage.segments, c.end - 1n) === c.uid;
+      const kept = lineage.sysid === old.sysid && uidAt(lineage.segments, c.start) === c.uid && uidAt(lineage.segments, c.end - 1n) === c.uid;
       if (!kept) discarded.push(c.id);
     }
     const listed = new Set((receipt?.transactions ?? []).map((t) => t.xid));

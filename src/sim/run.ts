@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVARIANTS, primaryBoundS, replicasBoundS, type InvariantName } from './invariants.ts';
-import { SimulationTally, summarizeSchedule, type FailingSchedule } from './schedule-summary.ts';
+import { FAILING_LISTED, SimulationTally, summarizeSchedule, type FailingSchedule } from './schedule-summary.ts';
 import { runInWorkers, ScheduleFailure } from './worker-pool.ts';
 
 export { ScheduleFailure } from './worker-pool.ts';
@@ -231,6 +231,9 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
     out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { ...first, shrunk, journalPath };
+  }
+  if (t.failing.length > 1) {
+    out(`failing seeds (${t.failing.length}${t.failing.length >= FAILING_LISTED ? ', the first' : ''}): ${t.failing.map((f) => `${f.seed} (${f.invariants.join(', ')})`).join(', ')}`);
   }
   out(`${o.schedules} schedules, ${t.violations} violations`);
   return { schedules: o.schedules, violations: t.violations, byInvariant: t.byInvariant, byFault: t.byFault, acked: t.acked, lost: t.lost + t.syncLost, byMode: t.byMode, failsafeSchedules: t.failsafeSchedules, ...(firstFailure ? { firstFailure } : {}), exitCode: t.violations === 0 ? 0 : 1 };

@@ -67,6 +67,9 @@ export function summarizeSchedule(result: RunResult): ScheduleSummary {
   };
 }
 
+/** How many failing seeds the report lists (each replayable with `--schedules 1 --seed S`). */
+export const FAILING_LISTED = 50;
+
 /** The lowest failing seed of a run: its violations and schedule (what the report prints and shrinks). */
 export interface FailingSchedule {
   seed: number;
@@ -108,6 +111,8 @@ export class SimulationTally {
   fenceAgentGone = 0;
   /** The lowest failing seed added. */
   first: FailingSchedule | undefined;
+  /** Every failing seed with the invariants it broke, in seed order (the first FAILING_LISTED kept). */
+  readonly failing: { seed: number; invariants: string[] }[] = [];
   private nextSeed: number;
 
   /** `firstSeed`: the seed the first `add` must carry (schedule i is seed firstSeed + i). */
@@ -146,5 +151,6 @@ export class SimulationTally {
     this.fenceDeadline += s.fenceDeadline;
     this.fenceAgentGone += s.fenceAgentGone;
     if (s.violations.length > 0 && !this.first) this.first = { seed, violations: s.violations, faults: s.faults };
+    if (s.violations.length > 0 && this.failing.length < FAILING_LISTED) this.failing.push({ seed, invariants: s.violations.map((v) => v.invariant) });
   }
 }

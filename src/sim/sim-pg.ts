@@ -172,10 +172,10 @@ export interface SimPgWorld {
   /** Every commit written so far, on any member (what pg_waldump finds in a data directory's WAL: readWalRange). */
   commits?(): readonly Commit[];
   /**
-   * The data directory `old` is about to be thrown away: rewound onto `replacement`, or removed
-   * (`replacement` undefined; a re-clone follows). The discarded-receipt invariant.
+   * The data directory `old` was thrown away for `replacement`: rewound onto it, or removed and
+   * replaced by a base backup (called when the copy lands). The discarded-receipt invariant.
    */
-  discarding?(pg: SimPg, old: WalData, replacement: WalData | undefined): void;
+  discarding?(pg: SimPg, old: WalData, replacement: WalData): void;
 }
 
 /** Deliberately broken behaviours, to check that the simulator catches them (tests). */
@@ -279,6 +279,8 @@ export class SimPg implements PgControl {
   private syncRule: SyncRule = { method: 'none', num: 0, names: [] };
   /** Commits written on this primary, waiting for their synchronous standbys (in LSN order). */
   waiting: Commit[] = [];
+  /** The data directory removed last and not replaced by a base backup yet (discarded-receipt is judged at the copy). */
+  private removed: WalData | undefined;
   /** Counters (figures). */
   crashes = 0;
   /** pg_rewind runs that rewrote the data directory. */
@@ -576,6 +578,10 @@ export class SimPg implements PgControl {
     if (this.data || this.run !== 'stopped') throw new Error('pg_basebackup: directory not empty');
     if (src.role === 'primary' && src.acceptsWrites()) src.appendCheckpoint();
     this.data = copyData(src.data);
+    if (this.removed) {
+      this.world.discarding?.(this, this.removed, this.data);
+      this.removed = undefined;
+    }
     this.clusterState = 'in archive recovery';
     this.minRecoveryLsn = this.data.lsn;
     this.dataGen++;
@@ -691,7 +697,8 @@ export class SimPg implements PgControl {
 
   async removeData(): Promise<void> {
     if (this.run !== 'stopped') throw new Error('refusing to remove the data directory of a running server');
-    if (this.data) this.world.discarding?.(this, this.data, undefined);
+    // Judged when the re-clone's base backup lands (its source's lineage is what the member takes).
+    if (this.data) this.removed = this.data;
     this.data = undefined;
     this.clusterState = '';
     this.minRecoveryLsn = 0n;

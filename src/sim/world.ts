@@ -442,7 +442,7 @@ export class World {
       changing: () => this.checkLease(),
       promoting: (pg: SimPg, lsn: bigint) => this.checkPromotion(pg, lsn),
       commits: () => this.commits,
-      discarding: (pg: SimPg, old: WalData, replacement: WalData | undefined) => this.checkDiscarded(pg, old, replacement),
+      discarding: (pg: SimPg, old: WalData, replacement: WalData) => this.checkDiscarded(pg, old, replacement),
       flushStandbys: (primary: SimPg) => {
         for (const pg of this.pgs) if (pg !== primary && pg.streaming && pg.activeUpstream?.name === primary.name) this.ship(pg);
       },
@@ -579,24 +579,17 @@ export class World {
   }
 
   /**
-   * discarded-receipt, at the instant `pg`'s data directory `old` is thrown away: rewound onto
-   * `replacement`, or removed for a re-clone (the lineage it takes is then the leader's, as the
-   * store's leader key names it; none: every commit of `old` counts as discarded). Checked against
-   * the last receipt the member took since this data directory began.
+   * discarded-receipt, when `pg`'s data directory `old` was thrown away for `replacement` (the
+   * rewound data, or the base backup that replaced a removed directory: the lineage the member
+   * takes). Checked against the last receipt the member took since `old` began.
    */
-  private checkDiscarded(pg: SimPg, old: WalData, replacement: WalData | undefined): void {
+  private checkDiscarded(pg: SimPg, old: WalData, replacement: WalData): void {
     const m = this.byName.get(pg.name);
     if (!m) return;
-    let lineage = replacement;
-    if (!lineage) {
-      const holder = peekStore(this.store, `${this.operator.prefix}leader`)?.value;
-      const leaderPg = holder && holder !== pg.name ? this.byName.get(holder)?.pg : undefined;
-      lineage = leaderPg?.data;
-    }
     const fresh = m.receipts.receipts.slice(m.receiptsAtDataStart);
     const receipt = fresh[fresh.length - 1];
     const acked = this.syncMode !== 'off' ? new Set(this.acked.map((c) => c.id)) : undefined;
-    this.checker.checkDiscarded(pg, old, lineage, this.commits, receipt, acked);
+    this.checker.checkDiscarded(pg, old, replacement, this.commits, receipt, acked);
     m.receiptsAtDataStart = m.receipts.receipts.length;
   }
 
