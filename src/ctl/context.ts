@@ -98,10 +98,14 @@ export function parseDcsUrl(text: string): string[] {
   return hosts;
 }
 
+/** The keys of a client-only file (anything else makes it an agent's file, validated as the agent does). */
+const CLIENT_ONLY_KEYS: ReadonlySet<string> = new Set(['scope', 'namespace', 'name', 'etcd3', 'ctl']);
+
 /**
  * Reads the configuration file for hactl. The full agent validation (loadConfig) is tried first;
- * a file that only names `scope`, `namespace` and `etcd3.hosts` (a client-only file) is accepted
- * too. Throws a usage error (exit 2) naming the file when neither works.
+ * a file that only names `scope`, `namespace`, `etcd3` and `ctl` (a client-only file) is accepted
+ * too. Throws a usage error (exit 2) naming the file when neither works, and the agent's own
+ * validation errors when the file has any agent section (restapi, database, bootstrap, …).
  */
 async function readConfigTarget(path: string): Promise<FileTarget> {
   try {
@@ -122,6 +126,12 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
       throw usageError(e.message);
     }
     const d = (doc ?? {}) as Record<string, unknown>;
+    // An agent's file with an error is reported, never read as a client-only file: that would
+    // drop its restapi TLS and credentials without a word (issue 30).
+    const agentSections = Object.keys(d).filter((k) => !CLIENT_ONLY_KEYS.has(k));
+    if (agentSections.length > 0) {
+      throw usageError(`${e.message}\n(hactl reads ${path} as an agent's file, since it has ${agentSections.join(', ')}; a client-only file has only ${[...CLIENT_ONLY_KEYS].join(', ')})`);
+    }
     const etcd = d['etcd3'] as Record<string, unknown> | undefined;
     const raw = etcd?.['hosts'];
     const hosts = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : [];

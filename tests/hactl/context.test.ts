@@ -56,6 +56,17 @@ describe('target resolution', () => {
     });
   });
 
+  it("an agent's file with an error is reported, never read as a client-only file (which would drop its TLS and credentials)", async () => {
+    await writeFile(
+      join(dir, 'agent-bad.yml'),
+      'scope: alpha\nname: n1\netcd3: { hosts: ["10.0.0.1:2379"] }\nrestapi: { listen: "127.0.0.1:8008", authentication: { username: op, password: pw } }\ndatabase: { listen: "127.0.0.1:5432", data_dir: /x, no_such_key: 1 }\n',
+    );
+    await expect(resolveTarget({ config: join(dir, 'agent-bad.yml') }, undefined, {})).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/no_such_key[\s\S]*as an agent's file, since it has restapi, database/),
+    });
+  });
+
   it('usage errors: no DCS, no cluster name, an unreadable or hostless file', async () => {
     await expect(resolveTarget({}, undefined, {})).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no DCS/) });
     await expect(resolveTarget({ dcsUrl: 'h:1' }, undefined, {})).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no cluster name/) });
