@@ -37,7 +37,9 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
     text = await readFile(path, 'utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new ConfigError(path, [`${path}: cannot read the file (${e.code ?? 'error'}: ${e.message})`], { cause: err });
+    // Node's message already starts with the code ("ENOENT: no such file or directory, open …").
+    const why = e.code && !e.message.startsWith(`${e.code}:`) ? `${e.code}: ${e.message}` : e.message;
+    throw new ConfigError(path, [`${path}: cannot read the file (${why})`], { cause: err });
   }
   return parseConfig(text, env, path);
 }

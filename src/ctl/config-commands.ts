@@ -73,6 +73,10 @@ export async function runEditConfig(s: Session, o: EditConfigOptions): Promise<v
   if (o.apply !== undefined) after = mergePatch(after, parseConfigText(await readSource(o.apply, o), o.apply));
   after = applySettings(after, o.set, o.pg);
   if (o.replace === undefined && o.apply === undefined && o.set.length === 0 && o.pg.length === 0) {
+    // vi without a terminal waits for input that never comes (issue 30): refuse instead.
+    if (o.editor === undefined && !process.env['EDITOR'] && !s.io.isTty) {
+      throw usageError('edit-config: no change given (-s, -p, --apply, --replace), no $EDITOR, and no terminal to run vi in');
+    }
     const editor = o.editor ?? (process.env['EDITOR'] || 'vi');
     after = parseConfigText(editInEditor(configYaml(before), editor), 'the edited configuration');
   }

@@ -66,6 +66,17 @@ describe('show-config, edit-config', () => {
     stores.push(empty.store);
     await expect(runShowConfig(empty.session)).rejects.toThrow('cluster "demo" has no config key in the DCS');
   });
+
+  it('no change, no $EDITOR and no terminal: a usage error, never a vi waiting for input (issue 30)', async () => {
+    const { session } = await cluster();
+    const saved = process.env['EDITOR'];
+    delete process.env['EDITOR'];
+    try {
+      await expect(runEditConfig(session, { set: [], pg: [], force: true })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no \$EDITOR, and no terminal/) });
+    } finally {
+      if (saved !== undefined) process.env['EDITOR'] = saved;
+    }
+  });
 });
 
 describe('history', () => {
