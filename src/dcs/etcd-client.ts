@@ -82,6 +82,24 @@ export function errorMessage(err: unknown): string {
 }
 
 /**
+ * An etcd client failure in an operator's words (issue 30): gRPC's status codes, its timestamps
+ * and "Resolution note" tails, and the circuit breaker's "Execution prevented because the circuit
+ * breaker is open" become what happened: a refused connection names the host; an open circuit
+ * says that no host answers and that each is tried again shortly; anything else keeps its message
+ * without the noise.
+ */
+export function plainEtcdError(err: unknown): string {
+  if (isBrokenCircuitError(err)) return 'no etcd host answered (each is tried again 0.5 s after it failed)';
+  let m = err instanceof Error ? err.message : String(err);
+  m = m.replace(/\s*Resolution note:[\s\S]*$/, '').replace(/ \(\d{4}-\d\d-\d\dT[^)]*\)/g, '').replace(/^\d+ [A-Z_]+: /, '');
+  const refused = /connect ECONNREFUSED (\S+)/.exec(m);
+  if (refused) return `connection refused by ${refused[1]!.replace(/[.,;]$/, '')}`;
+  const unreachable = /connect (EHOSTUNREACH|ENETUNREACH|ETIMEDOUT) (\S+)/.exec(m);
+  if (unreachable) return `${unreachable[2]!.replace(/[.,;]$/, '')} cannot be reached (${unreachable[1]})`;
+  return m.trim().replace(/\.$/, '');
+}
+
+/**
  * Runs `attempt(deadline)` until it succeeds, repeating only failures of `isNotSentError` after
  * RETRY_PAUSE_MS, all within `timeoutMs` of wall time. `deadline` is the absolute end (a Date,
  * for gRPC's per-call `options({ deadline })`); a Promise timer is the backstop for calls that
@@ -115,7 +133,7 @@ export async function boundedCall<T>(
         if (!isBrokenCircuitError(err)) lastReal = err;
         const left = deadline.getTime() - Date.now();
         if (!isNotSentError(err) || left <= RETRY_PAUSE_MS) {
-          const why = isBrokenCircuitError(err) && lastReal !== undefined ? `${errorMessage(err)} (last failure: ${errorMessage(lastReal)})` : errorMessage(err);
+          const why = isBrokenCircuitError(err) && lastReal !== undefined ? `${plainEtcdError(err)}; the last failure: ${plainEtcdError(lastReal)}` : plainEtcdError(err);
           throw new DcsError('dcs_unavailable', `etcd ${what} failed: ${why}`, { cause: err });
         }
         await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));

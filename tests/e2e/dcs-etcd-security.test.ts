@@ -64,7 +64,9 @@ describe('etcd with TLS and client certificates', () => {
   it('fails with dcs_unavailable over plain http', async () => {
     const dcs = await dcsFor({ hosts: [tlsEtcd!.host] }, 'tls-plain');
     const err = await dcs.start({ watch: false }).then(() => undefined, (e: unknown) => e);
-    expect((err as Error).message).toMatch(/UNAVAILABLE/);
+    console.log(`over plain http: ${(err as Error).message}`);
+    expect((err as Error).message).toMatch(/^etcd \S.* failed: /);
+    expect((err as Error).message).not.toMatch(/Resolution note|circuit breaker|^\d+ [A-Z_]+:/);
     expect(err).toBeInstanceOf(DcsError);
   });
 
