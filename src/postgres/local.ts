@@ -12,7 +12,7 @@ import { renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts
 import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
-import { chownToPg, pgOsUser } from './os-user.ts';
+import { assertPgCanReach, chownToPg, pgOsUser } from './os-user.ts';
 import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, postmasterPidFileValue, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
 import {
   dataDirProblem,
@@ -124,8 +124,12 @@ export class LocalPostgres implements PgControl {
     old?.end({ timeout: 0 }).catch(() => undefined);
   }
 
-  /** Creates the data dir (0700) and the socket dir (0700), owned by the PostgreSQL user. */
+  /**
+   * Creates the data dir (0700) and the socket dir (0700), owned by the PostgreSQL user, after
+   * checking that the PostgreSQL user can reach them (assertPgCanReach).
+   */
   private async ensureDirs(): Promise<void> {
+    for (const d of [this.dataDir, this.node.socketDir]) await assertPgCanReach(d);
     for (const d of [this.dataDir, this.node.socketDir]) {
       // Parents get the default mode (they must stay traversable by the PostgreSQL user).
       await mkdir(dirname(d), { recursive: true });

@@ -5,7 +5,8 @@
  * When the agent is not root, everything runs as the current user and nothing is chowned.
  */
 import { readFileSync } from 'node:fs';
-import { chown } from 'node:fs/promises';
+import { chown, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 
 /** Who PostgreSQL runs as. `switchUser` is true when spawns must set uid/gid (agent is root). */
@@ -59,3 +60,48 @@ export async function chownToPg(path: string): Promise<void> {
   const u = pgOsUser();
   if (u.switchUser) await chown(path, u.uid, u.gid);
 }
+
+/** The mode bits of a directory entry as `ls` shows them (`rwx------`). */
+function modeText(mode: number): string {
+  const bits = 'rwxrwxrwx';
+  let out = '';
+  for (let i = 0; i < 9; i++) out += mode & (1 << (8 - i)) ? bits[i] : '-';
+  return out;
+}
+
+/**
+ * Can `who` enter directory `dir` of `mode`, `uid`, `gid` (the search bit of its owner, group or
+ * others' class)? Pure: the rule of POSIX permissions, without supplementary groups.
+ */
+export function maySearch(who: { uid: number; gid: number }, entry: { mode: number; uid: number; gid: number }): boolean {
+  if (who.uid === 0) return true;
+  if (entry.uid === who.uid) return (entry.mode & 0o100) !== 0;
+  if (entry.gid === who.gid) return (entry.mode & 0o010) !== 0;
+  return (entry.mode & 0o001) !== 0;
+}
+
+/**
+ * When the agent runs as root: every existing directory above `path` must be one the PostgreSQL OS
+ * user can enter, or initdb, pg_ctl and the server fail with a bare "Permission denied" (issue 30:
+ * `etcd --data-dir /var/tmp/ha-demo/etcd` makes /var/tmp/ha-demo root-only). Missing ancestors are
+ * skipped (they are created 0755 later). No-op when the agent is not root.
+ * @throws Error naming the directory, its owner and mode, and the fix.
+ */
+export async function assertPgCanReach(path: string): Promise<void> {
+  const u = pgOsUser();
+  if (!u.switchUser) return;
+  let dir = dirname(resolve(path));
+  for (;;) {
+    const st = await stat(dir).catch(() => undefined);
+    if (st && !maySearch(u, { mode: st.mode, uid: st.uid, gid: st.gid })) {
+      throw new Error(
+        `the PostgreSQL OS user ${u.name} cannot enter ${dir} (mode ${modeText(st.mode & 0o777)}, owner uid ${st.uid}), above ${path}: ` +
+          `allow it (chmod o+x ${dir}) or put the directory elsewhere`,
+      );
+    }
+    const up = dirname(dir);
+    if (up === dir) return;
+    dir = up;
+  }
+}
+
