@@ -471,6 +471,14 @@ export class SimPg implements PgControl {
 
   async start(_timeoutMs?: number, opts?: { beforeLaunch?: () => void }): Promise<void> {
     if (!this.data) throw new Error('start: no cluster in the data directory');
+    // A postmaster of this data directory already runs or is starting (its agent was restarted
+    // meanwhile): LocalPostgres.start launches nothing and only waits until it answers.
+    if (this.run === 'running') return;
+    if (this.run === 'starting') {
+      while (this.run === 'starting') await this.after(20, 20);
+      if ((this.run as RunState) === 'running') return;
+      throw new Error('start: the server exited during start-up');
+    }
     if (this.run !== 'stopped') throw new Error('start: another server might be running');
     opts?.beforeLaunch?.();
     const epoch = ++this.epoch;
