@@ -1,4 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * The machines library from its sources, as tsconfig.json's `paths` give it to tsc and tsx: the
+ * tests never wait for (nor read a stale) packages/machines/dist.
+ */
+const machinesSource = [
+  { find: /^@ha\/machines\/svg$/, replacement: fileURLToPath(new URL('./packages/machines/src/charts/svg.ts', import.meta.url)) },
+  { find: /^@ha\/machines$/, replacement: fileURLToPath(new URL('./packages/machines/src/index.ts', import.meta.url)) },
+];
 
 /**
  * Two projects:
@@ -10,6 +20,7 @@ export default defineConfig({
   test: {
     projects: [
       {
+        resolve: { alias: machinesSource },
         test: {
           name: 'unit',
           include: ['tests/**/*.test.ts'],
@@ -18,6 +29,7 @@ export default defineConfig({
         },
       },
       {
+        resolve: { alias: machinesSource },
         test: {
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
