@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The machines library from its sources, as tsconfig.json's `paths` give it to tsc and tsx: the
- * tests never wait for (nor read a stale) packages/machines/dist.
+ * tests never wait for (nor read a stale) packages/machines/dist. The packaging tests
+ * (tests/e2e/packages.test.ts) check the built package itself.
  */
 const machinesSource = [
   { find: /^@ha\/machines\/svg$/, replacement: fileURLToPath(new URL('./packages/machines/src/charts/svg.ts', import.meta.url)) },
@@ -24,6 +25,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['tests/**/*.test.ts'],
+          // Builds packages/machines when stale: the example and the API report read its dist/.
+          globalSetup: ['tests/support/machines-build.ts'],
           exclude: ['tests/e2e/**', 'node_modules/**'],
           testTimeout: 20_000,
         },
