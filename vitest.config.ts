@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 /**
  * The machines library from its sources, as tsconfig.json's `paths` give it to tsc and tsx: the
  * tests never wait for (nor read a stale) packages/machines/dist. The packaging tests
- * (tests/e2e/packages.test.ts) check the built package itself.
+ * (tests/e2e/packages.test.ts) check the built packages themselves.
  */
 const machinesSource = [
   { find: /^@ha\/machines\/svg$/, replacement: fileURLToPath(new URL('./packages/machines/src/charts/svg.ts', import.meta.url)) },
@@ -36,6 +36,8 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
+          // The agent's build in tests/e2e/packages.test.ts reads packages/machines/dist.
+          globalSetup: ['tests/support/machines-build.ts'],
           fileParallelism: false,
           testTimeout: 240_000,
           hookTimeout: 240_000,
