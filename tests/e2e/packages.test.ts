@@ -5,7 +5,7 @@
  * - plain `node` drives the database machine start → running → crashed → starting with fake
  *   effects (tests/e2e/packages/drive.mjs), and loads the svg entry without its optional peer;
  * - `tsc --noEmit` type-checks a strict TypeScript consumer (consumer.ts) with moduleResolution
- *   bundler and node16;
+ *   bundler and node16, with the newest xstate and with the oldest its peer range accepts;
  * - esbuild bundles the same drive for the browser, no Node.js built-in pulled in, and headless
  *   Chromium (playwright-core) runs it;
  * - the machines project's node_modules holds nothing outside the package's dependency list;
@@ -104,6 +104,36 @@ function installedPackages(dir: string): string[] {
   return found.sort();
 }
 
+/**
+ * `tsc --noEmit` of consumer.ts in the project `app`: strict, the package's .d.ts files checked
+ * too (skipLibCheck false), with the given module resolution. Fails with tsc's output.
+ */
+async function typeCheckConsumer(app: string, resolution: 'bundler' | 'node16', moduleKind: 'esnext' | 'node16'): Promise<void> {
+  const config = `tsconfig.${resolution}.json`;
+  writeFileSync(
+    join(app, config),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        noUncheckedIndexedAccess: true,
+        skipLibCheck: false,
+        target: 'ES2022',
+        // xstate's own .d.ts files need AbortSignal: the DOM library here (a Node.js project has
+        // it from @types/node).
+        lib: ['ES2022', 'DOM'],
+        types: [],
+        module: moduleKind,
+        moduleResolution: resolution,
+      },
+      files: ['consumer.ts'],
+    }),
+  );
+  const r = await sh(process.execPath, [TSC, '-p', config], app, 180_000);
+  expect(`${r.stdout}${r.stderr}`).toBe('');
+  expect(r.code).toBe(0);
+}
+
 /** The drive's expected result (drive.mjs). */
 const DRIVEN = {
   states: ['stopped', 'starting', 'running', 'crashed', 'starting', 'running'],
@@ -196,31 +226,21 @@ describe('the @ha/machines tarball', () => {
     ['node16', 'node16'],
   ] as const) {
     it(`type-checks a strict TypeScript consumer with moduleResolution ${resolution}`, async () => {
-      const config = `tsconfig.${resolution}.json`;
-      writeFileSync(
-        join(machinesApp, config),
-        JSON.stringify({
-          compilerOptions: {
-            strict: true,
-            noEmit: true,
-            noUncheckedIndexedAccess: true,
-            // The package's .d.ts files are checked too. xstate's own need AbortSignal: the DOM
-            // library here (a Node.js project has it from @types/node).
-            skipLibCheck: false,
-            target: 'ES2022',
-            lib: ['ES2022', 'DOM'],
-            types: [],
-            module: moduleKind,
-            moduleResolution: resolution,
-          },
-          files: ['consumer.ts'],
-        }),
-      );
-      const r = await sh(process.execPath, [TSC, '-p', config], machinesApp, 180_000);
-      expect(`${r.stdout}${r.stderr}`).toBe('');
-      expect(r.code).toBe(0);
+      await typeCheckConsumer(machinesApp, resolution, moduleKind);
     });
   }
+
+  it('runs and type-checks with the oldest xstate its peer range accepts', async () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'packages/machines/package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    const oldest = /^\^(\d+\.\d+\.\d+)$/.exec(manifest.peerDependencies['xstate'] ?? '')?.[1];
+    expect(oldest, 'the xstate peer range is ^x.y.z').toBeDefined();
+    const app = join(tmp, 'app-oldest-xstate');
+    emptyProject(app, 'app-oldest-xstate');
+    await must('npm', ['install', '--no-audit', '--no-fund', `xstate@${oldest}`, join(tmp, machinesPack.filename)], app);
+    expect(JSON.parse(readFileSync(join(app, 'node_modules/xstate/package.json'), 'utf8')).version).toBe(oldest);
+    expect(JSON.parse(await must(process.execPath, ['run-node.mjs'], app, 30_000))).toEqual(DRIVEN);
+    await typeCheckConsumer(app, 'bundler', 'esnext');
+  });
 
   it.skipIf(!existsSync(CHROMIUM))('bundles for the browser with esbuild, no Node.js built-in, and runs the drive in headless Chromium', async () => {
     const bundle = await build({
