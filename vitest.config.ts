@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  */
 const machinesSource = [
   { find: /^@ha\/machines\/svg$/, replacement: fileURLToPath(new URL('./packages/machines/src/charts/svg.ts', import.meta.url)) },
+  { find: /^@ha\/machines\/domain$/, replacement: fileURLToPath(new URL('./packages/machines/src/domain/index.ts', import.meta.url)) },
   { find: /^@ha\/machines$/, replacement: fileURLToPath(new URL('./packages/machines/src/index.ts', import.meta.url)) },
 ];
 

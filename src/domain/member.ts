@@ -2,7 +2,7 @@
  * Member data: the JSON value of the DCS key `members/<name>` (shared/docs/dcs-layout.md,
  * "Member data").
  */
-import type { ScheduledRestartData } from '@ha/machines';
+import type { ScheduledRestartData } from '@ha/machines/domain';
 import type { DatabaseState, Role } from './states.ts';
 
 /** Tags of a member (`tags` section of ha.yml): predefined ones plus any custom key. */
@@ -21,7 +21,7 @@ export interface Tags {
 }
 
 /** Conditions of a scheduled restart, as kept in the member key (`scheduled_restart`): the machines library's shape. */
-export type { ScheduledRestartData } from '@ha/machines';
+export type { ScheduledRestartData } from '@ha/machines/domain';
 
 /** JSON value of `members/<name>`. LSNs are integers of bytes. */
 export interface MemberData {

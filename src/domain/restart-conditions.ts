@@ -6,7 +6,7 @@
  * is "database" (seed 000: the database product name is replaced by `database`).
  * Pure: the caller passes `nowMs` and the node's facts.
  */
-import { restartConditionsData, type RestartRequest, type RestartRole } from '@ha/machines';
+import { restartConditionsData, type RestartRequest, type RestartRole } from '@ha/machines/domain';
 import { parseScheduledAt } from './schedule.ts';
 import type { Role } from './states.ts';
 

@@ -3,12 +3,12 @@
  *
  * - `decideScheduled` (whether a plan waits, runs now or is stale, patroni.md §3.5) and
  *   `formatScheduledAt` (the API's rendering of an instant) are the machines library's
- *   (packages/machines/src/domain/schedule.ts), re-exported here for the agent;
+ *   (packages/machines/src/domain/schedule.ts, entry `@ha/machines/domain`), re-exported here;
  * - `parseScheduledAt` turns the request's ISO 8601 text (`scheduled_at` / `schedule`) into epoch
  *   ms, or into the exact status and message of patroni.md §1.8 / §1.9.
  * No I/O, no clock: the caller passes `nowMs`.
  */
-export { decideScheduled, formatScheduledAt, type ScheduledDecision } from '@ha/machines';
+export { decideScheduled, formatScheduledAt, type ScheduledDecision } from '@ha/machines/domain';
 
 /** The action named in the schedule error messages. */
 export type ScheduledAction = 'switchover' | 'restart';

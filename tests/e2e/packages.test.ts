@@ -191,6 +191,7 @@ describe('the @ha/machines tarball', () => {
     expect(paths).toContain('dist/index.d.ts');
     expect(paths).toContain('dist/index.js.map');
     expect(paths).toContain('dist/charts/svg.js');
+    expect(paths).toContain('dist/domain/index.js');
     expect(paths).toContain('src/index.ts');
     expect(paths).toContain('README.md');
     expect(paths).toContain('CHANGELOG.md');
@@ -281,6 +282,18 @@ describe('the @ha/machines tarball', () => {
     } finally {
       await browser.close();
     }
+  });
+
+  it('has a domain entry that pulls in no machine and not xstate', async () => {
+    writeFileSync(join(machinesApp, 'domain-entry.mjs'), "import { databaseStateNumber } from '@ha/machines/domain';\nglobalThis.n = databaseStateNumber('crashed');\n");
+    const bundle = await build({ absWorkingDir: machinesApp, entryPoints: ['domain-entry.mjs'], bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent' });
+    expect(Object.keys(bundle.metafile.inputs).sort()).toEqual([
+      'domain-entry.mjs',
+      'node_modules/@ha/machines/dist/domain/index.js',
+      'node_modules/@ha/machines/dist/domain/restart-request.js',
+      'node_modules/@ha/machines/dist/domain/schedule.js',
+      'node_modules/@ha/machines/dist/domain/states.js',
+    ]);
   });
 });
 

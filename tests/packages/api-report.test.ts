@@ -15,6 +15,7 @@ describe('the public API of @ha/machines', () => {
   for (const [entry, config] of [
     ['@ha/machines', 'api-extractor.json'],
     ['@ha/machines/svg', 'api-extractor-svg.json'],
+    ['@ha/machines/domain', 'api-extractor-domain.json'],
   ] as const) {
     it(`${entry} matches its API report`, { timeout: 120_000 }, () => {
       const messages: string[] = [];

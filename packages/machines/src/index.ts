@@ -3,7 +3,9 @@
  * lifecycle, scheduled switchover, scheduled restart) with their typed events, context and input,
  * the database state numbering, the scheduling rule they share, and the tools around them: the
  * journal (in memory), journaled actors, replay, and chart export (Mermaid, DOT, JSON; SVG from
- * the `@ha/machines/svg` entry). See README.md and docs/embedding.md of the repository.
+ * the `@ha/machines/svg` entry). `@ha/machines/domain` has the states, the scheduling rule and
+ * the restart request shape alone, without xstate. See README.md and docs/embedding.md of the
+ * repository.
  *
  * Nothing here does I/O or reads a clock on its own: the database machine's effects are actors
  * the caller provides, every event carries its instant, and the journal hands its lines to an
