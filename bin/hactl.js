@@ -1,13 +1,12 @@
 #!/usr/bin/env node
-// Runs the built CLI (dist/, from `npm run build`) when present; otherwise the TypeScript
-// sources through tsx's loader, in this process (one process, no npx tree).
+// Runs the built CLI, dist/src/cli/hactl.js (`npm run build`, which `npm ci` runs through
+// `prepare`; an installed package ships it). The TypeScript sources run without a build as
+// `node --import tsx src/cli/hactl.ts`.
 import { existsSync } from 'node:fs';
 
 const built = new URL('../dist/src/cli/hactl.js', import.meta.url);
-if (existsSync(built)) {
-  await import(built.href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import('../src/cli/hactl.ts');
+if (!existsSync(built)) {
+  process.stderr.write('hactl: no build at dist/src/cli/hactl.js: run `npm run build` (or run the sources: node --import tsx src/cli/hactl.ts)\n');
+  process.exit(1);
 }
+await import(built.href);

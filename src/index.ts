@@ -1,5 +1,6 @@
 /**
  * The `ha` package as a library: the HA machines, their types and the tools around them
- * (journal, replay, charts). Same exports as `ha/machines`; see docs/embedding.md.
+ * (journal, replay, charts), re-exported from `@ha/machines` (packages/machines), so that
+ * `import … from 'ha'` and `'ha/machines'` keep working. See docs/embedding.md.
  */
-export * from './machines/index.ts';
+export * from '@ha/machines';

@@ -19,11 +19,7 @@ type MachineName = (typeof MACHINE_NAMES)[number];
 const CHART_FORMAT_NAMES = ['mermaid', 'dot', 'svg', 'json'] as const;
 
 async function machines() {
-  const [{ databaseMachine }, { switchoverMachine }, { restartMachine }] = await Promise.all([
-    import('../machines/database.ts'),
-    import('../machines/switchover.ts'),
-    import('../machines/restart.ts'),
-  ]);
+  const { databaseMachine, switchoverMachine, restartMachine } = await import('@ha/machines');
   return { database: databaseMachine, switchover: switchoverMachine, restart: restartMachine } as const;
 }
 
@@ -95,9 +91,9 @@ async function main(argv: string[]): Promise<void> {
     .description("print a machine's state chart, generated from its definition")
     .action(async (name: string, o: { format: string }) => {
       if (!(MACHINE_NAMES as readonly string[]).includes(name)) fail(`unknown machine '${name}': expected one of ${MACHINE_NAMES.join(', ')}`, 2);
-      const [{ CHART_FORMATS, isChartFormat, renderChart }, all] = await Promise.all([import('../charts/index.ts'), machines()]);
+      const [{ CHART_FORMATS, isChartFormat, renderChart }, { dotToSvg }, all] = await Promise.all([import('@ha/machines'), import('@ha/machines/svg'), machines()]);
       if (!isChartFormat(o.format)) fail(`unknown format '${o.format}': expected one of ${CHART_FORMATS.join(', ')}`, 2);
-      process.stdout.write((await renderChart(all[name as MachineName], o.format)) + '\n');
+      process.stdout.write((await renderChart(all[name as MachineName], o.format, { dotToSvg })) + '\n');
     });
 
   program
@@ -105,7 +101,7 @@ async function main(argv: string[]): Promise<void> {
     .argument('<journal>', 'a journal file (JSON lines)')
     .description("rebuild the machines' states from a journal")
     .action(async (file: string) => {
-      const [{ stateName }, { parseJournal, replayMachine }, all] = await Promise.all([import('../journal/journaled-actor.ts'), import('../journal/replay.ts'), machines()]);
+      const [{ stateName, parseJournal, replayMachine }, all] = await Promise.all([import('@ha/machines'), machines()]);
       const entries = parseJournal(await readFile(file, 'utf8'));
       for (const [name, machine] of Object.entries(all)) {
         const snap = replayMachine(machine, name, entries);

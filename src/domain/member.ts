@@ -2,6 +2,7 @@
  * Member data: the JSON value of the DCS key `members/<name>` (shared/docs/dcs-layout.md,
  * "Member data").
  */
+import type { ScheduledRestartData } from '@ha/machines/domain';
 import type { DatabaseState, Role } from './states.ts';
 
 /** Tags of a member (`tags` section of ha.yml): predefined ones plus any custom key. */
@@ -19,16 +20,8 @@ export interface Tags {
   [custom: string]: unknown;
 }
 
-/** Conditions of a scheduled restart, as kept in the member key (`scheduled_restart`). */
-export interface ScheduledRestartData {
-  /** ISO 8601 with offset. */
-  schedule: string;
-  restart_pending?: boolean;
-  role?: string;
-  database_version?: string;
-  timeout?: number;
-  postmaster_start_time?: string;
-}
+/** Conditions of a scheduled restart, as kept in the member key (`scheduled_restart`): the machines library's shape. */
+export type { ScheduledRestartData } from '@ha/machines/domain';
 
 /** JSON value of `members/<name>`. LSNs are integers of bytes. */
 export interface MemberData {

@@ -6,28 +6,13 @@
  * is "database" (seed 000: the database product name is replaced by `database`).
  * Pure: the caller passes `nowMs` and the node's facts.
  */
-import type { ScheduledRestartData } from './member.ts';
+import { restartConditionsData, type RestartRequest, type RestartRole } from '@ha/machines/domain';
 import { parseScheduledAt } from './schedule.ts';
 import type { Role } from './states.ts';
 
-/** Roles a restart may be restricted to. */
-export type RestartRole = 'primary' | 'standby_leader' | 'replica';
-
-/** A parsed POST /restart body. Every field is an optional condition or option. */
-export interface RestartRequest {
-  /** `restart_pending`: when true, restart only if the node has a pending restart. */
-  restartPending?: boolean;
-  /** `role`: restart only if the node's role equals this. */
-  role?: RestartRole;
-  /** `database_version` as given (`X.Y` or `X.Y.Z`), kept for display. */
-  databaseVersionText?: string;
-  /** `database_version` in server_version_num form (`15.18` → 150018): restart only if the current version is lower. */
-  databaseVersion?: number;
-  /** `timeout` in seconds (may be fractional, e.g. `500ms` → 0.5): wait this long for the database to accept connections. */
-  timeoutSeconds?: number;
-  /** `schedule` as epoch ms; absent for an immediate restart. */
-  atMs?: number;
-}
+// The request's shape and its `scheduled_restart` form belong to the machines library (the
+// scheduled restart machine keeps them): packages/machines/src/domain/restart-request.ts.
+export { restartConditionsData, type RestartRequest, type RestartRole };
 
 /** Outcome of `parseRestartRequest`: the request, or the HTTP status and exact message. */
 export type ParsedRestartRequest =
@@ -134,19 +119,6 @@ export function restartConditionsHold(
   const versionOk = req.databaseVersion === undefined || node.serverVersion < req.databaseVersion;
   const pendingOk = req.restartPending !== true || node.pendingRestart;
   return roleOk && versionOk && pendingOk ? { ok: true } : { ok: false, reason: RESTART_CONDITIONS_NOT_SATISFIED };
-}
-
-/**
- * The request's conditions in the member-key / API shape (`scheduled_restart`, seed 000 and
- * member.ts), with `schedule` rendered by the caller. Absent conditions are left out.
- */
-export function restartConditionsData(req: RestartRequest): Omit<ScheduledRestartData, 'schedule'> {
-  const out: Omit<ScheduledRestartData, 'schedule'> = {};
-  if (req.restartPending !== undefined) out.restart_pending = req.restartPending;
-  if (req.role !== undefined) out.role = req.role;
-  if (req.databaseVersionText !== undefined) out.database_version = req.databaseVersionText;
-  if (req.timeoutSeconds !== undefined) out.timeout = req.timeoutSeconds;
-  return out;
 }
 
 /**

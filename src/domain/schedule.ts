@@ -1,32 +1,14 @@
 /**
  * Scheduled actions (switchover, restart): when to run them and how to read their timestamp.
  *
- * Two pure functions shared by the scheduled switchover and scheduled restart machines and by the
- * HTTP handlers that accept `scheduled_at` / `schedule`:
- * - `decideScheduled` tells a cycle whether a plan waits, runs now or is stale
- *   (patroni.md §3.5: a plan more than 1.5 × loop_wait in the past is stale and cleared);
- * - `parseScheduledAt` turns the request's ISO 8601 text into epoch ms, or into the exact
- *   status and message of patroni.md §1.8 / §1.9.
+ * - `decideScheduled` (whether a plan waits, runs now or is stale, patroni.md §3.5) and
+ *   `formatScheduledAt` (the API's rendering of an instant) are the machines library's
+ *   (packages/machines/src/domain/schedule.ts, entry `@ha/machines/domain`), re-exported here;
+ * - `parseScheduledAt` turns the request's ISO 8601 text (`scheduled_at` / `schedule`) into epoch
+ *   ms, or into the exact status and message of patroni.md §1.8 / §1.9.
  * No I/O, no clock: the caller passes `nowMs`.
  */
-
-/** Outcome of `decideScheduled`. */
-export type ScheduledDecision = { kind: 'wait' } | { kind: 'runNow' } | { kind: 'stale' };
-
-/**
- * Decide what to do with a plan due at `atMs`, seen at `nowMs`.
- *
- * - `wait`: `nowMs < atMs` (the instant has not come; never early, not even by 1 ms);
- * - `runNow`: `atMs <= nowMs <= atMs + 1.5 × loopWaitMs` (the edge itself still runs);
- * - `stale`: later than that; the plan is dropped (patroni.md §3.5).
- *
- * All arguments in milliseconds (epoch ms for the instants). Never throws.
- */
-export function decideScheduled(atMs: number, nowMs: number, loopWaitMs: number): ScheduledDecision {
-  if (nowMs < atMs) return { kind: 'wait' };
-  if (nowMs - atMs <= 1.5 * loopWaitMs) return { kind: 'runNow' };
-  return { kind: 'stale' };
-}
+export { decideScheduled, formatScheduledAt, type ScheduledDecision } from '@ha/machines/domain';
 
 /** The action named in the schedule error messages. */
 export type ScheduledAction = 'switchover' | 'restart';
@@ -92,16 +74,6 @@ export function parseScheduledAt(
   const atMs = localMs - offsetMs;
   if (atMs < nowMs) return { ok: false, status: 422, message: `Cannot schedule ${action} in the past` };
   return { ok: true, atMs };
-}
-
-/**
- * Render epoch ms as the ISO 8601 text shown by the API (`scheduled_switchover.at`,
- * `scheduled_restart.schedule`): UTC with an explicit `+00:00` offset, milliseconds only when not
- * zero, e.g. `2026-05-01T10:00:00+00:00`. Throws RangeError for a non-finite or out-of-range value.
- */
-export function formatScheduledAt(atMs: number): string {
-  const iso = new Date(atMs).toISOString(); // throws RangeError when invalid
-  return iso.replace(/\.000Z$/, 'Z').replace(/Z$/, '+00:00');
 }
 
 /** Epoch ms of the given UTC fields, or undefined when a field is out of range (e.g. Feb 30). */

@@ -22,7 +22,7 @@ import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
 import { FileReceiptStore } from './receipts.ts';
 import { HaNode } from './ha-node.ts';
-import { Journal } from '../journal/journal.ts';
+import { Journal } from '@ha/machines';
 import { fileJournalSink } from './journal-file.ts';
 import { fetchStatusDocument } from './peers.ts';
 import { ProcessFence, takeFenceLog } from '../watchdog/process-fence.ts';

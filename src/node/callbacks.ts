@@ -25,7 +25,7 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { CallbackName } from '../config/command-line.ts';
-import type { Journal } from '../journal/journal.ts';
+import type { Journal } from '@ha/machines';
 import type { PgControl } from '../postgres/types.ts';
 import type { Clock, TimerHandle } from './clock.ts';
 

@@ -10,7 +10,7 @@ import type { PeerStatus } from '../domain/leader-race.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { DatabaseState } from '../domain/states.ts';
 import { parseHistoryFile, type HistoryLine, type LocalPosition } from '../domain/timeline-history.ts';
-import { BUSY_STATES } from '../machines/database.ts';
+import { BUSY_STATES } from '@ha/machines';
 import type { AdminCommands } from './admin.ts';
 import type { ConfigApplier } from './config-apply.ts';
 import type { Executor } from './executor.ts';

@@ -4,7 +4,7 @@
  * promotes or clones PostgreSQL.
  */
 import { fromPromise } from 'xstate';
-import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '../machines/database.ts';
+import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '@ha/machines';
 import { sleepOn, systemClock, type Clock } from './clock.ts';
 import type { PgControl, Upstream } from '../postgres/types.ts';
 import { isRewindNotStarted } from '../postgres/rewind-error.ts';

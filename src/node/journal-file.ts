@@ -5,7 +5,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { JournalSink } from '../journal/journal.ts';
+import type { JournalSink } from '@ha/machines';
 
 /**
  * A JournalSink writing to `path` (its directory created when missing). `maxBytes`: rotation

@@ -8,11 +8,11 @@ import type { Actor } from 'xstate';
 import type { ClusterView } from '../domain/cluster.ts';
 import type { ScheduledRestartData } from '../domain/member.ts';
 import { parseRestartRequest, type RestartRequest } from '../domain/restart-conditions.ts';
-import { restartMachine, restartPlanned, scheduledRestartOf } from '../machines/restart.ts';
-import { switchoverMachine, STALE } from '../machines/switchover.ts';
+import { restartMachine, restartPlanned, scheduledRestartOf } from '@ha/machines';
+import { switchoverMachine, STALE } from '@ha/machines';
 import type { Clock, TimerHandle } from './clock.ts';
-import type { Journal, Term } from '../journal/journal.ts';
-import { startJournaledActor } from '../journal/journaled-actor.ts';
+import type { Journal, Term } from '@ha/machines';
+import { startJournaledActor } from '@ha/machines';
 
 /** Where the leader stands with a switchover request (input of decideCycle). */
 export type SwitchoverPhase = 'wait' | 'run' | 'stale';

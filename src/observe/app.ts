@@ -11,8 +11,9 @@
  */
 import { Hono } from 'hono';
 import type { AnyStateMachine } from 'xstate';
-import { isChartFormat, renderChart, toDot, toSvg, type ChartFormat } from '../charts/index.ts';
-import type { Journal } from '../journal/journal.ts';
+import { isChartFormat, renderChart, toDot, type ChartFormat } from '@ha/machines';
+import { dotToSvg, toSvg } from '@ha/machines/svg';
+import type { Journal } from '@ha/machines';
 import { streamJournal } from './event-stream.ts';
 import { activeIdsOf, cachedChartModel, machineDocument, type ObservedMachine } from './machines-doc.ts';
 import { parseLimit, parseSince } from './query.ts';
@@ -61,7 +62,7 @@ function svgRatio(svg: string): number {
 }
 
 async function drawChart(machine: AnyStateMachine, format: ChartFormat, dir: ChartDirection, highlight: string[]): Promise<string> {
-  if (dir === 'LR' || (format !== 'svg' && format !== 'dot')) return renderChart(machine, format, { highlight });
+  if (dir === 'LR' || (format !== 'svg' && format !== 'dot')) return renderChart(machine, format, { highlight, dotToSvg });
   const model = cachedChartModel(machine);
   if (dir === 'TB') return format === 'svg' ? toSvg(model, { highlight, rankdir: 'TB' }) : toDot(model, { highlight, rankdir: 'TB' });
   // auto: decide on the un-highlighted LR layout (cached), so every highlight gets the same direction.

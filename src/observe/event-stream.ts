@@ -6,7 +6,7 @@
  */
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import type { Journal, JournalEntry } from '../journal/journal.ts';
+import type { Journal, JournalEntry } from '@ha/machines';
 
 /** Options of {@link streamJournal}. */
 export interface StreamJournalOptions {

@@ -1,7 +1,7 @@
 /** The GET /machines document: each observed machine's chart model, current state and context. */
 import type { AnyStateMachine, StateValue } from 'xstate';
-import { activeStateIds, chartModel, type ChartModel } from '../charts/index.ts';
-import { stateName } from '../journal/journaled-actor.ts';
+import { activeStateIds, chartModel, type ChartModel } from '@ha/machines';
+import { stateName } from '@ha/machines';
 import { jsonSafe } from './summary.ts';
 
 /** A machine shown by the observe routes: its definition and a way to read its live snapshot. */

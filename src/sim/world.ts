@@ -15,7 +15,7 @@ import { DYNAMIC_DEFAULTS } from '../domain/dynamic-config.ts';
 import { InMemoryDcs, InMemoryStore } from '../dcs/memory.ts';
 import { buildStatusDocument } from '../http/status-document.ts';
 import { HaNode } from '../node/ha-node.ts';
-import { Journal, type JournalEntry } from '../journal/journal.ts';
+import { Journal, type JournalEntry } from '@ha/machines';
 import type { PgControl } from '../postgres/types.ts';
 import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type Timing, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';

@@ -13,10 +13,10 @@ import {
   toDot,
   toJson,
   toMermaid,
-  toSvg,
   transitionLabel,
   type ChartModel,
-} from '../../src/charts/index.ts';
+} from '../../packages/machines/src/charts/index.ts';
+import { dotToSvg, toSvg } from '../../packages/machines/src/charts/svg.ts';
 import { SAMPLE_MACHINES, lifecycle, monitor } from './sample-machines.ts';
 
 /** Decode the entities Graphviz writes into SVG text and attributes. */
@@ -256,7 +256,7 @@ describe('every state and transition appears in every format', () => {
       expect(await renderChart(machine, 'mermaid')).toBe(toMermaid(model));
       expect(await renderChart(machine, 'dot')).toBe(toDot(model));
       expect(await renderChart(machine, 'json')).toBe(toJson(model));
-      expect(await renderChart(machine, 'svg')).toBe(await toSvg(model));
+      expect(await renderChart(machine, 'svg', { dotToSvg })).toBe(await toSvg(model));
     });
   }
 });
@@ -302,7 +302,7 @@ describe('renderers', () => {
     const dot = toDot(model, { highlight });
     expect(dot).toMatch(/"lifecycle\.running\.replica" \[[^\n]*fillcolor="#ff9966"/);
     expect(dot).not.toMatch(/"lifecycle\.crashed" \[[^\n]*fillcolor/);
-    const svg = await renderChart(lifecycle, 'svg', { highlight });
+    const svg = await renderChart(lifecycle, 'svg', { highlight, dotToSvg });
     expect(svgGroup(svg, 'state:lifecycle.running.replica')).toContain('fill="#ff9966"');
     expect(svgGroup(svg, 'state:lifecycle.crashed')).not.toContain('#ff9966');
   });
@@ -320,11 +320,19 @@ describe('renderers', () => {
     expect(isChartFormat('png')).toBe(false);
     await expect(renderChart(lifecycle, 'png' as never)).rejects.toThrow(/unknown chart format: png/);
   });
+
+  it('lays out svg only through the given dotToSvg (the library entry never loads Graphviz)', async () => {
+    await expect(renderChart(lifecycle, 'svg')).rejects.toThrow(/svg needs opts\.dotToSvg: import \{ dotToSvg \} from '@ha\/machines\/svg'/);
+    const seen: string[] = [];
+    const svg = await renderChart(lifecycle, 'svg', { highlight: ['lifecycle.starting'], dotToSvg: async (dot) => (seen.push(dot), '<svg/>') });
+    expect(svg).toBe('<svg/>');
+    expect(seen).toEqual([toDot(chartModel(lifecycle), { highlight: ['lifecycle.starting'] })]);
+  });
 });
 
 /** The project's machines, when their files exist (written by other engineers). */
 const PROJECT_MACHINE_FILES = ['switchover.ts', 'restart.ts', 'database.ts'];
-const machinesDir = fileURLToPath(new URL('../../src/machines/', import.meta.url));
+const machinesDir = fileURLToPath(new URL('../../packages/machines/src/machines/', import.meta.url));
 
 function isMachine(v: unknown): v is AnyStateMachine {
   return typeof v === 'object' && v !== null && 'root' in v && 'definition' in v && typeof (v as { id?: unknown }).id === 'string';
@@ -333,7 +341,7 @@ function isMachine(v: unknown): v is AnyStateMachine {
 describe('project machines', () => {
   for (const file of PROJECT_MACHINE_FILES) {
     const path = `${machinesDir}${file}`;
-    it.skipIf(!existsSync(path))(`src/machines/${file}: every state appears in every format`, async () => {
+    it.skipIf(!existsSync(path))(`packages/machines/src/machines/${file}: every state appears in every format`, async () => {
       const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
       const machines = Object.values(mod).filter(isMachine);
       expect(machines.length, `no exported machine in ${file}`).toBeGreaterThan(0);
@@ -343,7 +351,7 @@ describe('project machines', () => {
         checkMermaid(model, await renderChart(machine, 'mermaid'));
         checkDot(model, await renderChart(machine, 'dot'));
         checkJson(model, await renderChart(machine, 'json'));
-        checkSvg(model, await renderChart(machine, 'svg'));
+        checkSvg(model, await renderChart(machine, 'svg', { dotToSvg }));
       }
     });
   }

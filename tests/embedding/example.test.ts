@@ -1,3 +1,8 @@
+/**
+ * examples/embedding/run.mjs, as its header says to run it: plain `node`, importing
+ * `@ha/machines` by name (the workspace link to packages/machines, whose dist/ the unit project's
+ * global setup builds when it is stale: tests/support/machines-build.ts).
+ */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -9,8 +14,8 @@ function runExample(): Promise<{ code: number; stdout: string; stderr: string }>
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'examples/embedding/run.ts'],
-      { cwd: root, timeout: 15_000 },
+      ['examples/embedding/run.mjs'],
+      { cwd: root, timeout: 15_000, env: { ...process.env, NODE_OPTIONS: '' } },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -19,8 +24,8 @@ function runExample(): Promise<{ code: number; stdout: string; stderr: string }>
   });
 }
 
-describe('examples/embedding/run.ts', () => {
-  it('drives the three machines with fake effects and prints every transition', async () => {
+describe('examples/embedding/run.mjs', () => {
+  it('drives the three machines with fake effects and prints every transition, under plain node', async () => {
     const { code, stdout, stderr } = await runExample();
     expect(stderr).toBe('');
     expect(code).toBe(0);

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, waitFor } from 'xstate';
-import { databaseMachine } from '../../src/machines/database.ts';
-import { DATABASE_STATES } from '../../src/domain/states.ts';
-import { Journal } from '../../src/journal/journal.ts';
-import { startJournaledActor } from '../../src/journal/journaled-actor.ts';
-import { replayMachine } from '../../src/journal/replay.ts';
+import { DATABASE_STATES, Journal, databaseMachine, replayMachine, startJournaledActor } from '@ha/machines';
 
 /** Fake effects: each resolves (or rejects when listed in `fail`) and records its call. */
 function fakes(fail: string[] = []) {

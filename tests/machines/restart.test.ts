@@ -7,7 +7,7 @@ import {
   scheduledRestartOf,
   type RestartEvent,
   type ScheduledRestartRequest,
-} from '../../src/machines/restart.ts';
+} from '@ha/machines';
 
 const LOOP_WAIT_MS = 10_000;
 const AT = Date.UTC(2026, 4, 1, 10, 0, 0);

@@ -5,7 +5,7 @@ import {
   switchoverInProgress,
   switchoverMachine,
   type SwitchoverEvent,
-} from '../../src/machines/switchover.ts';
+} from '@ha/machines';
 
 const LOOP_WAIT_MS = 10_000;
 const AT = Date.UTC(2026, 4, 1, 10, 0, 0);

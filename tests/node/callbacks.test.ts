@@ -7,7 +7,7 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Journal } from '../../src/journal/journal.ts';
+import { Journal } from '@ha/machines';
 import { callbackFor, CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner, type DbPhase } from '../../src/node/callbacks.ts';
 import { systemClock } from '../../src/node/clock.ts';
 import type { PgControl } from '../../src/postgres/types.ts';

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Journal } from '../../src/journal/journal.ts';
+import { Journal } from '@ha/machines';
 import { fileJournalSink } from '../../src/node/journal-file.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ha-journal-'));

@@ -8,7 +8,7 @@ import {
   switchoverMachine,
   type StartInput,
   type StopInput,
-} from '../../src/machines/index.ts';
+} from '@ha/machines';
 import { createObserveRoutes, type ObservedMachine } from '../../src/observe/app.ts';
 
 export const T0 = Date.UTC(2026, 4, 1, 10, 0, 0);

@@ -37,7 +37,7 @@ describe('GET /machines', () => {
 
   it('gives null state and [] active states for a machine without a snapshot', async () => {
     const { createObserveRoutes } = await import('../../src/observe/app.ts');
-    const { Journal, restartMachine } = await import('../../src/machines/index.ts');
+    const { Journal, restartMachine } = await import('@ha/machines');
     const app = createObserveRoutes({
       journal: new Journal(),
       machines: () => [{ name: 'restart', machine: restartMachine, snapshot: () => undefined }],

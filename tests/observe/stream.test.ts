@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { JournalEntry } from '../../src/machines/index.ts';
+import type { JournalEntry } from '@ha/machines';
 import { fixture } from './fixture.ts';
 
 let current: ReturnType<typeof fixture> | undefined;

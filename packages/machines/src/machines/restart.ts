@@ -13,8 +13,7 @@
  * reason `stale`), and a second schedule never replaces the first (HTTP answers 409).
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import type { ScheduledRestartData } from '../domain/member.ts';
-import { restartConditionsData, type RestartRequest } from '../domain/restart-conditions.ts';
+import { restartConditionsData, type RestartRequest, type ScheduledRestartData } from '../domain/restart-request.ts';
 import { decideScheduled, formatScheduledAt } from '../domain/schedule.ts';
 
 /** A restart request with its instant (epoch ms) set. */
@@ -153,8 +152,8 @@ export const restartMachine = setup({
 export type RestartSnapshot = Pick<SnapshotFrom<typeof restartMachine>, 'value' | 'context'>;
 
 /**
- * The `scheduled_restart` object of the status document and member key (member.ts
- * ScheduledRestartData without `postmaster_start_time`, which the node adds): `schedule` as
+ * The `scheduled_restart` object of the status document and member key (ScheduledRestartData
+ * without `postmaster_start_time`, which the node adds): `schedule` as
  * ISO 8601 with `+00:00`, plus the given conditions. Undefined unless the machine is in
  * `scheduled`. Never throws for a snapshot of this machine.
  */

@@ -17,14 +17,27 @@ export function stateName(value: unknown): string {
   return String(value);
 }
 
+/** Options of {@link startJournaledActor}. */
+export interface JournaledActorOptions<M extends AnyStateMachine> {
+  /** The machine's name in the journal (`machine` of each entry), e.g. `'database'`. */
+  name: string;
+  /** The machine's input, as for `createActor(machine, { input })`; journaled in the `start` entry. */
+  input: InputFrom<M>;
+  /** Where the entries go. */
+  journal: Journal;
+  /** The node's term, read at each transition and written into its entry. */
+  term?: () => Term;
+  /** A persisted snapshot to restore instead of starting from the initial state. */
+  snapshot?: unknown;
+}
+
 /**
- * Starts `machine` as a journaled actor named `name`. `term()` is read at each transition.
- * Returns the started actor.
+ * Starts `machine` as a journaled actor named `name`: a `start` entry with the input, an `event`
+ * entry for every event the actor receives (errors as `{ message }`), a `transition` entry for
+ * every change of state value (with the context's `reason`, or `lastError` after an actor's
+ * error). `term()` is read at each transition. Returns the started actor.
  */
-export function startJournaledActor<M extends AnyStateMachine>(
-  machine: M,
-  opts: { name: string; input: InputFrom<M>; journal: Journal; term?: () => Term; snapshot?: unknown },
-): Actor<M> {
+export function startJournaledActor<M extends AnyStateMachine>(machine: M, opts: JournaledActorOptions<M>): Actor<M> {
   const { journal, name } = opts;
   let root: AnyActorRef | undefined;
   let lastEvent = 'xstate.init';

@@ -1,33 +1,35 @@
+// @ts-check
 /**
  * Embedding the HA machines: drives the database lifecycle, scheduled switchover and scheduled
- * restart machines with fake effects and a fake clock (no PostgreSQL, no etcd), and prints every
- * transition as `machine: from -> to (event) reason`.
+ * restart machines of `@ha/machines` with fake effects and a fake clock (no PostgreSQL, no
+ * etcd), and prints every transition as `machine: from -> to (event) reason`.
  *
- *   node --import tsx examples/embedding/run.ts
+ * Plain JavaScript run by plain Node.js: it imports the package by name, as any project that
+ * installed it would (here the repository's workspace link to packages/machines, whose dist/ is
+ * built by `npm run build`, which `npm ci` runs):
+ *
+ *   npm run build -w @ha/machines && node examples/embedding/run.mjs
  *
  * Exits 0 when every machine ended where the script expects, 1 otherwise.
  */
 import { fromPromise, waitFor } from 'xstate';
-import {
-  BUSY_STATES,
-  Journal,
-  databaseMachine,
-  replayMachine,
-  restartMachine,
-  startJournaledActor,
-  switchoverMachine,
-  type StartInput,
-  type StopInput,
-} from 'ha/machines';
+import { BUSY_STATES, Journal, databaseMachine, replayMachine, restartMachine, startJournaledActor, switchoverMachine } from '@ha/machines';
 
 /** The example's own clock: time only moves when the script says so. */
 let clockMs = Date.parse('2026-05-01T10:00:00Z');
-const now = (): number => clockMs;
-const advance = (ms: number): number => (clockMs += ms);
+const now = () => clockMs;
+/** @param {number} ms */
+const advance = (ms) => (clockMs += ms);
 
-/** A fake effect: resolves (or rejects) on a later turn of the event loop, as real I/O would. */
-function fake<I>(name: string, fail: (input: I) => boolean = () => false) {
-  return fromPromise<unknown, I>(async ({ input }) => {
+/**
+ * A fake effect: resolves (or rejects) on a later turn of the event loop, as real I/O would.
+ * @template I
+ * @param {string} name
+ * @param {(input: I) => boolean} [fail]
+ * @returns {import('xstate').PromiseActorLogic<unknown, I>}
+ */
+function fake(name, fail = () => false) {
+  return fromPromise(async ({ input }) => {
     await new Promise((r) => setImmediate(r));
     if (fail(input)) throw new Error(`${name} failed (fake)`);
     return undefined;
@@ -41,9 +43,9 @@ const database = databaseMachine.provide({
     customBootstrap: fake('customBootstrap'),
     clone: fake('clone'),
     // The first start as a replica fails, to show a failed effect becoming a state.
-    start: fake<StartInput>('start', (i) => i.role === 'replica' && ++startAttempts === 1),
-    stop: fake<StopInput>('stop'),
-    restart: fake<StartInput>('restart'),
+    start: fake('start', (/** @type {import('@ha/machines').StartInput} */ i) => i.role === 'replica' && ++startAttempts === 1),
+    stop: fake('stop'),
+    restart: fake('restart'),
     promote: fake('promote'),
   },
 });
@@ -53,16 +55,22 @@ journal.subscribe((e) => {
   if (e.kind === 'transition') console.log(`${e.machine}: ${e.from} -> ${e.to} (${e.event})${e.reason ? ` ${e.reason}` : ''}`);
 });
 
-const busy = new Set<string>(BUSY_STATES);
+/** @type {Set<string>} */
+const busy = new Set(BUSY_STATES);
 const db = startJournaledActor(database, { name: 'database', input: { at: now() }, journal, term: () => ({ timeline: 1, leader: 'example' }) });
-/** Sends a command and waits until the effect it started has finished. */
-async function command(event: Parameters<typeof db.send>[0]): Promise<string> {
+/**
+ * Sends a command and waits until the effect it started has finished.
+ * @param {import('@ha/machines').DatabaseEvent} event
+ * @returns {Promise<string>} the state it settled in
+ */
+async function command(event) {
   db.send(event);
   const s = await waitFor(db, (snap) => !busy.has(String(snap.value)), { timeout: 5000 });
   return String(s.value);
 }
 
-const results: Record<string, string> = {};
+/** @type {Record<string, string>} */
+const results = {};
 results.bootstrap = await command({ type: 'cmd.bootstrap', reason: 'no leader, bootstrapping', at: advance(1000) });
 results.restart = await command({ type: 'cmd.restart', reason: 'restart requested', at: advance(1000) });
 results.demote = await command({ type: 'cmd.demote', mode: 'fast', reason: 'lost the leader lock', at: advance(1000) });
@@ -102,7 +110,8 @@ db.stop();
 switchover.stop();
 restart.stop();
 
-const expected: Record<string, string> = {
+/** @type {Record<string, string>} */
+const expected = {
   bootstrap: 'running',
   restart: 'running',
   demote: 'stopped',

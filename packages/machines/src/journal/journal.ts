@@ -1,8 +1,8 @@
 /**
  * The journal: every event a machine receives and every transition it makes, kept in memory for
  * GET /events and its live stream, and handed as JSON lines to an optional sink (the agent's is a
- * file beside the data directory with rotation: src/node/journal-file.ts). No I/O here, so the
- * `ha/machines` library entry stays free of it.
+ * file beside the data directory with rotation: src/node/journal-file.ts of the agent). No I/O
+ * here, so the library stays free of it.
  *
  * Replaying the `event` entries of one machine through `transition()` from its recorded input
  * rebuilds the same state (see replay.ts); for that, machines keep time as data and error payloads
@@ -11,7 +11,9 @@
 
 /** Term of the node when an entry was written: its timeline and the leader lock holder. */
 export interface Term {
+  /** The node's timeline. */
   timeline?: number;
+  /** Name of the leader lock holder. */
   leader?: string;
 }
 
@@ -68,6 +70,11 @@ export function toJournalValue(v: unknown): unknown {
   return v;
 }
 
+/**
+ * The journal of one node (or one embedding): numbered entries kept in memory (the last `keep`),
+ * each also handed to the sink as a JSON line when there is one, and to every subscriber.
+ * Synchronous throughout, so the order of entries is the order of events.
+ */
 export class Journal {
   private seq = 0;
   private readonly recentEntries: JournalEntry[] = [];
@@ -75,6 +82,7 @@ export class Journal {
   private readonly keep: number;
   private readonly now: () => number;
 
+  /** A journal in memory, with an optional sink; see {@link JournalOptions}. */
   constructor(private readonly opts: JournalOptions = {}) {
     this.keep = opts.keep ?? 2000;
     this.now = opts.now ?? Date.now;

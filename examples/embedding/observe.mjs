@@ -1,25 +1,28 @@
+// @ts-check
 /**
  * The observe routes around embedded machines: serves /ui, /machines and /events for the three
- * machines driven by fake effects (no PostgreSQL, no etcd), moving them every `--every` ms.
+ * machines of `@ha/machines` driven by fake effects (no PostgreSQL, no etcd), moving them every
+ * `--every` ms. The routes are the agent's own (`ha/observe`, the `ha` package's build).
  *
- *   node --import tsx examples/embedding/observe.ts [--port 8008] [--every 1000]
+ * Plain JavaScript run by plain Node.js, importing both packages by name (in the repository: the
+ * workspace link and the root package itself, after `npm run build`, which `npm ci` runs):
+ *
+ *   npm run build && node examples/embedding/observe.mjs [--port 8008] [--every 1000]
  *
  * Prints `listening on <url>` once ready; stops on SIGINT/SIGTERM.
  */
 import { serve } from '@hono/node-server';
-import { fromPromise, type AnyActorRef } from 'xstate';
-import {
-  Journal,
-  databaseMachine,
-  restartMachine,
-  startJournaledActor,
-  switchoverMachine,
-  type StartInput,
-  type StopInput,
-} from 'ha/machines';
-import { createObserveRoutes, type ObservedMachine } from '../../src/observe/app.ts';
+import { fromPromise } from 'xstate';
+import { Journal, databaseMachine, restartMachine, startJournaledActor, switchoverMachine } from '@ha/machines';
+import { createObserveRoutes } from 'ha/observe';
 
-function arg(name: string, fallback: number): number {
+/**
+ * A numeric `--name <value>` argument.
+ * @param {string} name
+ * @param {number} fallback
+ * @returns {number}
+ */
+function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
   return Number.isFinite(v) ? v : fallback;
@@ -27,16 +30,19 @@ function arg(name: string, fallback: number): number {
 const port = arg('port', 8008);
 const everyMs = arg('every', 1000);
 
-/** A fake effect that takes a little time, like a real one. */
-const effect = <I>() => fromPromise<unknown, I>(() => new Promise((r) => setTimeout(r, Math.min(300, everyMs / 3))));
+/**
+ * A fake effect that takes a little time, like a real one.
+ * @returns {import('xstate').PromiseActorLogic<unknown, any>}
+ */
+const effect = () => fromPromise(() => new Promise((r) => setTimeout(r, Math.min(300, everyMs / 3))));
 const database = databaseMachine.provide({
   actors: {
     initdb: effect(),
     customBootstrap: effect(),
     clone: effect(),
-    start: effect<StartInput>(),
-    stop: effect<StopInput>(),
-    restart: effect<StartInput>(),
+    start: effect(),
+    stop: effect(),
+    restart: effect(),
     promote: effect(),
   },
 });
@@ -47,11 +53,14 @@ const db = startJournaledActor(database, { name: 'database', input: { at: Date.n
 const switchover = startJournaledActor(switchoverMachine, { name: 'switchover', input: { loopWaitMs: 10_000 }, journal });
 const restart = startJournaledActor(restartMachine, { name: 'restart', input: { loopWaitMs: 10_000 }, journal });
 
-const observed = (name: string, machine: ObservedMachine['machine'], actor: AnyActorRef): ObservedMachine => ({
-  name,
-  machine,
-  snapshot: () => actor.getSnapshot() as { value: unknown; context: unknown },
-});
+/**
+ * One machine as the observe routes show it.
+ * @param {string} name
+ * @param {import('ha/observe').ObservedMachine['machine']} machine
+ * @param {import('xstate').AnyActorRef} actor
+ * @returns {import('ha/observe').ObservedMachine}
+ */
+const observed = (name, machine, actor) => ({ name, machine, snapshot: () => actor.getSnapshot() });
 const machines = [observed('database', databaseMachine, db), observed('switchover', switchoverMachine, switchover), observed('restart', restartMachine, restart)];
 const cluster = () => ({
   scope: 'example',
@@ -62,7 +71,8 @@ const cluster = () => ({
 });
 
 /** One step of a scripted loop through the three machines. */
-const script: (() => void)[] = [
+/** @type {(() => void)[]} */
+const script = [
   () => db.send({ type: 'cmd.bootstrap', reason: 'no leader, bootstrapping', at: Date.now() }),
   () => switchover.send({ type: 'switchover.requested', leader: 'example', candidate: 'example-2', atMs: Date.now() + everyMs, now: Date.now() }),
   () => switchover.send({ type: 'clock.tick', now: Date.now() + everyMs }),
@@ -87,7 +97,7 @@ const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, (info) =
   console.log(`listening on http://127.0.0.1:${info.port}/ui`);
 });
 
-function shutdown(): void {
+function shutdown() {
   clearInterval(timer);
   server.close();
   for (const a of [db, switchover, restart]) a.stop();

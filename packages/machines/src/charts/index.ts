@@ -1,26 +1,37 @@
-/** State chart export for any XState v5 machine: Mermaid, DOT, SVG or JSON. See docs/charts.md. */
+/**
+ * State chart export for any XState v5 machine: Mermaid, DOT, SVG or JSON. See docs/charts.md.
+ *
+ * Everything here is plain string work on the machine's definition. SVG needs Graphviz: it lives
+ * in its own entry point, `@ha/machines/svg` (svg.ts, with the optional peer dependency
+ * @viz-js/viz), and reaches {@link renderChart} only through `opts.dotToSvg`, so that importing
+ * the library never loads (nor makes a bundler resolve) the Graphviz module.
+ */
 import type { AnyStateMachine } from 'xstate';
 import { chartModel } from './model.ts';
 import { toMermaid } from './mermaid.ts';
 import { toDot } from './dot.ts';
-import { toSvg } from './svg.ts';
 import { toJson } from './json.ts';
 
 export { chartModel, activeStateIds, guardLabel, transitionLabel } from './model.ts';
 export type { ChartModel, ChartState, ChartStateType, ChartTransition } from './model.ts';
 export { toMermaid, mermaidIds, mermaidText, type MermaidOptions } from './mermaid.ts';
 export { toDot, anchorName, clusterName, type DotOptions } from './dot.ts';
-export { toSvg, dotToSvg } from './svg.ts';
 export { toJson } from './json.ts';
 
 /** Output formats of {@link renderChart}. */
 export const CHART_FORMATS = ['mermaid', 'dot', 'svg', 'json'] as const;
+/** One of {@link CHART_FORMATS}. */
 export type ChartFormat = (typeof CHART_FORMATS)[number];
 
 /** Options of {@link renderChart}. */
 export interface RenderChartOptions {
   /** State ids (dot paths like `'ha.primary.running'`) to highlight; ignored by `json`. */
   highlight?: readonly string[];
+  /**
+   * Renders DOT text to an SVG document; needed for the `svg` format only. Pass `dotToSvg` from
+   * `@ha/machines/svg` (Graphviz compiled to WASM), or your own renderer.
+   */
+  dotToSvg?: (dot: string) => Promise<string>;
 }
 
 /** True when `s` is one of {@link CHART_FORMATS}. */
@@ -31,10 +42,11 @@ export function isChartFormat(s: string): s is ChartFormat {
 /**
  * Render a machine's chart, generated from its definition.
  * @param machine any XState v5 machine.
- * @param format `'mermaid'` (stateDiagram-v2), `'dot'` (Graphviz), `'svg'` (Graphviz via WASM,
- *   offline) or `'json'` (the {@link ChartModel}).
+ * @param format `'mermaid'` (stateDiagram-v2), `'dot'` (Graphviz), `'svg'` (the DOT laid out by
+ *   `opts.dotToSvg`) or `'json'` (the {@link ChartModel}).
  * @returns the text, ending with a newline for the text formats.
- * @throws Error `unknown chart format` for any other format; Graphviz errors for `svg`.
+ * @throws Error `unknown chart format` for any other format; for `svg`, Error `svg needs
+ *   opts.dotToSvg` when it is missing, and whatever the renderer throws (Graphviz errors).
  */
 export async function renderChart(
   machine: AnyStateMachine,
@@ -49,7 +61,10 @@ export async function renderChart(
     case 'dot':
       return toDot(model, { highlight });
     case 'svg':
-      return toSvg(model, { highlight });
+      if (opts.dotToSvg === undefined) {
+        throw new Error("svg needs opts.dotToSvg: import { dotToSvg } from '@ha/machines/svg' (needs @viz-js/viz)");
+      }
+      return opts.dotToSvg(toDot(model, { highlight }));
     case 'json':
       return toJson(model);
     default:

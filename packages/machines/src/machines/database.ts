@@ -2,7 +2,7 @@
  * The database lifecycle machine: the one owner of the postmaster (style.md habit 4).
  *
  * Its states are exactly the 15 database states of seed 000 ("States and transitions"), with the
- * numbers of src/domain/states.ts. The seed does not show the transitions; they are ours, written
+ * numbers of domain/states.ts. The seed does not show the transitions; they are ours, written
  * down in docs/machines.md and below. Effects are named actors the caller provides
  * (`initdb`, `customBootstrap`, `clone`, `start`, `stop`, `restart`, `promote`); every invoke has
  * onError, so a failed effect is a state, never a crash.
@@ -29,6 +29,7 @@ export type AfterStop = { kind: 'none' } | { kind: 'start'; role: StartRole } | 
 
 /** Input of the actors that start PostgreSQL. */
 export interface StartInput {
+  /** The role to start (or restart) PostgreSQL in. */
   role: StartRole;
 }
 
@@ -37,11 +38,13 @@ export type ReplicaMethod = 'basebackup' | 'rewind';
 
 /** Input of the clone actor. */
 export interface CloneInput {
+  /** A new base backup, or pg_rewind of the existing data directory. */
   method: ReplicaMethod;
 }
 
 /** Input of the stop actor. */
 export interface StopInput {
+  /** PostgreSQL's shutdown mode (`pg_ctl stop -m`). */
   mode: 'fast' | 'immediate';
 }
 
@@ -73,29 +76,31 @@ export interface DatabaseInput {
   at: number;
 }
 
-interface Cmd {
+/** The fields every {@link DatabaseEvent} carries. */
+export interface DatabaseEventBase {
+  /** Why the command was given or the observation made (kept in context, journaled with the transition). */
   reason: string;
-  /** Epoch ms. */
+  /** Epoch ms of the command or observation: the machine's only clock. */
   at: number;
 }
 
 /** Events of the database machine: commands from the HA loop / API, observations of the postmaster. */
 export type DatabaseEvent =
-  | ({ type: 'cmd.bootstrap' } & Cmd)
-  | ({ type: 'cmd.customBootstrap' } & Cmd)
-  | ({ type: 'cmd.clone' } & Cmd)
-  | ({ type: 'cmd.start'; role: StartRole } & Cmd)
-  | ({ type: 'cmd.stop'; mode: 'fast' | 'immediate' } & Cmd)
-  | ({ type: 'cmd.restart' } & Cmd)
-  | ({ type: 'cmd.promote' } & Cmd)
-  | ({ type: 'cmd.demote'; mode: 'fast' | 'immediate' } & Cmd)
-  | ({ type: 'cmd.reinitialize' } & Cmd)
+  | ({ type: 'cmd.bootstrap' } & DatabaseEventBase)
+  | ({ type: 'cmd.customBootstrap' } & DatabaseEventBase)
+  | ({ type: 'cmd.clone' } & DatabaseEventBase)
+  | ({ type: 'cmd.start'; role: StartRole } & DatabaseEventBase)
+  | ({ type: 'cmd.stop'; mode: 'fast' | 'immediate' } & DatabaseEventBase)
+  | ({ type: 'cmd.restart' } & DatabaseEventBase)
+  | ({ type: 'cmd.promote' } & DatabaseEventBase)
+  | ({ type: 'cmd.demote'; mode: 'fast' | 'immediate' } & DatabaseEventBase)
+  | ({ type: 'cmd.reinitialize' } & DatabaseEventBase)
   /** Rewind the stopped data directory from the leader (pg_rewind), then start as its replica. */
-  | ({ type: 'cmd.rewind' } & Cmd)
+  | ({ type: 'cmd.rewind' } & DatabaseEventBase)
   /** The postmaster of a running database is gone. */
-  | ({ type: 'pg.died' } & Cmd)
+  | ({ type: 'pg.died' } & DatabaseEventBase)
   /** At agent start: a postmaster is already running with this role. */
-  | ({ type: 'pg.found'; role: StartRole } & Cmd);
+  | ({ type: 'pg.found'; role: StartRole } & DatabaseEventBase);
 
 function notProvided(name: string) {
   return fromPromise<unknown, unknown>(async () => {

@@ -1,4 +1,13 @@
-/** SVG from a {@link ChartModel}, rendered offline by Graphviz compiled to WASM (@viz-js/viz). */
+/**
+ * The `@ha/machines/svg` entry point: SVG from a {@link ChartModel}, rendered offline by Graphviz
+ * compiled to WASM (@viz-js/viz, an optional peer dependency of the package: install it to use
+ * this entry). Kept out of the main entry so that the machines load, and bundle, without it.
+ * Runs in Node and in browsers alike.
+ *
+ * @packageDocumentation
+ */
+export type { ChartModel, ChartState, ChartStateType, ChartTransition } from './model.ts';
+export type { DotOptions } from './dot.ts';
 import type { Viz } from '@viz-js/viz';
 import type { ChartModel } from './model.ts';
 import { toDot, type DotOptions } from './dot.ts';
@@ -27,7 +36,7 @@ export async function dotToSvg(dot: string): Promise<string> {
 }
 
 /**
- * Render a model as SVG: {@link toDot} then Graphviz. Node/cluster/edge ids from the DOT
+ * Render a model as SVG: `toDot` (of the main entry) then Graphviz. Node/cluster/edge ids from the DOT
  * (`state:<id>`, `edge:<source>-><target>:<i>`) are kept as SVG `id` attributes.
  * @throws Error when Graphviz fails.
  */

@@ -174,7 +174,9 @@ export type SwitchoverSnapshot = Pick<SnapshotFrom<typeof switchoverMachine>, 'v
 export interface ScheduledSwitchoverSummary {
   /** ISO 8601 with `+00:00`, e.g. `2026-05-01T10:00:00+00:00`. */
   at: string;
+  /** The leader the switchover starts from, when the plan names it. */
   from?: string;
+  /** The candidate to promote, when the plan names one. */
   to?: string;
 }
 

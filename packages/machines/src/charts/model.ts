@@ -16,14 +16,17 @@ export interface ChartState {
   key: string;
   /** Id of the parent state; absent only for the root. */
   parent?: string;
+  /** What kind of state node it is. */
   type: ChartStateType;
   /** Id of the initial child (compound states only). */
   initial?: string;
   /** `'shallow'` or `'deep'` (history states only). */
   history?: 'shallow' | 'deep';
+  /** The state's tags (e.g. `'execute'`), as defined. */
   tags?: string[];
   /** `src` names of the actors invoked while in this state (`'inline'` for inline logic). */
   invokes?: string[];
+  /** The state's `description`, as defined. */
   description?: string;
 }
 
@@ -53,7 +56,9 @@ export interface ChartTransition {
 export interface ChartModel {
   /** The machine id. */
   id: string;
+  /** Every state node, the root first, then depth-first in definition order. */
   states: ChartState[];
+  /** Every transition, in definition order. */
   transitions: ChartTransition[];
 }
 
