@@ -107,7 +107,7 @@ describe("tools' keys (x-…)", () => {
     const snapshot = primaryLeader({ cluster: commands.view });
     const shown = appFor(snapshot, commands).app;
     expect(await (await shown.request('/config')).json()).toEqual({ ...SETTLED, 'x-vip-manager': tool });
-    expect((await (await shown.request('/ha')).json())['config_ignored']).toBeUndefined();
+    expect(((await (await shown.request('/ha')).json()) as Record<string, unknown>)['config_ignored']).toBeUndefined();
 
     const put = await send(app, 'PUT', '/config', { ...SETTLED, 'x-vip-manager': { vip: '10.0.0.101' }, 'x-backup': 1 });
     expect(put.status).toBe(200);
@@ -135,7 +135,7 @@ describe('keys already stored that the agent does not read', () => {
   it('are named in /ha with why, and nothing else there changes', async () => {
     const cluster = clusterView({ config: { value: LEGACY, revision: '11' } });
     const { app } = appFor(primaryLeader({ cluster }));
-    const ha = await (await app.request('/ha')).json();
+    const ha = (await (await app.request('/ha')).json()) as Record<string, unknown>;
     expect(ha['config_ignored']).toEqual({
       old_tool_setting: 'unknown key',
       max_timelines_history: 'not supported: the history key keeps every entry',
