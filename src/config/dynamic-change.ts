@@ -182,7 +182,9 @@ export function checkPatch(stored: Doc, patch: Doc): ChangeResult {
   const written = writtenDialect(patch);
   if (written === 'both') return { ok: false, problems: [MIXED] };
   const dialect = storedDialect(stored);
-  const from = written ?? dialect;
+  // A section the stored document already holds is that section (a native document may keep an
+  // unread `postgresql` section: `{"postgresql": null}` deletes it, never `database`).
+  const from = written !== undefined && !Object.hasOwn(stored, DIALECT_NAMES[written].section) ? written : dialect;
   const unread = addedUnread(unreadKeys(patch, { skipNull: true }), patch, from, stored);
   if (unread.length) return { ok: false, problems: unread.map(formatUnread) };
   const merged = keepDialect(mergeDocuments(stored, renameDocument(patch, from, dialect)), dialect);

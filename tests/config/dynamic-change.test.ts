@@ -39,6 +39,11 @@ describe('checkPatch', () => {
     expect(doc(checkPatch(patroni, { postgresql: null }))).toEqual({ ttl: 30, postgresql: {} });
   });
 
+  it('a section the stored document holds is that section: deleting an unread postgresql section keeps database', () => {
+    const both = { ttl: 30, database: { use_slots: false }, postgresql: { use_pg_rewind: true } };
+    expect(doc(checkPatch(both, { postgresql: null }))).toEqual({ ttl: 30, database: { use_slots: false } });
+  });
+
   it('refuses a patch mixing the dialects, and bad values in its own names', () => {
     expect(problems(checkPatch(STORED, { database: {}, postgresql: {} }))).toEqual([
       "(root): mixes the two dialects: database (native) and postgresql (the reference's) are the same section; write one",
