@@ -4,8 +4,10 @@
  * version's, another tool's, a typo) is reported (log, once per agent; /ha `config_ignored`),
  * not obeyed, not dropped, and the cluster keeps running on the settings it does read; the API
  * refuses adding such keys; a document in the reference's dialect (`postgresql: {parameters}`)
- * written into etcd is read.
+ * written into etcd is read. node1 runs from a file in the reference's dialect (`postgresql:`,
+ * `bootstrap.dcs.postgresql.use_pg_rewind`), node2 from ours.
  */
+import { readFile, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/processes.ts';
 import { TestCluster } from './support/cluster.ts';
@@ -15,7 +17,11 @@ let leader = '';
 let replica = '';
 
 beforeAll(async () => {
-  c = await TestCluster.create({ nodes: 2, ttl: 10, loopWait: 2, retryTimeout: 3 });
+  c = await TestCluster.create({ nodes: 2, ttl: 10, loopWait: 2, retryTimeout: 3, dcsExtra: ['x-e2e: {written-by: config-keys.test.ts}'] });
+  // node1's file in the reference's dialect.
+  const file = c.node('node1').configPath;
+  const text = await readFile(file, 'utf8');
+  await writeFile(file, text.replace(/^database:$/m, 'postgresql:').replace(/^ {4}retry_timeout: (\d+)$/m, '    retry_timeout: $1\n    postgresql: {use_pg_rewind: true}'));
   c.startAll();
   try {
     leader = await c.settled(120_000);
@@ -39,6 +45,17 @@ async function patchConfig(name: string, body: unknown): Promise<{ status: numbe
   const r = await fetch(`http://127.0.0.1:${n.apiPort}/config`, { method: 'PATCH', body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
   return { status: r.status, body: await r.text() };
 }
+
+describe("a member file in the reference's dialect", () => {
+  it('runs its member in the cluster beside a member of ours', async () => {
+    const text = await readFile(c.node('node1').configPath, 'utf8');
+    expect(text).toMatch(/^postgresql:$/m);
+    expect(text).toMatch(/^ {4}postgresql: \{use_pg_rewind: true\}$/m);
+    for (const n of c.nodes) expect((await c.get(n.name, '/ha')).json()?.['state'], n.name).toBe('running');
+    // The tool's key of bootstrap.dcs was seeded as it is.
+    expect(JSON.parse((await c.etcdGet('config'))!)['x-e2e']).toEqual({ 'written-by': 'config-keys.test.ts' });
+  });
+});
 
 describe('keys the agents do not read, written straight into etcd', () => {
   it('are reported once and in /ha, not obeyed, not dropped; the cluster keeps running on what it reads', async () => {
