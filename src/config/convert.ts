@@ -7,7 +7,7 @@
  */
 import YAML, { isMap, isScalar, type Document, type Pair } from 'yaml';
 import { ConfigError } from './config-error.ts';
-import { readFileDocument } from './load.ts';
+import { readFileDocument, REFERENCE_YAML } from './load.ts';
 import type { FileOp } from './local-dialect.ts';
 
 /** The comments of a pair (before its key, after its value), joined. */
@@ -61,7 +61,7 @@ function applyToDocument(doc: Document, op: FileOp): void {
 export function convertConfigText(text: string, source: string): string {
   const t = readFileDocument(text, source);
   if (t.problems.length > 0) throw new ConfigError(source, t.problems);
-  const doc = YAML.parseDocument(text, { version: t.dialect === 'patroni' ? '1.1' : '1.2' });
+  const doc = YAML.parseDocument(text, t.dialect === 'patroni' ? REFERENCE_YAML : { version: '1.2' });
   for (const op of t.ops) applyToDocument(doc, op);
   doc.setSchema('1.2');
   return doc.toString();

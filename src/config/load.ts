@@ -116,8 +116,28 @@ function withSuggestion(problem: string): string {
   return known ? `${path.join('.')}: ${unknownKeyProblem(key, path.length === 1 ? [...known, 'postgresql'] : known)}` : problem;
 }
 
+/** PyYAML's booleans (the reference's parser): `yes`, `on`, `true` and their opposites, in three cases; not `y`/`n`. */
+const PYYAML_BOOLEANS: Readonly<Record<string, RegExp>> = {
+  true: /^(?:yes|Yes|YES|true|True|TRUE|on|On|ON)$/,
+  false: /^(?:no|No|NO|false|False|FALSE|off|Off|OFF)$/,
+};
+
+/**
+ * Options to parse YAML 1.1 as the reference does (PyYAML's `safe_load`): the `yaml` package's
+ * 1.1 schema, whose booleans are narrowed to PyYAML's (it also reads `y` and `n` as booleans, so
+ * a member named `n` would be `false`).
+ */
+export const REFERENCE_YAML: YAML.DocumentOptions & YAML.SchemaOptions = {
+  version: '1.1',
+  customTags: (tags) =>
+    tags.map((t) => {
+      if (typeof t !== 'object' || !('tag' in t) || t.tag !== 'tag:yaml.org,2002:bool' || !('test' in t) || !(t.test instanceof RegExp)) return t;
+      return { ...t, test: t.test.test('yes') ? PYYAML_BOOLEANS['true']! : PYYAML_BOOLEANS['false']! } as typeof t;
+    }),
+};
+
 function parseYaml(text: string, source: string, version: '1.1' | '1.2'): Record<string, unknown> {
-  const doc = YAML.parseDocument(text, { prettyErrors: true, version });
+  const doc = YAML.parseDocument(text, { prettyErrors: true, ...(version === '1.1' ? REFERENCE_YAML : { version }) });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,

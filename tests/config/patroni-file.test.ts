@@ -126,6 +126,9 @@ describe("a file of the reference's dialect", () => {
     expect(c.tags).toEqual({ nofailover: false, nosync: true });
     expect(c.bootstrap.dcs.database.use_db_rewind).toBe(true);
     expect(c.bootstrap.dcs.database.parameters).toEqual({ wal_log_hints: 'on' });
+    // PyYAML's booleans, not the y/n of other YAML 1.1 parsers: a member may be named n.
+    expect(parseConfig(PATRONI_YAML.replace('name: node1', 'name: n'), {}).name).toBe('n');
+    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}tags: {nofailover: y}\n`, {}))).toEqual(['tags.nofailover: must be true or false, got "y"']);
     // Ours stays YAML 1.2: `on` is a string.
     expect(parseConfig(`${GOOD_YAML}tags: {custom: no}\n`, {}).tags).toEqual({ custom: 'no' });
   });
