@@ -99,10 +99,9 @@ export function parseDcsUrl(text: string): string[] {
 }
 
 /**
- * Reads the configuration file for hactl (either dialect: ours, or the reference's patroni.yml).
- * The full agent validation (loadConfig) is tried first; a file that only names `scope`,
- * `namespace` and `etcd3.hosts` (or `etcd3.host`) (a client-only file, or a patroni.yml with keys
- * the agent does not implement) is accepted too. Throws a usage error (exit 2) naming the file when neither works.
+ * Reads the configuration file for hactl. The full agent validation (loadConfig) is tried first;
+ * a file that only names `scope`, `namespace` and `etcd3.hosts` (a client-only file) is accepted
+ * too. Throws a usage error (exit 2) naming the file when neither works.
  */
 async function readConfigTarget(path: string): Promise<FileTarget> {
   try {
@@ -124,8 +123,7 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
     }
     const d = (doc ?? {}) as Record<string, unknown>;
     const etcd = d['etcd3'] as Record<string, unknown> | undefined;
-    // `etcd3.host` (one endpoint) is the reference's other way to name it (docs/configuration.md).
-    const raw = etcd?.['hosts'] ?? etcd?.['host'];
+    const raw = etcd?.['hosts'];
     const hosts = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : [];
     if (hosts.length === 0) throw usageError(e.message);
     const { etcd3, ctl } = clientOnlySections(d, hosts);

@@ -36,26 +36,6 @@ describe('target resolution', () => {
     expect((await resolveTarget({ config: file, scope: 'beta' }, 'gamma', {})).scope).toBe('gamma');
   });
 
-  it("reads the reference's patroni.yml: whole (etcd3.host), or as a client-only file when it holds keys the agent does not implement", async () => {
-    const member = [
-      'scope: batman',
-      'name: postgresql0',
-      'restapi: {listen: 127.0.0.1:8008, connect_address: 127.0.0.1:8008}',
-      'etcd3: {host: 10.0.0.7:2379}',
-      'postgresql:',
-      '  listen: 127.0.0.1:5432',
-      '  connect_address: 127.0.0.1:5432',
-      '  data_dir: /var/lib/patroni/postgresql0',
-      '  authentication: {superuser: {username: postgres, password: zalando}, replication: {username: replicator, password: rep-pass}}',
-    ].join('\n');
-    await writeFile(join(dir, 'patroni.yml'), `${member}\n`);
-    await writeFile(join(dir, 'patroni-pgpass.yml'), `${member}\n  pgpass: /tmp/pgpass0\n`);
-    const whole = await resolveTarget({ config: join(dir, 'patroni.yml') }, undefined, {});
-    expect(whole).toMatchObject({ hosts: ['10.0.0.7:2379'], namespace: '/service/', scope: 'batman', superuser: { username: 'postgres', password: 'zalando' } });
-    const clientOnly = await resolveTarget({ config: join(dir, 'patroni-pgpass.yml') }, undefined, {});
-    expect(clientOnly).toMatchObject({ hosts: ['10.0.0.7:2379'], namespace: '/service/', scope: 'batman' });
-  });
-
   it('HACTL_CONFIG names the file; --dcs-url replaces its hosts', async () => {
     const t = await resolveTarget({ dcsUrl: 'http://127.0.0.1:1' }, undefined, { HACTL_CONFIG: join(dir, 'client.yml') });
     expect(t).toEqual({ hosts: ['127.0.0.1:1'], namespace: '/ns/', scope: 'alpha', client: { tls: {} } });
