@@ -5,6 +5,8 @@
  *   ha chart <machine>      print a machine's state chart (mermaid | dot | svg | json)
  *   ha replay <journal>     rebuild machine states from a journal file
  *   ha simulate             deterministic simulation over random fault schedules (src/sim/)
+ *   ha config check <file>  validate a configuration file of either dialect (ours, or the reference's patroni.yml)
+ *   ha config convert <file> print a configuration file of either dialect in the native form
  * Exit codes: 0 success, 1 runtime failure, 2 configuration or usage error.
  */
 import { Command, CommanderError } from 'commander';
@@ -70,6 +72,53 @@ async function main(argv: string[]): Promise<void> {
         );
       });
       onSignals(() => agent.stop());
+    });
+
+  const configCommand = program.command('config').description("configuration files: check either dialect (ours, or the reference's patroni.yml), convert to ours");
+  configCommand
+    .command('check')
+    .argument('<file>', 'a configuration file (ha.yml, or the reference\'s patroni.yml)')
+    .description('validate FILE as `ha run FILE` would (HA_* and PATRONI_* variables applied); every problem named by its field, exit 2')
+    .action(async (file: string) => {
+      const [{ ConfigError }, { checkConfigText }] = await Promise.all([import('../config/index.ts'), import('../config/load.ts')]);
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (e) {
+        fail(`${file}: cannot read the file (${e instanceof Error ? e.message : String(e)})`, 2);
+      }
+      try {
+        const r = checkConfigText(text, process.env, file);
+        const dcs = r.dcsDialect === r.dialect ? '' : `, bootstrap.dcs in the ${r.dcsDialect} dialect`;
+        process.stdout.write(`${file}: valid (${r.dialect} dialect${dcs}): member ${r.config.name} of cluster ${r.config.scope}\n`);
+      } catch (e) {
+        if (e instanceof ConfigError) fail(e.message, 2);
+        throw e;
+      }
+    });
+  configCommand
+    .command('convert')
+    .argument('<file>', "a configuration file of either dialect (the reference's patroni.yml)")
+    .description('print FILE in the native form (postgresql → database, use_pg_rewind → use_db_rewind, …), comments kept; refuses, naming each, the keys that are not implemented; validated as `ha config check` does (exit 2)')
+    .action(async (file: string) => {
+      const [{ ConfigError }, { checkConfigText }, { convertConfigText }] = await Promise.all([
+        import('../config/index.ts'),
+        import('../config/load.ts'),
+        import('../config/convert.ts'),
+      ]);
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (e) {
+        fail(`${file}: cannot read the file (${e instanceof Error ? e.message : String(e)})`, 2);
+      }
+      try {
+        checkConfigText(text, process.env, file);
+        process.stdout.write(convertConfigText(text, file));
+      } catch (e) {
+        if (e instanceof ConfigError) fail(e.message, 2);
+        throw e;
+      }
     });
 
   program

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { CtlError, EXIT, errorText, usageError } from '../ctl/errors.ts';
 import { openDcs, resolveTarget, type GlobalOptions, type Target } from '../ctl/context.ts';
 import { checkMemberChoice, checkQueryOptions, MEMBER_ROLES, QUERY_FORMATS, runDsn, scopeQueryCommandFlag, runQuery, runVersion, type MemberRole, type QueryFormat } from '../ctl/query.ts';
-import { runEditConfig, runShowConfig } from '../ctl/config-commands.ts';
+import { CONFIG_DIALECTS, runConvertConfig, runEditConfig, runShowConfig } from '../ctl/config-commands.ts';
 import { runDiscarded } from '../ctl/discarded.ts';
 import { runHistory } from '../ctl/history.ts';
 import { createStdIo, type CtlIo } from '../ctl/io.ts';
@@ -286,6 +286,17 @@ function buildProgram(): Command {
         }),
       ),
     );
+
+  program
+    .command('convert-config')
+    .argument('<dialect>', `the dialect to write the dynamic configuration in: ${CONFIG_DIALECTS.join(' or ')}`)
+    .argument('[cluster]', 'cluster name')
+    .description("rewrite the dynamic configuration in our dialect (native: database, use_db_rewind) or the reference's (patroni: postgresql, use_pg_rewind), meaning the same")
+    .option('--force', 'do not ask for confirmation')
+    .action((dialect: string, cluster: string | undefined, o: { force?: boolean }, cmd: Command) => {
+      if (!(CONFIG_DIALECTS as readonly string[]).includes(dialect)) throw usageError(`convert-config: unknown dialect '${dialect}': expected ${CONFIG_DIALECTS.join(' or ')}`);
+      return withSession(cmd, cluster, (s) => runConvertConfig(s, dialect as 'native' | 'patroni', o.force === true));
+    });
 
   program
     .command('history')

@@ -6,6 +6,9 @@
  * before using it. Pure: no I/O, no clock, no logging (the caller logs `problems` and
  * `adjustments`).
  *
+ * The document may be in either dialect (src/domain/config-dialect.ts): it is read as native
+ * first (`readAsNative`), with the defaults of its dialect.
+ *
  * Two stages, as the reference does (patroni.md §3.1, §4.2):
  * 1. Types (`DynamicConfigTypeSchema`, the API's field rules without maxima and timing rule):
  *    if the document is not a mapping or any known field has the wrong type (ttl a string,
@@ -19,9 +22,14 @@
  *       `max(1, ttl - 2*retry_timeout)`;
  *    c. if still violated, retry_timeout is lowered to `floor((ttl - 1) / 2)` (>= 3 since
  *       ttl >= 7, so the rule then holds with loop_wait 1).
+ * Keys the agent does not read (src/config/dynamic-keys.ts `unreadKeys`: unknown keys, keys of
+ * the reference it does not implement) are listed in `adjustments` as `ignored <path>: <why>`,
+ * in the stored document's own names; they stay in the DCS untouched.
  */
+import { readAsNative, storedDialect } from '../domain/config-dialect.ts';
 import { TIMING_BOUNDS, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
-import { checkDynamicConfigTypes, unsupportedKeysIn } from './dynamic-schema.ts';
+import { formatUnread, unreadKeys } from './dynamic-keys.ts';
+import { checkDynamicConfigTypes, problemInDialect } from './dynamic-schema.ts';
 
 /** Outcome of `sanitizeDynamicConfig`. */
 export interface SanitizedDynamicConfig {
@@ -47,8 +55,8 @@ type TimingKey = keyof typeof TIMING_BOUNDS;
  *   right comes back equal to `withDefaults(raw)` with both lists empty. Never throws.
  */
 export function sanitizeDynamicConfig(raw: unknown, lastGood: DynamicConfig): SanitizedDynamicConfig {
-  const checked = checkDynamicConfigTypes(raw);
-  if (!checked.ok) return { config: lastGood, problems: checked.problems, adjustments: [] };
+  const checked = checkDynamicConfigTypes(readAsNative(raw));
+  if (!checked.ok) return { config: lastGood, problems: checked.problems.map((p) => problemInDialect(p, storedDialect(raw))), adjustments: [] };
 
   const config = withDefaults(checked.value);
   const adjustments: string[] = [];
@@ -76,8 +84,8 @@ export function sanitizeDynamicConfig(raw: unknown, lastGood: DynamicConfig): Sa
   }
   if (violated()) set('retry_timeout', Math.floor((config.ttl - 1) / 2), rule());
 
-  // Settings of the reference this agent does not implement: ignored, and said (never silently).
-  for (const line of unsupportedKeysIn(checked.value)) adjustments.push(`ignored ${line}`);
+  // Keys this agent does not read: ignored, and said (never silently); never dropped from the DCS.
+  for (const u of unreadKeys(raw)) adjustments.push(`ignored ${formatUnread(u)}`);
 
   return { config, problems: [], adjustments };
 }

@@ -1,8 +1,11 @@
 /**
  * Schema of the dynamic configuration document (the DCS key `config`, seeded from
- * `bootstrap.dcs`, later changed with PATCH/PUT /config). Types follow
- * src/domain/dynamic-config.ts; unknown keys are kept (patroni.md §4.2: every other key is read
- * from the DCS copy when needed).
+ * `bootstrap.dcs`, later changed with PATCH/PUT /config), in the native dialect (a document of
+ * the reference's dialect is renamed first: src/domain/config-dialect.ts). Types follow
+ * src/domain/dynamic-config.ts. The schemas check the values of the keys the agent reads and let
+ * other keys through: which keys may be written at all is src/config/dynamic-keys.ts's rule
+ * (`unreadKeys`), applied by the writers (the API, hactl, the loader of `bootstrap.dcs`), which
+ * must keep keys already stored.
  *
  * Two schemas share the same field rules (`dynamicConfigEntries`):
  * - `DynamicConfigTypeSchema`: types only (what `sanitizeDynamicConfig` checks on the DCS copy
@@ -13,6 +16,7 @@
  *   filled in, with domain `timingError`'s message. The API refuses; it never adjusts.
  */
 import * as v from 'valibot';
+import { renameDocument, storedDialect, translatePath, type ConfigDialect } from '../domain/config-dialect.ts';
 import { TIMING_BOUNDS, timingError, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
 import { Bool, isMapping, mapping, NonNegativeInteger, Parameters, PositiveInteger } from './fields.ts';
 import { formatIssues } from './issues.ts';
@@ -33,62 +37,6 @@ export const DynamicDatabaseSchema = mapping(v.looseObject(
     remove_data_directory_on_diverged_timelines: v.optional(Bool),
     remove_data_directory_on_rewind_failure: v.optional(Bool),
     parameters: v.optional(DynamicParameters),
-  },
-  (i) => `must be a mapping, got ${i.received}`,
-));
-
-/**
- * Keys of the reference's dynamic configuration (patroni.md §4.2) this agent does not implement,
- * with why: the API refuses them (400 naming the key, never accepted silently); in a copy written
- * straight into the DCS they are ignored and the agent says so (sanitizeDynamicConfig's
- * adjustments: log and journal).
- */
-export const UNSUPPORTED_DYNAMIC_KEYS: Readonly<Record<string, string>> = {
-  postgresql: 'not supported: this agent names the section `database` (database.parameters, database.use_slots, database.use_db_rewind, …)',
-  max_timelines_history: 'not supported: the history key keeps every entry',
-  primary_start_timeout: 'not supported: a primary that fails to start releases the leader key at once (as primary_start_timeout 0)',
-  master_start_timeout: 'not supported: a primary that fails to start releases the leader key at once (as primary_start_timeout 0)',
-  primary_stop_timeout: 'not supported: a demotion stops with a fast shutdown, escalated by PID when it outlives its window',
-  master_stop_timeout: 'not supported: a demotion stops with a fast shutdown, escalated by PID when it outlives its window',
-  primary_race_backoff: 'not supported: the fence (docs/ha.md "Fencing") protects against a frozen agent on a live primary instead',
-};
-
-/** Keys of the reference's `postgresql` section, under `database` here, this agent does not implement. */
-export const UNSUPPORTED_DATABASE_KEYS: Readonly<Record<string, string>> = {
-  use_pg_rewind: 'not supported under this name: use database.use_db_rewind',
-  pg_hba: 'not supported in the dynamic configuration: set database.pg_hba in each member\'s local configuration file',
-  pg_ident: 'not supported in the dynamic configuration',
-  recovery_conf: 'not supported: the agent writes the recovery settings itself',
-};
-
-/** A schema entry that refuses any value with `why`. */
-function refused(why: string) {
-  return v.optional(v.custom<never>(() => false, why));
-}
-
-/** Entries refusing the keys of `table` (the API's schemas only). */
-function refusedEntries(table: Readonly<Record<string, string>>) {
-  return Object.fromEntries(Object.entries(table).map(([k, why]) => [k, refused(why)]));
-}
-
-/** The names of `table`'s keys present in `doc` (a mapping), as `<prefix><key>: <why>` lines. */
-export function unsupportedKeysIn(doc: unknown): string[] {
-  if (!isMapping(doc)) return [];
-  const out = Object.keys(doc).filter((k) => k in UNSUPPORTED_DYNAMIC_KEYS).map((k) => `${k}: ${UNSUPPORTED_DYNAMIC_KEYS[k]}`);
-  const db = doc['database'];
-  if (isMapping(db)) out.push(...Object.keys(db).filter((k) => k in UNSUPPORTED_DATABASE_KEYS).map((k) => `database.${k}: ${UNSUPPORTED_DATABASE_KEYS[k]}`));
-  return out;
-}
-
-/** `database` as the API accepts it: DynamicDatabaseSchema's rules plus the refused keys. */
-const DynamicDatabaseApiSchema = mapping(v.looseObject(
-  {
-    use_slots: v.optional(Bool),
-    use_db_rewind: v.optional(Bool),
-    remove_data_directory_on_diverged_timelines: v.optional(Bool),
-    remove_data_directory_on_rewind_failure: v.optional(Bool),
-    parameters: v.optional(DynamicParameters),
-    ...refusedEntries(UNSUPPORTED_DATABASE_KEYS),
   },
   (i) => `must be a mapping, got ${i.received}`,
 ));
@@ -269,8 +217,7 @@ function dynamicConfigEntries(withMaxima: boolean) {
         v.minValue(-1, (i) => `must be -1 (no limit) or more, got ${i.received}`),
       ),
     ),
-    database: v.optional(withMaxima ? DynamicDatabaseApiSchema : DynamicDatabaseSchema),
-    ...(withMaxima ? refusedEntries(UNSUPPORTED_DYNAMIC_KEYS) : {}),
+    database: v.optional(DynamicDatabaseSchema),
     slots: v.optional(PermanentSlotsSchema),
     permanent_slots: v.optional(PermanentSlotsSchema),
     permanent_replication_slots: v.optional(PermanentSlotsSchema),
@@ -326,6 +273,28 @@ export function validateDynamicConfig(
 ): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
   const r = v.safeParse(DynamicConfigSchema, doc);
   return r.success ? { ok: true, value: r.output } : { ok: false, problems: formatIssues(r.issues) };
+}
+
+/** A problem line `<dot.path>: <problem>` of a native document, its path renamed into `dialect`. */
+export function problemInDialect(problem: string, dialect: ConfigDialect): string {
+  if (dialect === 'native') return problem;
+  const at = problem.indexOf(': ');
+  if (at < 0) return problem;
+  return `${translatePath(problem.slice(0, at).split('.'), 'native', dialect).join('.')}${problem.slice(at)}`;
+}
+
+/**
+ * {@link validateDynamicConfig} for a document of either dialect (src/domain/config-dialect.ts):
+ * renamed to native, validated, renamed back. Returns the document in its own dialect (booleans
+ * of `parameters` as `on`/`off`), or every problem with paths in the document's own names
+ * (`postgresql.use_pg_rewind: must be true or false, got String`). Never throws.
+ */
+export function validateDynamicDocument(doc: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; problems: string[] } {
+  if (!isMapping(doc)) return validateDynamicConfig(doc) as { ok: false; problems: string[] };
+  const dialect = storedDialect(doc);
+  const r = validateDynamicConfig(renameDocument(doc, dialect, 'native'));
+  if (!r.ok) return { ok: false, problems: r.problems.map((p) => problemInDialect(p, dialect)) };
+  return { ok: true, value: renameDocument(r.value as Record<string, unknown>, 'native', dialect) };
 }
 
 /**

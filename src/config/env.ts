@@ -1,9 +1,11 @@
 /**
- * Environment overrides (patroni.md §4.4, with the prefix `HA_`). They are laid over the
- * parsed file before validation, so an environment value is checked like a file value and
- * wins over it. An empty variable counts as unset.
+ * Environment overrides (patroni.md §4.4, with the prefix `HA_`, and the reference's own
+ * `PATRONI_*` names beside them: src/config/patroni-env.ts). They are laid over the parsed file
+ * (in the native form) before validation, so an environment value is checked like a file value
+ * and wins over it. An empty variable counts as unset.
  */
 import YAML from 'yaml';
+import { PATRONI_BOOLEANS, PATRONI_ENV_OVERRIDES, parsePatroniBool, refusedPatroniVariables } from './patroni-env.ts';
 
 /** Variable name -> dot path of the key it sets. `HA_CONFIGURATION` is handled by the loader. */
 export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
@@ -85,7 +87,11 @@ function isObject(x: unknown): x is Record<string, unknown> {
 }
 
 /**
- * Lays every set variable of {@link ENV_OVERRIDES} over `doc`. `HA_ETCD3_HOSTS` and
+ * Lays every set variable of {@link ENV_OVERRIDES} and of the reference's
+ * `PATRONI_ENV_OVERRIDES` over `doc`; an `HA_*` variable and its `PATRONI_*` twin set to
+ * different values are a problem (`database.data_dir: set by both HA_DATABASE_DATA_DIR and
+ * PATRONI_POSTGRESQL_DATA_DIR, to different values; unset one`), and so is every set `PATRONI_*`
+ * variable of a setting this agent does not implement (src/config/patroni-env.ts). `HA_ETCD3_HOSTS` and
  * `HA_RESTAPI_ALLOWLIST` may be a comma list (`h1:2379,h2:2379`) or a YAML flow list
  * (`[h1:2379, h2:2379]`); extra headers a YAML flow mapping; booleans `true`/`false`. Every
  * password has a variable (`HA_RESTAPI_PASSWORD`, `HA_ETCD3_PASSWORD`, `HA_CTL_PASSWORD`,
@@ -96,27 +102,65 @@ function isObject(x: unknown): x is Record<string, unknown> {
 export function applyEnvOverrides(doc: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvOverlay {
   const out = structuredClone(doc);
   const sources = new Map<string, string>();
-  const problems: string[] = [];
-  for (const [variable, path] of Object.entries(ENV_OVERRIDES)) {
+  const problems: string[] = refusedPatroniVariables(env);
+  // Path -> the variable that sets it; an HA_ variable and its PATRONI_ twin must agree.
+  const chosen = new Map<string, { variable: string; raw: string }>();
+  for (const [variable, path] of [...Object.entries(ENV_OVERRIDES), ...Object.entries(PATRONI_ENV_OVERRIDES)]) {
     const raw = env[variable];
     if (raw === undefined || raw === '') continue;
-    let value: unknown = raw;
-    if (isYamlValue(variable, raw)) {
-      try {
-        value = YAML.parse(raw);
-      } catch {
-        // Echo only the hosts list; another variable's value is never echoed (a secret set by mistake).
-        problems.push(
-          variable === 'HA_ETCD3_HOSTS'
-            ? `${path}: ${variable} is neither a comma list nor a YAML flow list: ${raw}`
-            : `${path}: ${variable} is not valid YAML`,
-        );
-        continue;
-      }
+    const earlier = chosen.get(path);
+    if (earlier === undefined) chosen.set(path, { variable, raw });
+    else if (earlier.raw !== raw) problems.push(`${path}: set by both ${earlier.variable} and ${variable}, to different values; unset one`);
+  }
+  for (const [path, { variable, raw }] of chosen) {
+    const value = variable.startsWith('PATRONI_') ? patroniValue(variable, raw) : haValue(variable, raw);
+    if (!value.ok) {
+      problems.push(`${path}: ${value.problem}`);
+      continue;
     }
-    if (setPath(out, path.split('.'), value)) sources.set(path, variable);
+    if (setPath(out, path.split('.'), value.value)) sources.set(path, variable);
   }
   return { doc: out, sources, problems };
+}
+
+type Read = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/** The value of an `HA_*` variable: text, or YAML for a flow collection or boolean of YAML_VALUED. */
+function haValue(variable: string, raw: string): Read {
+  if (!isYamlValue(variable, raw)) return { ok: true, value: raw };
+  try {
+    return { ok: true, value: YAML.parse(raw) as unknown };
+  } catch {
+    // Echo only the hosts list; another variable's value is never echoed (a secret set by mistake).
+    return {
+      ok: false,
+      problem: variable === 'HA_ETCD3_HOSTS' ? `${variable} is neither a comma list nor a YAML flow list: ${raw}` : `${variable} is not valid YAML`,
+    };
+  }
+}
+
+/**
+ * The value of a `PATRONI_*` variable as the reference reads it: booleans with its `parse_bool`
+ * words; lists (`ETCD3_HOSTS`, `RESTAPI_ALLOWLIST`) as YAML flow lists, brackets optional;
+ * `ETCD3_HOST` as a one-element list of hosts; headers as YAML flow mappings, braces optional;
+ * anything else as text.
+ */
+function patroniValue(variable: string, raw: string): Read {
+  if (PATRONI_BOOLEANS.has(variable)) {
+    const b = parsePatroniBool(raw);
+    return b === undefined ? { ok: false, problem: `${variable} must be on/off, true/false, yes/no or 1/0` } : { ok: true, value: b };
+  }
+  if (variable === 'PATRONI_ETCD3_HOST') return { ok: true, value: [raw.trim()] };
+  const list = variable === 'PATRONI_ETCD3_HOSTS' || variable === 'PATRONI_RESTAPI_ALLOWLIST';
+  const map = variable.endsWith('_EXTRA_HEADERS');
+  if (!list && !map) return { ok: true, value: raw };
+  const t = raw.trim();
+  const text = list ? (t.startsWith('-') || t.includes('[') ? t : `[${t}]`) : t.startsWith('{') ? t : `{${t}}`;
+  try {
+    return { ok: true, value: YAML.parse(text) as unknown };
+  } catch {
+    return { ok: false, problem: variable === 'PATRONI_ETCD3_HOSTS' ? `${variable} is not a list of hosts: ${raw}` : `${variable} is not valid YAML` };
+  }
 }
 
 function setPath(target: Record<string, unknown>, keys: string[], value: unknown): boolean {
@@ -131,7 +175,7 @@ function setPath(target: Record<string, unknown>, keys: string[], value: unknown
   return true;
 }
 
-/** Appends ` (from HA_X)` to a problem whose path was set by a variable. */
+/** Appends ` (from HA_X)` (or `PATRONI_X`) to a problem whose path was set by a variable. */
 export function nameSource(problem: string, sources: Map<string, string>): string {
   const path = problem.slice(0, problem.indexOf(':'));
   for (const [p, variable] of sources) {

@@ -1,12 +1,15 @@
 /**
- * Reading the configuration once at start: YAML text (file, or HA_CONFIGURATION when no file
- * is given) -> environment overrides -> valibot -> cross-key rules -> AgentConfig. Any problem
- * ends in one ConfigError listing all of them.
+ * Reading the configuration once at start: YAML text (file, or HA_CONFIGURATION /
+ * PATRONI_CONFIGURATION when no file is given) -> either dialect translated to the native form
+ * (src/config/local-dialect.ts: ours, or the reference's `patroni.yml`) -> environment overrides
+ * (`HA_*`, `PATRONI_*`) -> valibot -> cross-key rules -> AgentConfig. Any problem ends in one
+ * ConfigError listing all of them, named in the file's own names.
  */
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
 import YAML from 'yaml';
 import { withDefaults } from '../domain/dynamic-config.ts';
+import { writtenDialect, type ConfigDialect } from '../domain/config-dialect.ts';
 import type { AgentConfig, CustomBootstrapMethod } from './agent-config.ts';
 import type { CallbackName } from './command-line.ts';
 import { ConfigError } from './config-error.ts';
@@ -14,7 +17,10 @@ import { crossCheck, defaultSocketDir } from './cross-checks.ts';
 import { applyEnvOverrides, nameSource } from './env.ts';
 import { normalizeInitdbOptions } from './initdb.ts';
 import { formatIssues } from './issues.ts';
-import { FileSchema, type FileConfig } from './schema.ts';
+import { fileProblem, translateFile, type FileTranslation } from './local-dialect.ts';
+import { FileSchema, fileKeysAt, type FileConfig } from './schema.ts';
+import { unknownKeyProblem } from './suggest.ts';
+import { DYNAMIC_TOP_KEYS } from './dynamic-keys.ts';
 
 /**
  * Reads and validates the configuration.
@@ -27,9 +33,14 @@ import { FileSchema, type FileConfig } from './schema.ts';
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<AgentConfig> {
   if (path === undefined) {
-    const text = env['HA_CONFIGURATION'];
-    return text !== undefined && text !== ''
-      ? parseConfig(text, env, 'HA_CONFIGURATION')
+    const ha = env['HA_CONFIGURATION'] || undefined;
+    const patroni = env['PATRONI_CONFIGURATION'] || undefined;
+    if (ha !== undefined && patroni !== undefined && ha !== patroni) {
+      throw new ConfigError('environment', ['(root): HA_CONFIGURATION and PATRONI_CONFIGURATION are both set, to different documents; unset one']);
+    }
+    const text = ha ?? patroni;
+    return text !== undefined
+      ? parseConfig(text, env, ha !== undefined ? 'HA_CONFIGURATION' : 'PATRONI_CONFIGURATION')
       : parseConfig('', env, 'environment');
   }
   let text: string;
@@ -50,20 +61,85 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
  * Errors: throws ConfigError as {@link loadConfig} does.
  */
 export function parseConfig(yamlText: string, env: NodeJS.ProcessEnv = process.env, source = 'configuration'): AgentConfig {
-  const raw = parseYaml(yamlText, source);
-  const overlay = applyEnvOverrides(raw, env);
-  const result = v.safeParse(FileSchema, overlay.doc);
-  const problems = [
-    ...overlay.problems,
-    ...(result.success ? [] : formatIssues(result.issues)),
-    ...crossCheck(overlay.doc),
-  ].map((p) => nameSource(p, overlay.sources));
-  if (!result.success || problems.length > 0) throw new ConfigError(source, [...new Set(problems)]);
-  return toAgentConfig(result.output);
+  return checkConfigText(yamlText, env, source).config;
 }
 
-function parseYaml(text: string, source: string): Record<string, unknown> {
-  const doc = YAML.parseDocument(text, { prettyErrors: true });
+/** What {@link checkConfigText} found: the configuration and the dialects the text was written in. */
+export interface CheckedConfig {
+  config: AgentConfig;
+  /** `patroni` for a file of the reference (`postgresql:`), else `native`. */
+  dialect: ConfigDialect;
+  /** The dialect of `bootstrap.dcs` (`postgresql: {use_pg_rewind, …}` is `patroni`). */
+  dcsDialect: ConfigDialect;
+}
+
+/**
+ * Reads YAML text of either dialect (src/config/local-dialect.ts) the way {@link parseConfig}
+ * does, and says which dialect it was. A file of the reference's dialect is read as the reference
+ * reads it: YAML 1.1 (PyYAML), so `on`, `off`, `yes`, `no` are booleans there.
+ * Errors: throws ConfigError listing every problem, named in the text's own names.
+ */
+export function checkConfigText(yamlText: string, env: NodeJS.ProcessEnv = process.env, source = 'configuration'): CheckedConfig {
+  const t = readFileDocument(yamlText, source);
+  const overlay = applyEnvOverrides(t.doc, env);
+  const result = v.safeParse(FileSchema, overlay.doc);
+  const native = [
+    ...(result.success ? [] : formatIssues(result.issues).map(withSuggestion)),
+    ...crossCheck(overlay.doc),
+  ].map((p) => fileProblem(nameSource(p, overlay.sources), t.dialect, t.dcsDialect));
+  const problems = [...t.problems, ...overlay.problems.map((p) => nameSource(p, overlay.sources)), ...native];
+  if (!result.success || problems.length > 0) throw new ConfigError(source, [...new Set(problems)]);
+  return { config: toAgentConfig(result.output), dialect: t.dialect, dcsDialect: t.dcsDialect };
+}
+
+/**
+ * Parses YAML text of either dialect and translates it to the native document
+ * (src/config/local-dialect.ts `translateFile`; its problems are not thrown, they are in the
+ * result). Errors: throws ConfigError for YAML syntax errors or a text that is not a mapping.
+ */
+export function readFileDocument(yamlText: string, source: string): FileTranslation {
+  let raw = parseYaml(yamlText, source, '1.2');
+  if (writtenDialect(raw) === 'patroni') raw = parseYaml(yamlText, source, '1.1');
+  return translateFile(raw);
+}
+
+/**
+ * `<path>: unknown key` with the closest key the schema knows at that place suggested; a
+ * dynamic setting written at the top level is told where it belongs.
+ */
+function withSuggestion(problem: string): string {
+  if (!problem.endsWith(': unknown key')) return problem;
+  const path = problem.slice(0, -': unknown key'.length).split('.');
+  const key = path[path.length - 1]!;
+  if (path.length === 1 && DYNAMIC_TOP_KEYS.includes(key)) {
+    return `${key}: a setting of the dynamic configuration: set it in bootstrap.dcs for a new cluster, or change the cluster's with PATCH /config or hactl edit-config`;
+  }
+  const known = fileKeysAt(path.slice(0, -1));
+  return known ? `${path.join('.')}: ${unknownKeyProblem(key, path.length === 1 ? [...known, 'postgresql'] : known)}` : problem;
+}
+
+/** PyYAML's booleans (the reference's parser): `yes`, `on`, `true` and their opposites, in three cases; not `y`/`n`. */
+const PYYAML_BOOLEANS: Readonly<Record<string, RegExp>> = {
+  true: /^(?:yes|Yes|YES|true|True|TRUE|on|On|ON)$/,
+  false: /^(?:no|No|NO|false|False|FALSE|off|Off|OFF)$/,
+};
+
+/**
+ * Options to parse YAML 1.1 as the reference does (PyYAML's `safe_load`): the `yaml` package's
+ * 1.1 schema, whose booleans are narrowed to PyYAML's (it also reads `y` and `n` as booleans, so
+ * a member named `n` would be `false`).
+ */
+export const REFERENCE_YAML: YAML.DocumentOptions & YAML.SchemaOptions = {
+  version: '1.1',
+  customTags: (tags) =>
+    tags.map((t) => {
+      if (typeof t !== 'object' || !('tag' in t) || t.tag !== 'tag:yaml.org,2002:bool' || !('test' in t) || !(t.test instanceof RegExp)) return t;
+      return { ...t, test: t.test.test('yes') ? PYYAML_BOOLEANS['true']! : PYYAML_BOOLEANS['false']! } as typeof t;
+    }),
+};
+
+function parseYaml(text: string, source: string, version: '1.1' | '1.2'): Record<string, unknown> {
+  const doc = YAML.parseDocument(text, { prettyErrors: true, ...(version === '1.1' ? REFERENCE_YAML : { version }) });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,

@@ -245,3 +245,31 @@ export const FileSchema = v.strictObject(
 
 /** Output of {@link FileSchema}. */
 export type FileConfig = v.InferOutput<typeof FileSchema>;
+
+/** The entries of an object schema inside `schema` (through optional wrappers and pipes), if any. */
+function objectEntries(schema: unknown): Record<string, unknown> | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as { entries?: Record<string, unknown>; wrapped?: unknown; pipe?: unknown[] };
+  if (s.entries) return s.entries;
+  if (s.wrapped !== undefined) return objectEntries(s.wrapped);
+  if (Array.isArray(s.pipe)) {
+    for (const item of s.pipe) {
+      const e = objectEntries(item);
+      if (e) return e;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The keys {@link FileSchema} knows in the section at `path` (native names: `[]` the top level,
+ * `['database', 'authentication']`), for "did you mean" suggestions; undefined when `path` is not
+ * a section with fixed keys.
+ */
+export function fileKeysAt(path: readonly string[]): string[] | undefined {
+  let entries = objectEntries(FileSchema);
+  for (const key of path) {
+    entries = entries ? objectEntries(entries[key]) : undefined;
+  }
+  return entries ? Object.keys(entries) : undefined;
+}

@@ -8,7 +8,7 @@
  */
 import { withDefaults } from '../domain/dynamic-config.ts';
 import { standbyClusterOf } from '../domain/standby-cluster.ts';
-import { configProblems } from './config-edit.ts';
+import { checkEditedConfig } from './config-edit.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
 import { confirm } from './io.ts';
 import { readView, type Session } from './session.ts';
@@ -41,9 +41,9 @@ export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Pro
     ...(o.primarySlotName !== undefined ? { primary_slot_name: o.primarySlotName } : {}),
     ...(o.restoreCommand !== undefined ? { restore_command: o.restoreCommand } : {}),
   };
-  const after = { ...view.config.value, standby_cluster: section };
-  const problems = configProblems(after);
-  if (problems) throw new CtlError(`invalid configuration: ${problems.join('; ')}`);
+  const checked = checkEditedConfig(view.config.value, { ...view.config.value, standby_cluster: section }, false);
+  if (!checked.ok) throw new CtlError(`invalid configuration: ${checked.problems.join('; ')}`);
+  const after = checked.document;
   const target = `${o.host}:${port ?? 5432}`;
   if (!o.force && !(await confirm(s.io, `Demote cluster ${s.scope}: its leader becomes a standby leader replicating from ${target}?`))) {
     throw new CtlError('Aborted: cluster not demoted');

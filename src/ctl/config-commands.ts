@@ -1,15 +1,21 @@
 /**
- * `hactl show-config` and `hactl edit-config`: the DCS key `config` read and written directly.
- * edit-config shows a unified diff of the YAML, asks unless `--force`, validates the document
- * and writes it with compare-and-set on the revision it read: a concurrent change aborts with
- * `Config modification aborted due to concurrent changes`.
+ * `hactl show-config`, `hactl edit-config` and `hactl convert-config`: the DCS key `config` read
+ * and written directly. edit-config checks the edited document as the API checks a change
+ * (src/config/dynamic-change.ts: keys the agent does not read refused, keys already stored kept,
+ * the stored dialect kept, types and timing), shows a unified diff of the YAML and the settings
+ * that fall back to their defaults, asks unless `--force`, and writes it with compare-and-set on
+ * the revision it read: a concurrent change aborts with `Config modification aborted due to
+ * concurrent changes`. convert-config rewrites the document in the other dialect
+ * (src/domain/config-dialect.ts) the same way.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applySettings, configProblems, configYaml, mergePatch, parseConfigText, sameConfig } from './config-edit.ts';
+import { convertStored, formatDefaulted } from '../config/dynamic-change.ts';
+import { storedDialect, type ConfigDialect } from '../domain/config-dialect.ts';
+import { applySettings, checkEditedConfig, configYaml, mergePatch, parseConfigText, sameConfig } from './config-edit.ts';
 import { unifiedDiff } from './diff.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
 import { confirm } from './io.ts';
@@ -84,16 +90,57 @@ export async function runEditConfig(s: Session, o: EditConfigOptions): Promise<v
     s.io.out('Not changed');
     return;
   }
+  const checked = checkEditedConfig(before, after, o.replace !== undefined);
+  if (!checked.ok) {
+    for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
+    throw new CtlError(`invalid configuration: ${checked.problems.join('; ')}`);
+  }
+  after = checked.document;
+  if (sameConfig(before, after)) {
+    s.io.out('Not changed');
+    return;
+  }
   for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
-  const problems = configProblems(after);
-  if (problems) throw new CtlError(`invalid configuration: ${problems.join('; ')}`);
+  if (checked.defaulted.length) s.io.out(`Falling back to their defaults: ${checked.defaulted.map(formatDefaulted).join('; ')}`);
   if (!o.force && !(await confirm(s.io, 'Apply these changes?'))) throw new CtlError('Aborting edit-config: configuration not changed');
+  await writeConfig(s, after, revision);
+  s.io.out('Configuration changed');
+}
+
+/** Writes `doc` with compare-and-set on `revision`; CtlError on failure or a concurrent change. */
+async function writeConfig(s: Session, doc: Record<string, unknown>, revision: string): Promise<void> {
   let written: boolean;
   try {
-    written = await s.dcs.setConfig(after, revision);
+    written = await s.dcs.setConfig(doc, revision);
   } catch (e) {
     throw new CtlError(`could not write the config key: ${errorText(e)}`);
   }
   if (!written) throw new CtlError('Config modification aborted due to concurrent changes');
-  s.io.out('Configuration changed');
+}
+
+/** The dialects `convert-config` takes. */
+export const CONFIG_DIALECTS: readonly ConfigDialect[] = ['native', 'patroni'];
+
+/**
+ * Runs `convert-config <dialect>`: the stored document rewritten in `to` so that it means the
+ * same (`postgresql` ↔ `database`, `use_pg_rewind` ↔ `use_db_rewind`, the defaults that differ
+ * between the dialects written out); shows the diff, asks unless `force`, compare-and-set write.
+ * Prints `Already in the <dialect> dialect` when there is nothing to do.
+ */
+export async function runConvertConfig(s: Session, to: ConfigDialect, force: boolean): Promise<void> {
+  const view = await readView(s);
+  if (!view.config) throw new CtlError(`cluster "${s.scope}" has no config key in the DCS`);
+  const before = view.config.value;
+  const after = convertStored(before, to);
+  if (after === undefined) {
+    s.io.out(`Already in the ${to} dialect`);
+    return;
+  }
+  for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
+  const from = storedDialect(before);
+  if (!force && !(await confirm(s.io, `Convert the configuration of cluster ${s.scope} from the ${from} to the ${to} dialect?`))) {
+    throw new CtlError('Aborting convert-config: configuration not changed');
+  }
+  await writeConfig(s, after, view.config.revision);
+  s.io.out(`Configuration converted to the ${to} dialect`);
 }

@@ -1,10 +1,12 @@
 /**
  * Pure parts of `edit-config` and `show-config`: the YAML rendering of the dynamic configuration
  * (keys sorted, so diffs are stable), `-s key=value` / `-p param=value` changes, `--apply` patches
- * (recursive merge, `null` deletes) and validation (validateDynamicConfig).
+ * (recursive merge, `null` deletes) and the checks of the result (src/config/dynamic-change.ts:
+ * keys the agent does not read, the dialect, types and the timing rule).
  */
 import YAML from 'yaml';
-import { validateDynamicConfig } from '../config/index.ts';
+import { checkEdit, checkReplacement, type ChangeResult } from '../config/dynamic-change.ts';
+import { DIALECT_NAMES, storedDialect } from '../domain/config-dialect.ts';
 import { usageError } from './errors.ts';
 
 type Doc = Record<string, unknown>;
@@ -62,10 +64,11 @@ function splitAssignment(option: string, text: string): [string, string] {
 
 /**
  * Applies `-s key.path=value` settings (dotted path into the document) and `-p name=value`
- * database parameters (`database.parameters.<name>`). Values are YAML scalars; `null` deletes.
- * Returns a new document.
+ * database parameters (`<section>.parameters.<name>`: `database`, or `postgresql` in a document
+ * of the reference's dialect). Values are YAML scalars; `null` deletes. Returns a new document.
  */
 export function applySettings(doc: Doc, sets: string[], params: string[]): Doc {
+  const section = DIALECT_NAMES[storedDialect(doc)].section;
   const out = structuredClone(doc);
   for (const s of sets) {
     const [key, value] = splitAssignment('-s', s);
@@ -73,7 +76,7 @@ export function applySettings(doc: Doc, sets: string[], params: string[]): Doc {
   }
   for (const p of params) {
     const [name, value] = splitAssignment('-p', p);
-    setPath(out, ['database', 'parameters', name], parseValue(value));
+    setPath(out, [section, 'parameters', name], parseValue(value));
   }
   return out;
 }
@@ -105,9 +108,19 @@ export function parseConfigText(text: string, source: string): Doc {
   return v;
 }
 
-/** Validates a new document: undefined when valid, else the problems (`<path>: <problem>`). */
+/**
+ * Checks `after`, the operator's edit of the stored `before`: `replace` (the whole document from
+ * `--replace`) as PUT /config, else as a PATCH (src/config/dynamic-change.ts). Returns the
+ * document to write (in the stored dialect) and the settings it lets fall back to their
+ * defaults, or every problem (`<path>: <problem>`).
+ */
+export function checkEditedConfig(before: Doc, after: Doc, replace: boolean): ChangeResult {
+  return replace ? checkReplacement(before, after) : checkEdit(before, after);
+}
+
+/** Validates a new document as an edit of `{}`: undefined when valid, else the problems (`<path>: <problem>`). */
 export function configProblems(doc: Doc): string[] | undefined {
-  const r = validateDynamicConfig(doc);
+  const r = checkEdit({}, doc);
   return r.ok ? undefined : r.problems;
 }
 

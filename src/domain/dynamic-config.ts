@@ -1,8 +1,12 @@
 /**
  * The dynamic configuration: the JSON value of the DCS key `config`, seeded once from
  * `bootstrap.dcs` by the bootstrap winner (shared/docs/dcs-layout.md; seed 000 "Dynamic
- * configuration document"). Keys beyond those listed are kept as they are.
+ * configuration document"). Keys beyond those listed are kept as they are (never read: see
+ * src/config/dynamic-keys.ts). The stored document may be in the reference's dialect
+ * (src/domain/config-dialect.ts); the types here are the native dialect, which `withDefaults`
+ * reads either dialect into.
  */
+import { readAsNative } from './config-dialect.ts';
 
 /** `database` section of the dynamic configuration. */
 export interface DynamicDatabaseConfig {
@@ -128,13 +132,16 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * Fills defaults into a stored (possibly partial) dynamic configuration. Unknown keys are kept.
- * Values of the wrong type fall back to the default; numbers are taken as they are (no range
- * check): for the DCS copy, which anyone can write, use `sanitizeDynamicConfig`
- * (src/config/dynamic-sanitize.ts).
+ * Fills defaults into a stored (possibly partial) dynamic configuration, in either dialect: a
+ * document in the reference's dialect is read as native first (`readAsNative`: `postgresql` →
+ * `database`, `use_pg_rewind` → `use_db_rewind`, the reference's defaults where they differ from
+ * ours). Unknown keys are kept. Values of the wrong type fall back to the default; numbers are
+ * taken as they are (no range check): for the DCS copy, which anyone can write, use
+ * `sanitizeDynamicConfig` (src/config/dynamic-sanitize.ts).
  */
 export function withDefaults(stored: unknown): DynamicConfig {
-  const s = isObject(stored) ? stored : {};
+  const native = readAsNative(stored);
+  const s = isObject(native) ? native : {};
   const db = isObject(s['database']) ? s['database'] : {};
   const num = (k: string, d: number) => (typeof s[k] === 'number' ? (s[k] as number) : d);
   return {

@@ -1,16 +1,27 @@
 /**
- * GET/PATCH/PUT /config (seed 000 "Configuration"; patroni.md §1.7).
+ * GET/PATCH/PUT /config (seed 000 "Configuration"; patroni.md §1.7; the rules of a change:
+ * src/config/dynamic-change.ts, issue 32).
  *
- * - GET: the `config` document as stored in the DCS (cached view, defaults not filled) → 200;
- *   503 `config is not available in the DCS` when the key is missing (reference: 502).
- * - PATCH: non-empty JSON object → fresh `readCluster()` → recursive merge (`null` deletes a key,
- *   objects merge, anything else replaces) → validateDynamicConfig (types and
- *   `loop_wait + 2*retry_timeout <= ttl`, 400 naming the numbers) → `database.parameters` of the
- *   merged document checked against the PostgreSQL settings catalogue (below) → compare-and-set
- *   on the key's revision (409 `config modified concurrently`) → wake() → 200 with the merged
- *   document. An unchanged document is answered 200 without a write (as the reference).
- * - PUT: non-empty JSON object → validated, parameters checked → unconditional write → wake() →
- *   200 with the stored document.
+ * - GET: the `config` document as stored in the DCS (cached view, defaults not filled, in its
+ *   dialect) → 200; 503 `config is not available in the DCS` when the key is missing
+ *   (reference: 502).
+ * - PATCH: non-empty JSON object → fresh `readCluster()` → `checkPatch`: a body mixing
+ *   `database` and `postgresql` → 400; a key the agent does not read that the patch adds or
+ *   changes → 400 naming each (`loop_wiat: unknown key; did you mean loop_wait?`, `max_timelines_history:
+ *   not supported: …`); keys already stored are kept; a body in the other dialect is written in
+ *   the stored document's; recursive merge (`null` deletes a key, objects merge, anything else
+ *   replaces); types, maxima and `loop_wait + 2*retry_timeout <= ttl` (400 naming the numbers) →
+ *   `database.parameters` of the merged document checked against the PostgreSQL settings
+ *   catalogue (below) → compare-and-set on the key's revision (409 `config modified
+ *   concurrently`) → wake() → 200 with the merged document. An unchanged document is answered
+ *   200 without a write (as the reference).
+ * - PUT: non-empty JSON object → fresh `readCluster()` → `checkReplacement`: the PATCH rules on
+ *   keys (an unread key stored with the same value may stay), then 400 when the body holds no
+ *   setting the agent reads, or leaves out a setting whose default is less safe than the stored
+ *   value (`synchronous_mode`, `standby_cluster`, `pause`, … : DROP_GUARDS); parameters checked →
+ *   compare-and-set on the revision read (409 `config modified concurrently`; create-only when the
+ *   key is missing) → wake() → 200 with the stored document; the settings left out, which fall
+ *   back to their defaults, are named in the header `X-Config-Defaulted` (`ttl: 40 -> 30; …`).
  * Parameters (when `deps.settingsCatalogue()` gives a catalogue; no I/O here): unknown names and
  * values PostgreSQL would refuse at its next start → 400 `invalid configuration:
  * database.parameters.<name>: <problem>; …` (src/domain/pg-parameters.ts checkParameters). On
@@ -19,27 +30,19 @@
  * DCS unreachable → 503 with the reason.
  */
 import type { Hono } from 'hono';
-import { validateDynamicConfig } from '../config/dynamic-schema.ts';
+import { checkPatch, checkReplacement, formatDefaulted, mergeDocuments, type ChangeResult } from '../config/dynamic-change.ts';
+import { DIALECT_NAMES } from '../domain/config-dialect.ts';
 import { checkParameters, type ParameterValue } from '../domain/pg-parameters.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, readJsonObject } from './json-body.ts';
 import { document, message } from './responses.ts';
 
+/** Name of the header of a PUT's answer naming the settings that fell back to their defaults. */
+export const DEFAULTED_HEADER = 'X-Config-Defaulted';
+
 /** Recursive merge of `patch` into `base` (new object; `null` deletes, objects merge, other values replace). */
 export function mergeConfig(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) {
-      delete out[key];
-    } else if (isPlainObject(value) && isPlainObject(out[key])) {
-      out[key] = mergeConfig(out[key] as Record<string, unknown>, value);
-    } else if (isPlainObject(value)) {
-      out[key] = mergeConfig({}, value);
-    } else {
-      out[key] = value;
-    }
-  }
-  return out;
+  return mergeDocuments(base, patch);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -54,12 +57,14 @@ function invalid(problems: string[]): Response {
  * Problems of the validated document's `database.parameters` against the settings catalogue
  * (`database.parameters.<name>: <problem>` lines); none when there is no catalogue.
  */
-function parameterProblems(deps: ResolvedDeps, doc: Record<string, unknown>): string[] {
+function parameterProblems(deps: ResolvedDeps, checked: Extract<ChangeResult, { ok: true }>): string[] {
   const catalogue = deps.settingsCatalogue();
   if (!catalogue) return [];
-  const database = doc['database'];
+  const section = DIALECT_NAMES[checked.dialect].section;
+  const database = checked.document[section];
   const params = isPlainObject(database) ? database['parameters'] : undefined;
-  return isPlainObject(params) ? checkParameters(params as Record<string, ParameterValue>, catalogue) : [];
+  if (!isPlainObject(params)) return [];
+  return checkParameters(params as Record<string, ParameterValue>, catalogue).map((p) => (p.startsWith('database.') ? `${section}.${p.slice('database.'.length)}` : p));
 }
 
 /** GET /config: the stored document of the cached view, or 503 when the key is missing. */
@@ -83,11 +88,10 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     }
     const stored = view.config;
     if (!stored) return message(503, 'config is not available in the DCS');
-    const merged = mergeConfig(stored.value, body.value);
-    const checked = validateDynamicConfig(merged);
+    const checked = checkPatch(stored.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
-    const next = checked.value as Record<string, unknown>;
-    const paramProblems = parameterProblems(deps, next);
+    const next = checked.document;
+    const paramProblems = parameterProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
     let written: boolean;
@@ -104,19 +108,27 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.put('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    const checked = validateDynamicConfig(body.value);
+    let view;
+    try {
+      view = await deps.commands.readCluster();
+    } catch (e) {
+      return message(503, `DCS is not reachable: ${errorText(e)}`);
+    }
+    const stored = view.config;
+    const checked = checkReplacement(stored?.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
-    const next = checked.value as Record<string, unknown>;
-    const paramProblems = parameterProblems(deps, next);
+    const next = checked.document;
+    const paramProblems = parameterProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     let written: boolean;
     try {
-      written = await deps.commands.writeConfig(next);
+      written = await deps.commands.writeConfig(next, stored?.revision ?? '0');
     } catch (e) {
       return message(503, `failed to write config into DCS: ${errorText(e)}`);
     }
-    if (!written) return message(503, 'failed to write config into DCS');
+    if (!written) return message(409, 'config modified concurrently');
     deps.commands.wake();
-    return document(200, next);
+    const defaulted = checked.defaulted.map(formatDefaulted).join('; ');
+    return document(200, next, defaulted ? { [DEFAULTED_HEADER]: defaulted } : undefined);
   });
 }

@@ -11,8 +11,11 @@
  * Present only when true: `cluster_unlocked`, `failsafe_mode_is_active`, `pause`, `sync_standby`,
  * `quorum_standby`. Present when known/set: `tags`, `database_system_identifier`,
  * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`,
- * `discarded` (receipts of discarded transactions kept: docs/ha.md "Receipts").
+ * `discarded` (receipts of discarded transactions kept: docs/ha.md "Receipts"), `config_ignored`
+ * (keys of the stored dynamic configuration the agent does not read: docs/configuration.md
+ * "Keys the agent does not read").
  */
+import { unreadKeys } from '../config/dynamic-keys.ts';
 import { lsnToNumber } from '../domain/lsn.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
@@ -74,7 +77,26 @@ export interface StatusDocument {
    * they are kept (GET /discarded and `hactl discarded` print them).
    */
   discarded?: { receipts: number; transactions: number; committed: number; last_at?: string; location: string };
+  /**
+   * Ours: the keys of the dynamic configuration in the DCS this agent does not read (unknown, or
+   * the reference's and not implemented), dot path -> why; kept in the DCS, not obeyed. Absent
+   * when every stored key is read.
+   */
+  config_ignored?: Record<string, string>;
   ha: { version: string; scope: string; name: string };
+}
+
+/** {@link ignoredConfigKeys} of the stored documents already seen (a view keeps its document until the key changes). */
+const ignoredCache = new WeakMap<object, Record<string, string> | undefined>();
+
+/** The keys of the stored dynamic configuration `stored` the agent does not read, dot path -> why; undefined when none. */
+export function ignoredConfigKeys(stored: Record<string, unknown> | undefined): Record<string, string> | undefined {
+  if (!stored) return undefined;
+  if (ignoredCache.has(stored)) return ignoredCache.get(stored);
+  const unread = unreadKeys(stored);
+  const out = unread.length ? Object.fromEntries(unread.map((u) => [u.path.join('.'), u.why])) : undefined;
+  ignoredCache.set(stored, out);
+  return out;
 }
 
 /**
@@ -139,6 +161,8 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
     const d = s.discarded;
     doc.discarded = { receipts: d.receipts, transactions: d.transactions, committed: d.committed, ...(d.lastAt ? { last_at: d.lastAt } : {}), location: d.location };
   }
+  const ignored = ignoredConfigKeys(s.cluster.config?.value);
+  if (ignored) doc.config_ignored = ignored;
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
   return doc;
 }

@@ -54,7 +54,7 @@ describe('sanitizeDynamicConfig: a good configuration passes unchanged', () => {
     ['the smallest timings', { ttl: 7, loop_wait: 1, retry_timeout: 3 }],
     ['the largest timings', { ttl: 86400, loop_wait: 3600, retry_timeout: 3600 }],
     [
-      'every known key and unknown ones',
+      "every known key, and tools' keys",
       {
         ttl: 30,
         loop_wait: 10,
@@ -70,8 +70,8 @@ describe('sanitizeDynamicConfig: a good configuration passes unchanged', () => {
           use_db_rewind: true,
           remove_data_directory_on_diverged_timelines: true,
           parameters: { max_connections: 200, hot_standby: 'on' },
-          note: ['kept as it is'],
         },
+        'x-my-tool': { note: ['kept as it is'] },
       },
     ],
   ])('%s', (_name, raw) => {

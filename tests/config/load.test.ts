@@ -47,14 +47,14 @@ describe('parseConfig', () => {
     expect(c.log.level).toBe('info');
   });
 
-  it('keeps unknown bootstrap.dcs keys and YAML 1.2 strings such as on', () => {
+  it("keeps tools' keys of bootstrap.dcs (x-…) and YAML 1.2 strings such as on", () => {
     const c = parseConfig(
-      `${GOOD_YAML}bootstrap:\n  dcs:\n    ttl: 40\n    synchronous_mode: quorum\n    my_key: {a: 1}\n    database: {parameters: {hot_standby: on, wal_log_hints: true}}\n`,
+      `${GOOD_YAML}bootstrap:\n  dcs:\n    ttl: 40\n    synchronous_mode: quorum\n    x-my-tool: {a: 1}\n    database: {parameters: {hot_standby: on, wal_log_hints: true}}\n`,
       {},
     );
     expect(c.bootstrap.dcs.ttl).toBe(40);
     expect(c.bootstrap.dcs.loop_wait).toBe(10);
-    expect(c.bootstrap.dcs['my_key']).toEqual({ a: 1 });
+    expect(c.bootstrap.dcs['x-my-tool']).toEqual({ a: 1 });
     expect(c.bootstrap.dcs.synchronous_mode).toBe('quorum');
     expect(c.bootstrap.dcs.database.parameters).toEqual({ hot_standby: 'on', wal_log_hints: 'on' });
   });
@@ -185,10 +185,10 @@ database:
       ),
     );
     expect(problems).toEqual([
+      "(root): postgresql (the reference's name) and database name the same section: write one",
       'database.data_dir: must be an absolute path (from HA_DATABASE_DATA_DIR)',
       'tags.nofailover: must be true or false, got "yes"',
       'log.level: must be one of trace, debug, info, warn, error, got "loud"',
-      'postgresql: unknown key',
       'restapi.connect_address: required because restapi.listen\'s host "0.0.0.0" means every interface',
     ]);
   });

@@ -34,7 +34,9 @@ describe('watchdog', () => {
       'watchdog.safety_margin: must be at least 1 second (or -1 for ttl / 2), got 0',
     ]);
     expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { safety_margin: "5" }\n`, {}))[0]).toMatch(/^watchdog\.safety_margin: must be a number/);
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { device: /dev/watchdog }\n`, {}))).toEqual(['watchdog.device: unknown key']);
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { device: /dev/watchdog }\n`, {}))).toEqual([
+      'watchdog.device: not implemented: there is no watchdog device; the fence is the agent\'s own (docs/ha.md "Fencing")',
+    ]);
   });
 
   it('refuses a safety_margin that leaves no time within bootstrap.dcs.ttl (default 30)', () => {

@@ -112,17 +112,35 @@ describe('PATCH /config', () => {
 });
 
 describe('PUT /config', () => {
-  it('replaces the document unconditionally and answers the stored document', async () => {
+  it('replaces the document with compare-and-set on the revision read and answers the stored document', async () => {
     const { app, commands } = appFor(primaryLeader());
     const doc = { ttl: 40, loop_wait: 10, retry_timeout: 10, database: { use_slots: false, parameters: { hot_standby: true } } };
     const res = await send(app, 'PUT', '/config', doc);
     expect(res.status).toBe(200);
     const stored = { ...doc, database: { use_slots: false, parameters: { hot_standby: 'on' } } };
     expect(await res.json()).toEqual(stored);
+    expect(res.headers.get('x-config-defaulted')).toBeNull();
     expect(commands.calls).toEqual([
-      { method: 'writeConfig', args: [stored, undefined] },
+      { method: 'readCluster', args: [] },
+      { method: 'writeConfig', args: [stored, '11'] },
       { method: 'wake', args: [] },
     ]);
+  });
+
+  it('answers 409 when the document changed since it was read; creates the key when it is missing', async () => {
+    const commands = new FakeCommands();
+    commands.writeConfigResult = false;
+    const { app } = appFor(primaryLeader(), commands);
+    const lost = await send(app, 'PUT', '/config', { ttl: 30 });
+    expect(lost.status).toBe(409);
+    expect(await lost.text()).toBe('config modified concurrently');
+
+    const { config: _c, ...noConfig } = clusterView();
+    const fresh = new FakeCommands();
+    fresh.cluster = noConfig;
+    const created = await send(appFor(primaryLeader(), fresh).app, 'PUT', '/config', { ttl: 30 });
+    expect(created.status).toBe(200);
+    expect(fresh.calls).toContainEqual({ method: 'writeConfig', args: [{ ttl: 30 }, '0'] });
   });
 
   it('rejects an invalid document with 400 and writes nothing', async () => {
@@ -130,7 +148,7 @@ describe('PUT /config', () => {
     const res = await send(app, 'PUT', '/config', { ttl: 20, loop_wait: 10, retry_timeout: 10 });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('ttl 20');
-    expect(commands.calls).toEqual([]);
+    expect(commands.names()).toEqual(['readCluster']);
   });
 
   it('answers 503 when the write fails', async () => {
@@ -210,12 +228,12 @@ describe('PATCH/PUT /config: database.parameters checked against the PostgreSQL 
     expect(await bad.text()).toBe(
       'invalid configuration: database.parameters.no_such_param: unknown PostgreSQL parameter; database.parameters.max_connections: invalid value "lots" for integer parameter max_connections',
     );
-    expect(commands.calls).toEqual([]);
+    expect(commands.names()).toEqual(['readCluster']);
 
     const good = await send(app, 'PUT', '/config', { ttl: 30, database: { parameters: { max_connections: '200', hot_standby: true } } });
     expect(good.status).toBe(200);
     expect(await good.json()).toEqual({ ttl: 30, database: { parameters: { max_connections: '200', hot_standby: 'on' } } });
-    expect(commands.names()).toEqual(['writeConfig', 'wake']);
+    expect(commands.names()).toEqual(['readCluster', 'readCluster', 'writeConfig', 'wake']);
   });
 
   it('does not check parameters when no catalogue could be loaded', async () => {
