@@ -47,8 +47,11 @@ export interface Selection {
   tags: string[];
 }
 
-/** Why a request was refused (the `reason` label of `<ns>_exporter_probe_rejected_count`). */
-export type RejectReason = 'bad_request' | 'unknown_target' | 'dsn_not_allowed' | 'not_in_allowlist' | 'unknown_auth_module' | 'unknown_collector' | 'too_many_targets';
+/** Every reason a request can be refused for (the `reason` label of `<ns>_exporter_probe_rejected_count`). */
+export const REJECT_REASONS = ['bad_request', 'unknown_target', 'dsn_not_allowed', 'not_in_allowlist', 'unknown_auth_module', 'unknown_collector', 'too_many_targets'] as const;
+
+/** Why a request was refused. */
+export type RejectReason = (typeof REJECT_REASONS)[number];
 
 /** Outcome of resolving a request. */
 export type ProbeResolution = { ok: true; spec: TargetSpec; select: Selection } | { ok: false; status: 400 | 403 | 404 | 429; reason: RejectReason; message: string };

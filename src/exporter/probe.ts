@@ -10,7 +10,7 @@ import { explainText } from './explain.ts';
 import { checkConstLabels, type ExporterLogger } from './exporter.ts';
 import { ExpositionBuilder, type Family } from './exposition.ts';
 import { loadProbeConfig, type ProbeConfig } from './probe-config.ts';
-import { resolveProbe, type ProbeParams, type RejectReason, type Selection, type TargetSpec } from './probe-request.ts';
+import { REJECT_REASONS, resolveProbe, type ProbeParams, type RejectReason, type Selection, type TargetSpec } from './probe-request.ts';
 import { ProbeTargets, type ProbeEntry, type ProbeTargetLike } from './probe-targets.ts';
 import { serverStatFamilies } from './self-families.ts';
 import { statText } from './stat.ts';
@@ -214,8 +214,9 @@ export class Prober {
     targets.samples.push({ labels: [], value: this.targets.size });
     const limit = fam('targets_limit', 'most probe targets alive at once (limits.max_targets)');
     limit.samples.push({ labels: [], value: this.probeConfig.limits.maxTargets });
+    // Every reason from the start (0), so that rate() and increase() see the first refusal.
     const rejected = fam('probe_rejected_count', 'probes refused with a 4xx, by reason', 'counter');
-    for (const [reason, n] of [...this.rejected].sort()) rejected.samples.push({ labels: [['reason', reason]], value: n });
+    for (const reason of REJECT_REASONS) rejected.samples.push({ labels: [['reason', reason]], value: this.rejected.get(reason) ?? 0 });
     const up = fam('target_up', 'last probe of the target was able to connect to the server: 1 for yes, 0 for no');
     const total = fam('target_scrape_total_count', 'probes of the target answered', 'counter');
     const errors = fam('target_scrape_error_count', 'probes of the target that found it down', 'counter');
