@@ -39,6 +39,7 @@ export interface ProbeEntry<T extends ProbeTargetLike = ProbeTargetLike> {
   shared: Map<string, Promise<TargetScrape>>;
 }
 
+/** The registry of live `/probe` targets (module comment): bounded, swept when idle, one probe at a time per target. */
 export class ProbeTargets<T extends ProbeTargetLike = ProbeTargetLike> {
   private readonly live = new Map<string, ProbeEntry<T>>();
   private timer: NodeJS.Timeout | undefined;

@@ -65,6 +65,11 @@ export function selectionFilter(s: Selection): CollectorFilter | undefined {
 /** Stable key of a selection (sorted names), for sharing identical in-flight probes. */
 export const selectionKey = (s: Selection): string => `${[...s.collectors].sort().join(',')}|${[...s.tags].sort().join(',')}`;
 
+/**
+ * Answers `/probe` for the targets of a probe configuration (module comment). Construct, then
+ * `start()` (idle sweeping), `probe()` per request, `families()` for the exporter's `/metrics`,
+ * `reload()`, `stop()`. Throws ConfigError from the constructor when either configuration is invalid.
+ */
 export class Prober {
   collectors: LoadedConfig;
   probeConfig: ProbeConfig;
