@@ -9,7 +9,10 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../exporter/config-load.ts';
 import { explainBlock } from '../exporter/explain.ts';
 import { Exporter, type ExporterLogger } from '../exporter/exporter.ts';
-import { createExporterApp } from '../exporter/http.ts';
+import { createExporterApp, type ExporterApi } from '../exporter/http.ts';
+import { loadProbeConfig } from '../exporter/probe-config.ts';
+import { probeOnlyApi } from '../exporter/probe-only.ts';
+import { Prober } from '../exporter/probe.ts';
 import { listen, parseListenAddress } from '../exporter/serve.ts';
 import { basicAuthMiddleware, loadWebConfig } from '../exporter/web-config.ts';
 
@@ -50,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--web.listen-address <addr>', 'listen address', ':9630')
     .option('-P, --web.telemetry-path <path>', 'metrics path (env DB_EXPORTER_TELEMETRY_PATH)')
     .option('--web.config.file <path>', 'TLS and basic auth configuration (exporter-toolkit format)')
+    .option('--probe.config <path>', 'targets, auth modules, allowlist and limits of GET /probe (env DB_EXPORTER_PROBE_CONFIG); without --url only /probe targets are scraped')
     .option('-n, --namespace <ns>', 'prefix of self-monitoring metrics (env DB_EXPORTER_NAMESPACE) [db, or pgbouncer]')
     .option('-l, --label <labels>', 'constant labels k=v,k2=v2 (env DB_EXPORTER_LABEL)')
     .option('-t, --tag <tags>', 'comma-separated server tags (env DB_EXPORTER_TAG)')
@@ -81,8 +85,10 @@ async function main(argv: string[]): Promise<void> {
   });
   if (!configPath) fail(1, 'no valid config path, exit');
 
+  const probeConfigPath = (o['probe.config'] as string | undefined) ?? env('PROBE_CONFIG');
   if (o['dryRun'] ?? o['dry-run']) {
     try {
+      if (probeConfigPath) loadProbeConfig(probeConfigPath);
       const cfg = loadConfig(configPath);
       for (const w of cfg.warnings) process.stderr.write(`${w}\n`);
       const text = cfg.collectors.map((c) => `${explainBlock(c)}\n`).join('');
@@ -92,7 +98,10 @@ async function main(argv: string[]): Promise<void> {
     }
   }
 
-  const url = (o['url'] as string | undefined) ?? env('URL') ?? process.env['PGURL'] ?? 'postgres://localhost:5432/postgres';
+  const givenUrl = (o['url'] as string | undefined) ?? env('URL') ?? process.env['PGURL'];
+  const url = givenUrl ?? 'postgres://localhost:5432/postgres';
+  // With a probe configuration and no URL the exporter scrapes only its /probe targets.
+  const probeOnly = probeConfigPath !== undefined && givenUrl === undefined;
   const telemetryPath = (o['web.telemetryPath'] as string | undefined) ?? env('TELEMETRY_PATH') ?? '/metrics';
   if (!/^\/[^?#{}]*$/.test(telemetryPath) || ['/', '/up', '/reload', '/explain', '/stat', '/version'].includes(telemetryPath)) fail(1, `invalid telemetry path ${telemetryPath}`);
   let addr: { host: string; port: number };
@@ -102,40 +111,63 @@ async function main(argv: string[]): Promise<void> {
     fail(1, (e as Error).message);
   }
   const autoEnv = bool(env('AUTO_DISCOVERY'));
+  const namespace = (o['namespace'] as string | undefined) ?? env('NAMESPACE');
+  const constLabels = parseConstLabels((o['label'] as string | undefined) ?? env('LABEL'));
+  const tags = list((o['tag'] as string | undefined) ?? env('TAG'));
+  const disableCache = Boolean(o['disableCache'] ?? bool(env('DISABLE_CACHE')));
+  const disableIntro = Boolean(o['disableIntro'] ?? bool(env('DISABLE_INTRO')));
+  const connectTimeoutMs = Number((o['connectTimeout'] as string | undefined) ?? env('CONNECT_TIMEOUT') ?? 1000) || 1000;
+  const prober = (() => {
+    if (probeConfigPath === undefined) return undefined;
+    try {
+      return new Prober({ probeConfigPath, configPath, namespace, constLabels, tags, disableCache, disableIntro, connectTimeoutMs, logger: log });
+    } catch (e) {
+      fail(e instanceof ConfigError ? 2 : 1, (e as Error).message);
+    }
+  })();
   const exporter = (() => {
+    if (probeOnly) return undefined;
     try {
       return new Exporter({
         url,
         configPath,
-        namespace: (o['namespace'] as string | undefined) ?? env('NAMESPACE'),
-        constLabels: parseConstLabels((o['label'] as string | undefined) ?? env('LABEL')),
-        tags: list((o['tag'] as string | undefined) ?? env('TAG')),
-        disableCache: Boolean(o['disableCache'] ?? bool(env('DISABLE_CACHE'))),
-        disableIntro: Boolean(o['disableIntro'] ?? bool(env('DISABLE_INTRO'))),
+        namespace,
+        constLabels,
+        tags,
+        disableCache,
+        disableIntro,
         autoDiscovery: argv.includes('--no-auto-discovery') ? false : argv.includes('--auto-discovery') || argv.includes('-a') ? true : (autoEnv ?? true),
         excludeDatabases: (o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE') !== undefined ? list((o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE')) : undefined,
         includeDatabases: list((o['includeDatabase'] as string | undefined) ?? env('INCLUDE_DATABASE')),
-        connectTimeoutMs: Number((o['connectTimeout'] as string | undefined) ?? env('CONNECT_TIMEOUT') ?? 1000) || 1000,
+        connectTimeoutMs,
         logger: log,
+        ...(prober ? { extraFamilies: () => prober.families() } : {}),
       });
     } catch (e) {
       fail(e instanceof ConfigError ? 2 : 1, (e as Error).message);
     }
   })();
 
-  const role = await exporter.probe.probe();
-  if (role !== 'primary' && role !== 'replica') {
-    if (o['failFast'] ?? bool(env('FAIL_FAST'))) {
-      await exporter.stop();
-      fail(2, `fail connecting to primary server (role ${role}), exit because of --fail-fast`);
+  if (exporter) {
+    const role = await exporter.probe.probe();
+    if (role !== 'primary' && role !== 'replica') {
+      if (o['failFast'] ?? bool(env('FAIL_FAST'))) {
+        await exporter.stop();
+        await prober?.stop();
+        fail(2, `fail connecting to primary server (role ${role}), exit because of --fail-fast`);
+      }
+      log.warn(`fail connecting to primary server: role ${role} (startup will continue)`);
     }
-    log.warn(`fail connecting to primary server: role ${role} (startup will continue)`);
   }
 
   if (o['explain']) {
-    await exporter.collect();
-    const text = exporter.explain();
-    await exporter.stop();
+    let text = '';
+    if (exporter) {
+      await exporter.collect();
+      text = exporter.explain();
+      await exporter.stop();
+    } else if (prober) text = probeOnlyApi(prober).explain();
+    await prober?.stop();
     await printAndExit(text, 0);
   }
 
@@ -149,20 +181,41 @@ async function main(argv: string[]): Promise<void> {
     }
   }
   const auth = web ? basicAuthMiddleware(web.users) : undefined;
-  const app = createExporterApp(exporter, { telemetryPath, middleware: auth ? [auth] : [] });
-  exporter.start();
+  // /reload and SIGHUP re-read both the collector set (and primary) and the probe configuration.
+  const api: ExporterApi = exporter
+    ? prober
+      ? {
+          get role() {
+            return exporter.role;
+          },
+          build: exporter.build,
+          collect: () => exporter.collect(),
+          explain: () => exporter.explain(),
+          stat: () => exporter.stat(),
+          async reload() {
+            const a = await exporter.reload();
+            const b = await prober.reload();
+            return !a.ok ? a : b;
+          },
+        }
+      : exporter
+    : probeOnlyApi(prober!);
+  const app = createExporterApp(api, { telemetryPath, middleware: auth ? [auth] : [], ...(prober ? { probe: prober } : {}) });
+  exporter?.start();
+  prober?.start();
   let server;
   try {
     server = await listen(app, { ...addr, ...(web?.tls ? { tls: web.tls } : {}) });
   } catch (e) {
-    await exporter.stop();
+    await exporter?.stop();
+    await prober?.stop();
     fail(1, `fail listening on ${String(o['web.listenAddress'])}: ${(e as Error).message}`);
   }
-  log.info(`db-exporter ${exporter.build.version} listening on ${web?.tls ? 'https' : 'http'}://${addr.host}:${addr.port}${telemetryPath}`);
-  process.on('SIGHUP', () => void exporter.reload());
+  log.info(`db-exporter ${api.build.version} listening on ${web?.tls ? 'https' : 'http'}://${addr.host}:${addr.port}${telemetryPath}${prober ? ` and /probe (${prober.probeConfig.targets.size} named targets${prober.probeConfig.allowDsn ? ', DSN targets on the allowlist' : ''})` : ''}`);
+  process.on('SIGHUP', () => void api.reload());
   const shutdown = () => {
     server.close();
-    void exporter.stop().finally(() => process.exit(0));
+    void Promise.all([exporter?.stop(), prober?.stop()]).finally(() => process.exit(0));
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);

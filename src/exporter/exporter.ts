@@ -10,6 +10,7 @@ import { RoleProbe, type Role } from './role-probe.ts';
 import { statText, type StatRow } from './stat.ts';
 import { Target, urlDatabase, urlWithDatabase } from './target.ts';
 import { buildInfo, type BuildInfo } from './build-info.ts';
+import { serverStatFamilies } from './self-families.ts';
 import type { LoadedConfig } from './types.ts';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
@@ -52,6 +53,8 @@ export interface ExporterOptions {
   /** Role probe period, milliseconds [1000]. */
   probeIntervalMs?: number;
   logger?: ExporterLogger;
+  /** More families for each `/metrics` answer, e.g. the `/probe` targets' self-monitoring (Prober.families). */
+  extraFamilies?: () => Family[];
 }
 
 /**
@@ -253,6 +256,7 @@ export class Exporter {
       this.log.warn(`dropped ${builder.dropped} duplicate or conflicting series from ${[...builder.droppedFrom].join(', ')}`);
     }
     add(this.selfFamilies());
+    if (this.opts.extraFamilies) add(this.opts.extraFamilies());
     const body = builder.render();
     if (this.opts.heapTuning ?? true) capNewSpace();
     return body;
@@ -308,37 +312,7 @@ export class Exporter {
       g(`${ns}_exporter_last_scrape_time`, 'last scrape timestamp', c.lastScrapeTime),
       g(`${ns}_exporter_dropped_series_count`, 'cumulative series dropped because they duplicated another series or conflicted with its family', c.dropped),
     );
-    const fam = (suffix: string, help: string): Family => ({ name: `${ns}_exporter_${suffix}`, help, type: 'gauge', samples: [] });
-    const sDur = fam('server_scrape_duration', 'seconds exporter server spending on scraping last scrape');
-    const sSec = fam('server_scrape_total_seconds', 'cumulative total seconds exporter server spending on scraping');
-    const sCnt = fam('server_scrape_total_count', 'times exporter server was scraped for metrics');
-    const sErr = fam('server_scrape_error_count', 'cumulative times exporter server scrape failed (fatal scrape failures only)');
-    const qTtl = fam('query_cache_ttl', 'times to live of query cache');
-    const qTot = fam('query_scrape_total_count', 'times exporter server was scraped for metrics');
-    const qErr = fam('query_scrape_error_count', 'times the query failed');
-    const qSkip = fam('query_scrape_predicate_skip_count', 'times the query was skipped due to a predicate returning false');
-    const qDur = fam('query_scrape_duration', 'seconds query spending on scraping');
-    const qMet = fam('query_scrape_metric_count', 'numbers of metrics been scraped from this query');
-    const qHit = fam('query_scrape_hit_count', 'numbers of rows returned by the last execution of this query');
-    for (const t of [this.primary, ...this.forked.values()]) {
-      const dl: [string, string][] = [['datname', t.datname]];
-      sDur.samples.push({ labels: dl, value: t.stats.lastDurationSeconds });
-      sSec.samples.push({ labels: dl, value: t.stats.totalSeconds });
-      sCnt.samples.push({ labels: dl, value: t.stats.totalCount });
-      sErr.samples.push({ labels: dl, value: t.stats.errorCount });
-      for (const r of t.runs ?? []) {
-        const l: [string, string][] = [...dl, ['query', r.def.name]];
-        const s = r.stats;
-        qTtl.samples.push({ labels: l, value: s.ttlLeftSeconds });
-        qTot.samples.push({ labels: l, value: s.total });
-        qErr.samples.push({ labels: l, value: s.errors });
-        if (r.def.predicates.length > 0) qSkip.samples.push({ labels: l, value: s.skips });
-        qDur.samples.push({ labels: l, value: s.durationMs / 1000 });
-        qMet.samples.push({ labels: l, value: s.metrics });
-        qHit.samples.push({ labels: l, value: s.rows });
-      }
-    }
-    out.push(sDur, sSec, sCnt, sErr, qTtl, qTot, qErr, qSkip, qDur, qMet, qHit);
+    out.push(...serverStatFamilies(ns, [this.primary, ...this.forked.values()]));
     return out;
   }
 

@@ -10,6 +10,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { BodyBufferPool, byteLength, piecesStream, utf8Pieces } from './body-pieces.ts';
 import { versionText } from './build-info.ts';
 import type { Exporter } from './exporter.ts';
+import type { ProbeAnswer } from './probe.ts';
+import type { ProbeParams } from './probe-request.ts';
 import type { Role } from './role-probe.ts';
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -34,9 +36,18 @@ export function verdict(check: keyof typeof ROLE_ROUTES, role: Role): 200 | 404 
 /** What the HTTP layer needs from an exporter (an Exporter satisfies it). */
 export type ExporterApi = Pick<Exporter, 'role' | 'collect' | 'reload' | 'explain' | 'stat' | 'build'>;
 
+/** What the HTTP layer needs from a Prober (`/probe`, and `/explain` `/stat` with `?target=`). */
+export interface ProbeApi {
+  probe(params: ProbeParams): Promise<ProbeAnswer>;
+  explain(params: ProbeParams): ProbeAnswer;
+  stat(params: ProbeParams): ProbeAnswer;
+}
+
 export interface HttpOptions {
   /** Metrics path [/metrics]. */
   telemetryPath?: string;
+  /** Serves `GET /probe` and `?target=` on `/explain` and `/stat`; without it `/probe` is 404. */
+  probe?: ProbeApi;
   /** Applied to every route before anything else (e.g. basic auth). */
   middleware?: MiddlewareHandler[];
   /** Largest request body, bytes [65536]; larger → 413 before any handler runs. */
@@ -48,7 +59,7 @@ export const EXPORTER_MAX_BODY_BYTES = 64 * 1024;
 
 const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#39;').replace(/"/g, '&#34;');
 
-/** Builds the Hono app. Handlers other than /metrics and /reload never touch the database. */
+/** Builds the Hono app. Handlers other than /metrics, /probe and /reload never touch the database. */
 export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hono {
   const app = new Hono();
   const bodies = new BodyBufferPool();
@@ -64,13 +75,14 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
       });
     }
   }
-  app.get(metricsPath, async (c) => {
-    const text = await exp.collect();
-    const headers = { 'Content-Type': METRICS_CONTENT_TYPE };
-    // One large block allocated and freed per answer grows the RSS (body-pieces.ts). Under
-    // @hono/node-server a GET is encoded into a reused buffer and written by the handler itself
-    // (one write; the buffer returns to the pool on 'finish'); HEAD and other hosts (app.request)
-    // get the same bytes as a stream of pieces under 128 KiB.
+  /**
+   * Writes an exposition body. One large block allocated and freed per answer grows the RSS
+   * (body-pieces.ts). Under @hono/node-server a GET is encoded into a reused buffer and written
+   * by the handler itself (one write; the buffer returns to the pool on 'finish'); HEAD and other
+   * hosts (app.request) get the same bytes as a stream of pieces under 128 KiB.
+   */
+  const sendExposition = (c: Context, text: string, contentType: string) => {
+    const headers = { 'Content-Type': contentType };
     const out = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     if (out && c.req.method === 'GET') {
       const { bytes, release } = bodies.encode(text);
@@ -81,6 +93,26 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
     }
     const pieces = utf8Pieces(text);
     return c.body(piecesStream(pieces), 200, { ...headers, 'Content-Length': String(byteLength(pieces)) });
+  };
+  app.get(metricsPath, async (c) => sendExposition(c, await exp.collect(), METRICS_CONTENT_TYPE));
+  const probe = opts.probe;
+  /** The probe parameters of a request, or a 400 text when one is repeated. */
+  const probeParams = (c: Context): ProbeParams | string => {
+    const out: Record<string, string> = {};
+    for (const k of ['target', 'auth_module', 'collectors', 'tags'] as const) {
+      const all = c.req.queries(k) ?? [];
+      if (all.length > 1) return `${k} is given more than once`;
+      if (all[0] !== undefined) out[k] = all[0];
+    }
+    return out;
+  };
+  const answer = (c: Context, a: ProbeAnswer) => c.body(a.body, a.status as 200, { 'Content-Type': a.contentType, ...(a.headers ?? {}) });
+  app.get('/probe', async (c) => {
+    if (!probe) return c.body('no probe configuration: start the exporter with --probe.config', 404, { 'Content-Type': TEXT });
+    const params = probeParams(c);
+    if (typeof params === 'string') return c.body(params, 400, { 'Content-Type': TEXT });
+    const a = await probe.probe(params);
+    return a.status === 200 ? sendExposition(c, a.body, a.contentType) : answer(c, a);
   });
   const reload = async (c: Context) => {
     const r = await exp.reload();
@@ -88,8 +120,16 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
   };
   app.on(['GET', 'POST'], '/reload', reload);
   app.all('/reload', (c) => c.body('method not allowed', 405, { 'Content-Type': TEXT, Allow: 'GET, POST' }));
-  app.get('/explain', (c) => c.body(exp.explain(), 200, { 'Content-Type': TEXT }));
-  app.get('/stat', (c) => c.body(exp.stat(), 200, { 'Content-Type': 'text/plain; charset=UTF-8' }));
+  /** `?target=` asks the prober about a probe target; without it the primary connection answers. */
+  const perTarget = (c: Context, which: 'explain' | 'stat') => {
+    if (c.req.query('target') === undefined) return undefined;
+    if (!probe) return c.body('no probe configuration: start the exporter with --probe.config', 404, { 'Content-Type': TEXT });
+    const params = probeParams(c);
+    if (typeof params === 'string') return c.body(params, 400, { 'Content-Type': TEXT });
+    return answer(c, probe[which](params));
+  };
+  app.get('/explain', (c) => perTarget(c, 'explain') ?? c.body(exp.explain(), 200, { 'Content-Type': TEXT }));
+  app.get('/stat', (c) => perTarget(c, 'stat') ?? c.body(exp.stat(), 200, { 'Content-Type': 'text/plain; charset=UTF-8' }));
   app.get('/version', (c) => c.body(versionText(exp.build), 200, { 'Content-Type': TEXT }));
   app.get('/', (c) =>
     c.body(

@@ -27,7 +27,21 @@ export interface TargetOptions {
   warn: WarnFn;
   /** The exporter's constant labels (written into collector output as results arrive). */
   constLabels?: [string, string][];
+  /** Connections of the pool [3 for the primary, 1 for forked or pgbouncer targets]. */
+  poolMax?: number;
+  /** Seconds an unused connection stays open [60]. */
+  idleTimeoutSeconds?: number;
+  /** User name, overriding the URL's (a `/probe` auth module). */
+  username?: string;
+  /** Password (a `/probe` auth module); never part of the URL. */
+  password?: string;
 }
+
+/**
+ * Which collectors one scrape runs: fatal collectors always; the others when `select` is absent
+ * or returns true. Used by `/probe?collectors=…&tags=…`.
+ */
+export type CollectorFilter = (def: CollectorDef) => boolean;
 
 /** Result of one target scrape. */
 export interface TargetScrape {
@@ -87,14 +101,16 @@ export class Target {
     private collectors: CollectorDef[],
   ) {
     this.urlDbname = urlDatabase(opts.url);
-    this.poolMax = opts.pooler || opts.forked ? 1 : 3;
+    this.poolMax = opts.poolMax ?? (opts.pooler || opts.forked ? 1 : 3);
     this.sql = postgres(opts.url, {
       max: this.poolMax,
       prepare: false,
       fetch_types: false,
       connect_timeout: Math.max(opts.connectTimeoutMs, 100) / 1000,
       max_lifetime: 60,
-      idle_timeout: 60,
+      idle_timeout: opts.idleTimeoutSeconds ?? 60,
+      ...(opts.username !== undefined ? { username: opts.username } : {}),
+      ...(opts.password !== undefined ? { password: opts.password } : {}),
       connection: opts.pooler ? {} : { application_name: opts.applicationName },
       onnotice: (n) => {
         this.lastNotice = String(n['message'] ?? '');
@@ -145,10 +161,10 @@ export class Target {
   }
 
   /**
-   * One scrape: pre-check, re-plan if needed, fatal collectors then the rest by priority, one
-   * after another. Never throws; failures are in the result and in `stats`.
+   * One scrape: pre-check, re-plan if needed, fatal collectors then the rest by priority (those
+   * `select` keeps, when given). Never throws; failures are in the result and in `stats`.
    */
-  async scrape(): Promise<TargetScrape> {
+  async scrape(select?: CollectorFilter): Promise<TargetScrape> {
     const t0 = performance.now();
     const nowSeconds = Date.now() / 1000;
     this.stats.totalCount++;
@@ -181,7 +197,7 @@ export class Target {
     // Pass 2 runs in priority order with up to `poolMax` collectors in flight, so PostgreSQL
     // executes one collector while this process converts the previous result; results are
     // merged in priority order, so the output does not depend on completion order.
-    const rest = runs.filter((r) => !r.def.fatal);
+    const rest = runs.filter((r) => !r.def.fatal && (!select || select(r.def)));
     const results = new Array<Family[] | undefined>(rest.length);
     let next = 0;
     const worker = async () => {

@@ -15,10 +15,7 @@ export interface PrometheusServer {
 
 /** Starts Prometheus scraping `targets` (`host:port`) at `metricsPath` every second. */
 export async function startPrometheus(job: string, targets: string[], metricsPath = '/metrics'): Promise<PrometheusServer> {
-  const dir = await makeTempDir('ha-prom-');
-  const port = await freePort();
-  await writeFile(
-    join(dir, 'prometheus.yml'),
+  return startPrometheusConfig(
     [
       'global: { scrape_interval: 1s, evaluation_interval: 1s }',
       'scrape_configs:',
@@ -27,7 +24,19 @@ export async function startPrometheus(job: string, targets: string[], metricsPat
       `    static_configs: [ { targets: [${targets.map((t) => `"${t}"`).join(', ')}] } ]`,
     ].join('\n'),
   );
-  const child = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
+}
+
+/**
+ * Starts Prometheus with a whole configuration file's text (written as prometheus.yml in a temp
+ * directory that also holds the TSDB; relative rule_files resolve from there, so pass absolute
+ * ones), on a free loopback port; waits until it is ready. `configPath` is where the file is.
+ */
+export async function startPrometheusConfig(configText: string): Promise<PrometheusServer & { configPath: string }> {
+  const dir = await makeTempDir('ha-prom-');
+  const port = await freePort();
+  const configPath = join(dir, 'prometheus.yml');
+  await writeFile(configPath, configText);
+  const child = spawn('prometheus', [`--config.file=${configPath}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
     stdio: 'ignore',
   });
   const url = `http://127.0.0.1:${port}`;
@@ -43,6 +52,7 @@ export async function startPrometheus(job: string, targets: string[], metricsPat
   }
   return {
     url,
+    configPath,
     async query(q) {
       const r = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(q)}`);
       const j = (await r.json()) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
