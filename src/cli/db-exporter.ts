@@ -154,9 +154,9 @@ async function main(argv: string[]): Promise<void> {
       if (o['failFast'] ?? bool(env('FAIL_FAST'))) {
         await exporter.stop();
         await prober?.stop();
-        fail(2, `fail connecting to primary server (role ${role}), exit because of --fail-fast`);
+        fail(2, `fail connecting to primary server (role ${role}: ${exporter.probe.lastError ?? 'no answer'}), exit because of --fail-fast`);
       }
-      log.warn(`fail connecting to primary server: role ${role} (startup will continue)`);
+      log.warn(`fail connecting to primary server: role ${role}: ${exporter.probe.lastError ?? 'no answer'} (startup will continue)`);
     }
   }
 

@@ -15,6 +15,13 @@ export function roleFromError(e: unknown): Role {
   return (e as { code?: string } | null)?.code === '57P03' ? 'starting' : 'down';
 }
 
+/** A probe failure in one line: the SQLSTATE's message (`password authentication failed for user "x"`), or the connection error. */
+export function probeErrorText(e: unknown): string {
+  const err = e as { message?: unknown; code?: unknown } | null;
+  const msg = typeof err?.message === 'string' && err.message !== '' ? err.message : String(e);
+  return typeof err?.code === 'string' && /^[0-9A-Z]{5}$/.test(err.code) ? `${msg} (SQLSTATE ${err.code})` : msg;
+}
+
 export interface RoleProbeOptions {
   url: string;
   pooler: boolean;
@@ -26,6 +33,8 @@ export interface RoleProbeOptions {
 
 export class RoleProbe {
   role: Role = 'unknown';
+  /** Why the last probe failed (the server's or the connection's message), while it does; undefined after a success. */
+  lastError: string | undefined;
   private readonly sql: Sql;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -61,7 +70,9 @@ export class RoleProbe {
         const res = await runQuery(this.sql, 'SELECT pg_catalog.pg_is_in_recovery() AS r', deadline, false, 'probe');
         this.set(res.rows[0]?.['r'] === true ? 'replica' : 'primary');
       }
+      this.lastError = undefined;
     } catch (e) {
+      this.lastError = probeErrorText(e);
       this.set(roleFromError(e));
     } finally {
       this.running = false;

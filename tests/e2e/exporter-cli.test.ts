@@ -74,6 +74,8 @@ describe('db-exporter CLI', () => {
     expect(c1.output()).toContain('broken.yml');
     const c2 = startCli(['-c', DEFAULT_COLLECTORS, '--url', `postgres://postgres@127.0.0.1:${await freePort()}/postgres`, '--fail-fast', '--web.listen-address', `127.0.0.1:${await freePort()}`]);
     expect(await exitOf(c2)).toBe(2);
+    // The reason, not only "role down" (issue 30, item 8).
+    expect(c2.output()).toMatch(/role down: .*(ECONNREFUSED|connect)/);
   });
 
   it('starts and serves db_up 0 while the database is down, with constant labels and namespace', async () => {
