@@ -23,6 +23,7 @@ import { readView, timestamp, type Session } from '../ctl/session.ts';
 import { runFailover, runSwitchover } from '../ctl/switchover.ts';
 import type { Dcs } from '../dcs/index.ts';
 import { VERSION } from '../version.ts';
+import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 
 const io: CtlIo = createStdIo();
 let openedDcs: Dcs | undefined;
@@ -283,6 +284,7 @@ function buildProgram(): Command {
           ...(o.apply !== undefined ? { apply: o.apply } : {}),
           ...(o.replace !== undefined ? { replace: o.replace } : {}),
           readStdin: readAllStdin,
+          catalogue: localCatalogue,
         }),
       ),
     );
@@ -419,3 +421,18 @@ async function main(argv: string[]): Promise<never> {
 }
 
 await main(process.argv);
+
+/**
+ * The settings catalogue of the PostgreSQL binaries on this machine (`postgres --describe-config`,
+ * no server needed), for `edit-config`'s parameter check; undefined when there are none.
+ */
+async function localCatalogue(): Promise<SettingsCatalogue | undefined> {
+  try {
+    const { detectBinDir } = await import('../postgres/bin-dir.ts');
+    const { loadSettingsCatalogue } = await import('../postgres/settings-catalogue.ts');
+    return await loadSettingsCatalogue(detectBinDir());
+  } catch {
+    return undefined;
+  }
+}
+

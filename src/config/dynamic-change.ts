@@ -27,6 +27,7 @@ import { DYNAMIC_DEFAULTS, withDefaults } from '../domain/dynamic-config.ts';
 import { DATABASE_SECTION_KEYS, DYNAMIC_TOP_KEYS, formatUnread, readKeys, unreadKeys, type UnreadKey } from './dynamic-keys.ts';
 import { validateDynamicDocument } from './dynamic-schema.ts';
 import { isMapping } from './fields.ts';
+import { checkParameters, type ParameterValue, type SettingsCatalogue } from '../domain/pg-parameters.ts';
 
 type Doc = Record<string, unknown>;
 
@@ -258,3 +259,20 @@ export function convertStored(stored: Doc, to: ConfigDialect): Doc | undefined {
   if (from === to) return undefined;
   return keepDialect(convertDocument(stored, from, to), to);
 }
+
+/**
+ * The problems of a checked document's `database.parameters` (or the patroni dialect's
+ * `postgresql.parameters`) against a server's settings catalogue: unknown names and values the
+ * server would refuse (src/domain/pg-parameters.ts `checkParameters`), as
+ * `<section>.parameters.<name>: <problem>` lines. The one check of PATCH/PUT /config and
+ * `hactl edit-config` (issue 30). None without a catalogue.
+ */
+export function parameterProblems(checked: { document: Doc; dialect: ConfigDialect }, catalogue: SettingsCatalogue | undefined): string[] {
+  if (!catalogue) return [];
+  const section = DIALECT_NAMES[checked.dialect].section;
+  const database = checked.document[section];
+  const params = isMapping(database) ? database['parameters'] : undefined;
+  if (!isMapping(params)) return [];
+  return checkParameters(params as Record<string, ParameterValue>, catalogue).map((p) => (p.startsWith('database.') ? `${section}.${p.slice('database.'.length)}` : p));
+}
+

@@ -13,8 +13,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { convertStored, formatDefaulted } from '../config/dynamic-change.ts';
-import { storedDialect, type ConfigDialect } from '../domain/config-dialect.ts';
+import { convertStored, formatDefaulted, parameterProblems } from '../config/dynamic-change.ts';
+import { DIALECT_NAMES, storedDialect, type ConfigDialect } from '../domain/config-dialect.ts';
+import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import { applySettings, checkEditedConfig, configYaml, mergePatch, parseConfigText, sameConfig } from './config-edit.ts';
 import { unifiedDiff } from './diff.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
@@ -39,6 +40,13 @@ export interface EditConfigOptions {
   readStdin?: () => Promise<string>;
   /** Editor command when no change option is given (default $EDITOR, else vi). */
   editor?: string;
+  /**
+   * The PostgreSQL settings catalogue the parameters are checked against, as PATCH/PUT /config
+   * checks them (`parameterProblems`, src/config/dynamic-change.ts): hactl loads the local
+   * server's (`postgres --describe-config`); undefined when there is none (the parameters are then
+   * not checked, and hactl says so).
+   */
+  catalogue?: () => Promise<SettingsCatalogue | undefined>;
 }
 
 async function readSource(path: string, o: EditConfigOptions): Promise<string> {
@@ -100,6 +108,16 @@ export async function runEditConfig(s: Session, o: EditConfigOptions): Promise<v
     s.io.out('Not changed');
     return;
   }
+  // The parameters, against a server's catalogue: the check PATCH /config makes (issue 30).
+  if (parametersChanged(before, after, checked.dialect)) {
+    const catalogue = await o.catalogue?.();
+    const problems = parameterProblems(checked, catalogue);
+    if (problems.length) {
+      for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
+      throw new CtlError(`invalid configuration: ${problems.join('; ')}`);
+    }
+    if (!catalogue) s.io.err('note: no PostgreSQL binaries here to check the parameters against; the members drop the ones their server refuses');
+  }
   for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
   if (checked.defaulted.length) s.io.out(`Falling back to their defaults: ${checked.defaulted.map(formatDefaulted).join('; ')}`);
   if (!o.force && !(await confirm(s.io, 'Apply these changes?'))) throw new CtlError('Aborting edit-config: configuration not changed');
@@ -144,3 +162,11 @@ export async function runConvertConfig(s: Session, to: ConfigDialect, force: boo
   await writeConfig(s, after, view.config.revision);
   s.io.out(`Configuration converted to the ${to} dialect`);
 }
+
+/** True when the edit changed the database section's `parameters`. */
+function parametersChanged(before: Record<string, unknown>, after: Record<string, unknown>, dialect: ConfigDialect): boolean {
+  const section = DIALECT_NAMES[dialect].section;
+  const of = (d: Record<string, unknown>) => JSON.stringify((d[section] as Record<string, unknown> | undefined)?.['parameters'] ?? {});
+  return of(before) !== of(after);
+}
+

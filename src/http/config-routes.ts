@@ -30,9 +30,7 @@
  * DCS unreachable → 503 with the reason.
  */
 import type { Hono } from 'hono';
-import { checkPatch, checkReplacement, formatDefaulted, mergeDocuments, type ChangeResult } from '../config/dynamic-change.ts';
-import { DIALECT_NAMES } from '../domain/config-dialect.ts';
-import { checkParameters, type ParameterValue } from '../domain/pg-parameters.ts';
+import { checkPatch, checkReplacement, formatDefaulted, mergeDocuments, parameterProblems, type ChangeResult } from '../config/dynamic-change.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, readJsonObject } from './json-body.ts';
 import { document, message } from './responses.ts';
@@ -53,18 +51,9 @@ function invalid(problems: string[]): Response {
   return message(400, `invalid configuration: ${problems.join('; ')}`);
 }
 
-/**
- * Problems of the validated document's `database.parameters` against the settings catalogue
- * (`database.parameters.<name>: <problem>` lines); none when there is no catalogue.
- */
-function parameterProblems(deps: ResolvedDeps, checked: Extract<ChangeResult, { ok: true }>): string[] {
-  const catalogue = deps.settingsCatalogue();
-  if (!catalogue) return [];
-  const section = DIALECT_NAMES[checked.dialect].section;
-  const database = checked.document[section];
-  const params = isPlainObject(database) ? database['parameters'] : undefined;
-  if (!isPlainObject(params)) return [];
-  return checkParameters(params as Record<string, ParameterValue>, catalogue).map((p) => (p.startsWith('database.') ? `${section}.${p.slice('database.'.length)}` : p));
+/** Problems of the validated document's parameters against the local server's settings catalogue (the check hactl shares). */
+function catalogueProblems(deps: ResolvedDeps, checked: Extract<ChangeResult, { ok: true }>): string[] {
+  return parameterProblems(checked, deps.settingsCatalogue());
 }
 
 /** GET /config: the stored document of the cached view, or 503 when the key is missing. */
@@ -91,7 +80,7 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const checked = checkPatch(stored.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.document;
-    const paramProblems = parameterProblems(deps, checked);
+    const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
     let written: boolean;
@@ -118,7 +107,7 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const checked = checkReplacement(stored?.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.document;
-    const paramProblems = parameterProblems(deps, checked);
+    const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     let written: boolean;
     try {

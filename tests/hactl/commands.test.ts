@@ -1,6 +1,7 @@
 /** hactl commands on the in-process DCS with a scripted terminal (no servers: checks that refuse before any API call). */
 import { afterEach, describe, expect, it } from 'vitest';
 import { runEditConfig, runShowConfig } from '../../src/ctl/config-commands.ts';
+import { catalogueOf } from '../../src/domain/pg-parameters.ts';
 import { runHistory } from '../../src/ctl/history.ts';
 import { runFlushSwitchover, runReinit, runRestart, selectMembers } from '../../src/ctl/member-actions.ts';
 import { runPause } from '../../src/ctl/pause.ts';
@@ -65,6 +66,22 @@ describe('show-config, edit-config', () => {
     const empty = await memorySession();
     stores.push(empty.store);
     await expect(runShowConfig(empty.session)).rejects.toThrow('cluster "demo" has no config key in the DCS');
+  });
+
+  it('-p values the server would refuse are refused with the check PATCH /config makes, and nothing is written (issue 30)', async () => {
+    const { session, io } = await cluster();
+    const catalogue = async () => catalogueOf([{ name: 'max_connections', vartype: 'integer', context: 'postmaster', unit: '', min: 1, max: 262143 }]);
+    await expect(runEditConfig(session, { set: [], pg: ['max_connections=lots'], force: true, catalogue })).rejects.toThrow(
+      /invalid configuration: database\.parameters\.max_connections: .*lots/,
+    );
+    await expect(runEditConfig(session, { set: [], pg: ['no_such_param=1'], force: true, catalogue })).rejects.toThrow(/database\.parameters\.no_such_param: unknown PostgreSQL parameter/);
+    expect(io.lines).not.toContain('Configuration changed');
+    expect((await session.dcs.refresh()).config?.value['database']).toBeUndefined();
+    await runEditConfig(session, { set: [], pg: ['max_connections=200'], force: true, catalogue });
+    expect(io.lines.at(-1)).toBe('Configuration changed');
+    // No catalogue here: written, and said.
+    await runEditConfig(session, { set: [], pg: ['work_mem=8MB'], force: true, catalogue: async () => undefined });
+    expect(io.errors.at(-1)).toMatch(/no PostgreSQL binaries here to check the parameters/);
   });
 
   it('no change, no $EDITOR and no terminal: a usage error, never a vi waiting for input (issue 30)', async () => {
