@@ -20,7 +20,7 @@ import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import { registerFailsafeRoutes } from './failsafe-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
-import { evaluateHealth, HEALTH_PATHS, healthTimeKey, type HealthPath } from './health.ts';
+import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from './health.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
 import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';

@@ -59,7 +59,7 @@ export class ConfigApplier {
    */
   applyDynamic(view: ClusterView): void {
     if (!view.config) return;
-    const { state, deps } = this.core;
+    const { state } = this.core;
     const prev = state.config;
     // The same stored value (same mod revision) as last time, already applied: nothing to
     // validate again (an idle agent's cycle, issue 13). A reload of the local configuration

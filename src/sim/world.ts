@@ -472,7 +472,7 @@ export class World {
 
   /** Runs the whole schedule. */
   async run(): Promise<RunResult> {
-    const { stepMs, steps } = this.opts;
+    const { steps } = this.opts;
     for (const m of this.members) {
       m.up = true;
       this.clock.schedule(this.rng.int(0, 500), () => this.startAgent(m));
