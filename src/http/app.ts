@@ -15,7 +15,7 @@ import { Hono, type Context } from 'hono';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { apiGuard, openPolicy, type ApiGuardPolicy } from './api-guard.ts';
-import { buildClusterDocument } from './cluster-document.ts';
+import { buildClusterDocument } from '../domain/cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import { registerFailsafeRoutes } from './failsafe-routes.ts';
@@ -24,13 +24,11 @@ import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from './health.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
 import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';
-import { buildStatusDocument } from './status-document.ts';
+import { buildStatusDocument } from '../domain/status-document.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
-export { buildClusterDocument } from './cluster-document.ts';
 export type { NodeCommands } from './commands.ts';
 export type { NodeAppDeps } from './deps.ts';
-export { buildStatusDocument } from './status-document.ts';
 
 /** Methods each known path answers (besides HEAD/OPTIONS, added for paths with GET). */
 const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([

@@ -13,7 +13,7 @@ import type { Dcs } from '../dcs/dcs.ts';
 import type { StoredKv } from '../dcs/view.ts';
 import { DYNAMIC_DEFAULTS } from '../domain/dynamic-config.ts';
 import { InMemoryDcs, InMemoryStore } from '../dcs/memory.ts';
-import { buildStatusDocument } from '../http/status-document.ts';
+import { buildStatusDocument } from '../domain/status-document.ts';
 import { HaNode } from '../node/ha-node.ts';
 import { Journal, type JournalEntry } from '../journal/journal.ts';
 import type { PgControl } from '../postgres/types.ts';

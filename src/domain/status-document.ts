@@ -13,11 +13,11 @@
  * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`,
  * `discarded` (receipts of discarded transactions kept: docs/ha.md "Receipts").
  */
-import { lsnToNumber } from '../domain/lsn.ts';
-import type { ScheduledRestartData, Tags } from '../domain/member.ts';
-import type { NodeSnapshot } from '../domain/snapshot.ts';
-import type { ReplicationRow } from '../domain/pg-status.ts';
-import type { DatabaseState, Role } from '../domain/states.ts';
+import { lsnToNumber } from './lsn.ts';
+import type { ScheduledRestartData, Tags } from './member.ts';
+import type { NodeSnapshot } from './snapshot.ts';
+import type { ReplicationRow } from './pg-status.ts';
+import type { DatabaseState, Role } from './states.ts';
 import { nodeFacts } from './node-facts.ts';
 
 /** One attached standby (pg_stat_replication row, seed field `replication`): the probe's row without LSNs. */

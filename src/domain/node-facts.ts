@@ -2,9 +2,9 @@
  * Facts derived from one NodeSnapshot at one instant, shared by the status document, the health
  * checks and the metrics so that all three agree (patroni.md §1.3, §1.4).
  */
-import type { ClusterView } from '../domain/cluster.ts';
-import type { DynamicConfig } from '../domain/dynamic-config.ts';
-import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { ClusterView } from './cluster.ts';
+import type { DynamicConfig } from './dynamic-config.ts';
+import type { NodeSnapshot } from './snapshot.ts';
 
 /** Derived facts of a snapshot; LSNs in bytes. */
 export interface NodeFacts {

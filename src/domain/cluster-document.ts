@@ -3,10 +3,10 @@
  * of the cached DCS view, sorted by name, with roles, states, LSNs as `X/Y` text and lags in
  * bytes. Built from the snapshot alone (also reused by hactl).
  */
-import type { ClusterView } from '../domain/cluster.ts';
-import { formatLsn } from '../domain/lsn.ts';
-import { memberHostPort, type Member, type ScheduledRestartData, type Tags } from '../domain/member.ts';
-import type { NodeSnapshot } from '../domain/snapshot.ts';
+import type { ClusterView } from './cluster.ts';
+import { formatLsn } from './lsn.ts';
+import { memberHostPort, type Member, type ScheduledRestartData, type Tags } from './member.ts';
+import type { NodeSnapshot } from './snapshot.ts';
 import { syncMode, syncStandbyNames } from './node-facts.ts';
 
 /** Role of a member in the cluster document. */
