@@ -23,7 +23,8 @@ import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts
 import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from './health.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
-import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';
+import { ApiError, errorAnswer, refuse } from './api-error.ts';
+import { document, JSON_CONTENT_TYPE, methodNotAllowed, notFound, sized } from './responses.ts';
 import { buildStatusDocument } from '../domain/status-document.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
@@ -153,7 +154,7 @@ export function createNodeApp(deps: {
     } else {
       const hash = query.indexOf('#');
       const verdict = evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, new URLSearchParams(hash < 0 ? query : query.slice(0, hash)));
-      if (verdict.status === 400) return message(400, verdict.message, extraHeaders);
+      if (verdict.status === 400) return refuse('invalid_request', verdict.message, extraHeaders);
       status = verdict.status;
     }
     return new Response(r.json, { status, headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': r.length, ...extraHeaders } });
@@ -198,7 +199,8 @@ export function createNodeApp(deps: {
   }
 
   app.notFound((c) => notFound(c));
-  app.onError((err) => document(500, { error: 'internal error', message: err.message }));
+  // A handler's ApiError is answered with the status of its code; anything else is a bug: 500.
+  app.onError((err) => (err instanceof ApiError ? errorAnswer(err) : document(500, { error: 'internal error', message: err.message })));
 
   // Fast path of GET health checks (load balancers probe them thousands of times a second): the
   // same answer as the route above (status, body, Content-Type, Content-Length, the policy's

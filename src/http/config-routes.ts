@@ -22,8 +22,9 @@ import type { Hono } from 'hono';
 import { validateDynamicConfig } from '../config/dynamic-schema.ts';
 import { checkParameters, type ParameterValue } from '../domain/pg-parameters.ts';
 import type { ResolvedDeps } from './deps.ts';
-import { errorText, readJsonObject } from './json-body.ts';
-import { document, message } from './responses.ts';
+import { errorText, orFail, refuse } from './api-error.ts';
+import { readJsonObject } from './json-body.ts';
+import { document } from './responses.ts';
 
 /** Recursive merge of `patch` into `base` (new object; `null` deletes, objects merge, other values replace). */
 export function mergeConfig(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
@@ -47,7 +48,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 function invalid(problems: string[]): Response {
-  return message(400, `invalid configuration: ${problems.join('; ')}`);
+  return refuse('invalid_request', `invalid configuration: ${problems.join('; ')}`);
 }
 
 /**
@@ -66,7 +67,7 @@ function parameterProblems(deps: ResolvedDeps, doc: Record<string, unknown>): st
 export function getConfigHandler(deps: ResolvedDeps): () => Response {
   return () => {
     const stored = deps.snapshot().cluster.config;
-    return stored ? document(200, stored.value) : message(503, 'config is not available in the DCS');
+    return stored ? document(200, stored.value) : refuse('dcs_unavailable', 'config is not available in the DCS');
   };
 }
 
@@ -75,14 +76,9 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.patch('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    let view;
-    try {
-      view = await deps.commands.readCluster();
-    } catch (e) {
-      return message(503, `DCS is not reachable: ${errorText(e)}`);
-    }
+    const view = await orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
     const stored = view.config;
-    if (!stored) return message(503, 'config is not available in the DCS');
+    if (!stored) return refuse('dcs_unavailable', 'config is not available in the DCS');
     const merged = mergeConfig(stored.value, body.value);
     const checked = validateDynamicConfig(merged);
     if (!checked.ok) return invalid(checked.problems);
@@ -90,13 +86,8 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const paramProblems = parameterProblems(deps, next);
     if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
-    let written: boolean;
-    try {
-      written = await deps.commands.writeConfig(next, stored.revision);
-    } catch (e) {
-      return message(503, `failed to write config into DCS: ${errorText(e)}`);
-    }
-    if (!written) return message(409, 'config modified concurrently');
+    const written = await orFail(() => deps.commands.writeConfig(next, stored.revision), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    if (!written) return refuse('conflict', 'config modified concurrently');
     deps.commands.wake();
     return document(200, next);
   });
@@ -109,13 +100,8 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const next = checked.value as Record<string, unknown>;
     const paramProblems = parameterProblems(deps, next);
     if (paramProblems.length) return invalid(paramProblems);
-    let written: boolean;
-    try {
-      written = await deps.commands.writeConfig(next);
-    } catch (e) {
-      return message(503, `failed to write config into DCS: ${errorText(e)}`);
-    }
-    if (!written) return message(503, 'failed to write config into DCS');
+    const written = await orFail(() => deps.commands.writeConfig(next), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    if (!written) return refuse('dcs_unavailable', 'failed to write config into DCS');
     deps.commands.wake();
     return document(200, next);
   });

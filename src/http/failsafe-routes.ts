@@ -9,13 +9,14 @@
 import type { Hono } from 'hono';
 import type { ResolvedDeps } from './deps.ts';
 import { readJsonObject } from './json-body.ts';
+import { refuse } from './api-error.ts';
 import { message } from './responses.ts';
 
 /** Registers POST /failsafe on `app`. */
 export function registerFailsafeRoutes(app: Hono, deps: ResolvedDeps): void {
   app.post('/failsafe', async (c) => {
     const accept = deps.commands.acceptFailsafe;
-    if (!accept || deps.snapshot().config.failsafe_mode !== true) return message(502, 'failsafe mode is not enabled');
+    if (!accept || deps.snapshot().config.failsafe_mode !== true) return refuse('not_enabled', 'failsafe mode is not enabled');
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
     const answer = accept(body.value);
