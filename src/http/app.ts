@@ -2,7 +2,7 @@
  * The node REST API as a Hono app over snapshots (seed 000; decisions in docs/api.md).
  * Handlers answer from `deps.snapshot()` alone; writes go through `deps.commands`. Requests whose
  * answer shows the status probe (PROBE_READERS) first await `deps.fresh()`, so the probe behind
- * it is at most 1 s old although the agent only probes on demand (src/node/local-watch.ts).
+ * it is at most 1 s old although the agent only probes on demand (src/node/local/local-watch.ts).
  *
  * Deliberate departures from the reference (patroni.md §1.1, §8):
  * - every response has a Content-Type and a Content-Length;
@@ -53,7 +53,7 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
  * status document (GET /ha is what peers read: WAL positions for the leader race and quorum
  * votes, VOTE_SETTLE_MS in src/domain/sync-standby.ts), /metrics, POST /restart (pending
  * restart, postmaster start time) and POST /failsafe (the answer's `lsn`, read from the probe in
- * src/node/failsafe.ts). /cluster, /history and /config show no probe data.
+ * src/node/lock/failsafe.ts). /cluster, /history and /config show no probe data.
  */
 export const PROBE_READERS: ReadonlySet<string> = new Set<string>([...HEALTH_PATHS, '/ha', '/metrics', '/restart', '/failsafe']);
 

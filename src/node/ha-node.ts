@@ -30,37 +30,37 @@ import { restartMachine } from '../machines/restart.ts';
 import { switchoverMachine } from '../machines/switchover.ts';
 import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
-import { AdminCommands, type AdminOutcome } from './admin.ts';
+import { AdminCommands, type AdminOutcome } from './local/admin.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
-import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './callbacks.ts';
-import { ConfigApplier } from './config-apply.ts';
-import { HaCycle, isBusy } from './cycle.ts';
-import { databaseMachineWithEffects } from './effects.ts';
-import { Executor } from './executor.ts';
-import { HaLoop } from './ha-loop.ts';
+import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
+import { ConfigApplier } from './local/config-apply.ts';
+import { HaCycle, isBusy } from './cycle/cycle.ts';
+import { databaseMachineWithEffects } from './local/effects.ts';
+import { Executor } from './cycle/executor.ts';
+import { HaLoop } from './cycle/ha-loop.ts';
 import type { Journal } from '../journal/journal.ts';
 import { startJournaledActor } from '../journal/journaled-actor.ts';
-import { LeaderDuties } from './leader-duties.ts';
-import { SyncManager } from './sync-manager.ts';
-import { Fencing, type WatchdogSettings } from './fencing.ts';
-import { LeaderLock } from './leader-lock.ts';
-import { LeaderDeadline } from './leader-deadline.ts';
-import { Failsafe, type FailsafePost } from './failsafe.ts';
+import { LeaderDuties } from './replication/leader-duties.ts';
+import { SyncManager } from './replication/sync-manager.ts';
+import { Fencing, type WatchdogSettings } from './lock/fencing.ts';
+import { LeaderLock } from './lock/leader-lock.ts';
+import { LeaderDeadline } from './lock/leader-deadline.ts';
+import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
 import type { FailsafeAnswer } from '../domain/failsafe.ts';
-import { LocalWatch } from './local-watch.ts';
-import { MemberKey } from './member-key.ts';
+import { LocalWatch } from './local/local-watch.ts';
+import { MemberKey } from './member/member-key.ts';
 import { NodeState, type NodeCore, type NodeDeps } from './node-core.ts';
-import { fetchStatusDocument } from './peers.ts';
-import { ScheduledWork } from './schedules.ts';
-import { SnapshotBuilder } from './snapshot-builder.ts';
-import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore, type ReceiptSummary } from './receipts.ts';
+import { fetchStatusDocument } from './cycle/peers.ts';
+import { ScheduledWork } from './cycle/schedules.ts';
+import { SnapshotBuilder } from './member/snapshot-builder.ts';
+import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore, type ReceiptSummary } from './local/receipts.ts';
 import type { Receipt } from '../domain/discarded.ts';
-import { upstreamOf } from './executor.ts';
+import { upstreamOf } from './cycle/executor.ts';
 
 /** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
 const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
 
-/** Everything a node needs; the composition root (src/node/agent.ts) builds it from ha.yml. */
+/** Everything a node needs; the composition root (src/node/agent/agent.ts) builds it from ha.yml. */
 export interface HaNodeOptions {
   name: string;
   scope: string;
@@ -99,7 +99,7 @@ export interface HaNodeOptions {
   settingsCatalogue?: SettingsCatalogue;
   /** POST of failsafe mode to a member (default: plain HTTP(S) without credentials; the agent passes its member client). */
   postFailsafe?: FailsafePost;
-  /** database.callbacks (src/node/callbacks.ts); absent or empty: none run. */
+  /** database.callbacks (src/node/local/callbacks.ts); absent or empty: none run. */
   callbacks?: CallbackCommands;
   /** Starts callback programs (default: real processes); tests inject their own. */
   spawnCallback?: CallbackSpawner;
@@ -114,12 +114,12 @@ export interface HaNodeOptions {
   /** The fence protocol's monotonic ms (default CLOCK_MONOTONIC); the simulator passes its clock. */
   fenceMono?: () => number;
   /**
-   * Where receipts of discarded transactions are kept (src/node/receipts.ts; docs/ha.md
+   * Where receipts of discarded transactions are kept (src/node/local/receipts.ts; docs/ha.md
    * "Receipts"). Default: in memory. The agent keeps them in `<data_dir>/../<name>.discarded/`.
    */
   receiptStore?: ReceiptStore;
   /**
-   * Background status probe period, ms (src/node/local-watch.ts). Default 1000 (the simulator,
+   * Background status probe period, ms (src/node/local/local-watch.ts). Default 1000 (the simulator,
    * whose peers read snapshots directly). 0: probes on demand — every HA cycle, and readers of
    * probe data call `freshProbe()` first (the agent, through its API).
    */
@@ -281,7 +281,7 @@ export class HaNode {
       failsafe: this.failsafe,
       receipts: this.receipts,
     });
-    // One deadline per leader cycle, shared by every DCS call of it (src/node/leader-deadline.ts).
+    // One deadline per leader cycle, shared by every DCS call of it (src/node/lock/leader-deadline.ts).
     const deadline = this.deadline;
     this.loop = new HaLoop({
       clock,
@@ -467,7 +467,7 @@ export class HaNode {
   }
 
   /** Wipes the data directory and re-clones from the leader (POST /reinitialize). */
-  /** Answers a POST /failsafe from the leader (src/node/failsafe.ts). */
+  /** Answers a POST /failsafe from the leader (src/node/lock/failsafe.ts). */
   acceptFailsafe(body: Record<string, unknown>): FailsafeAnswer & { lsn?: string } {
     return this.failsafe.accept(body);
   }

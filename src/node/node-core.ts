@@ -17,13 +17,13 @@ import type { databaseMachine } from '../machines/database.ts';
 import type { PgControl, Upstream } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
 import type { Journal } from '../journal/journal.ts';
-import type { LeaderDuties } from './leader-duties.ts';
-import type { Fencing } from './fencing.ts';
-import type { LeaderLock } from './leader-lock.ts';
-import type { ScheduledWork } from './schedules.ts';
-import type { SyncManager } from './sync-manager.ts';
+import type { LeaderDuties } from './replication/leader-duties.ts';
+import type { Fencing } from './lock/fencing.ts';
+import type { LeaderLock } from './lock/leader-lock.ts';
+import type { ScheduledWork } from './cycle/schedules.ts';
+import type { SyncManager } from './replication/sync-manager.ts';
 
-/** The node's injected dependencies (the composition root, src/node/agent.ts, builds them). */
+/** The node's injected dependencies (the composition root, src/node/agent/agent.ts, builds them). */
 export interface NodeDeps {
   name: string;
   scope: string;

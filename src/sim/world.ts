@@ -21,9 +21,9 @@ import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type 
 import { Prng } from './prng.ts';
 import { SimClock, type NodeClock } from './sim-clock.ts';
 import { holdsCommit, SimPg, type Commit, type SimPgBugs, type WalData } from './sim-pg.ts';
-import { MemoryReceiptStore } from '../node/receipts.ts';
+import { MemoryReceiptStore } from '../node/local/receipts.ts';
 import { SimFence, type SimFenceFiring } from './sim-fence.ts';
-import type { WatchdogMode } from '../node/fencing.ts';
+import type { WatchdogMode } from '../node/lock/fencing.ts';
 
 /** The fault kinds. */
 export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal', 'slow-loop', 'net-delay'] as const;

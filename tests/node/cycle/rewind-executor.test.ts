@@ -1,0 +1,65 @@
+/**
+ * The executor's side of pg_rewind (docs/ha.md "Rewind"): the `rewind` action sends cmd.rewind with
+ * the leader as source and upstream; the outcome reported by the clone actor is remembered with the
+ * leader timeline the rewind was decided on (a failure), or forgets an earlier failure (success).
+ */
+import { describe, expect, it } from 'vitest';
+import type { ClusterView } from '../../../src/domain/cluster.ts';
+import { withDefaults } from '../../../src/domain/dynamic-config.ts';
+import type { MemberData } from '../../../src/domain/member.ts';
+import { Executor } from '../../../src/node/cycle/executor.ts';
+import { NodeState } from '../../../src/node/node-core.ts';
+
+function setup() {
+  const state = new NodeState({ config: withDefaults({ database: { use_db_rewind: true } }), tags: {}, localParameters: {} });
+  const sent: Record<string, unknown>[] = [];
+  const notices: string[] = [];
+  const core = {
+    deps: { log: { info: () => undefined, warn: () => undefined } },
+    state,
+    now: () => 1_000,
+    db: () => ({ send: (e: Record<string, unknown>) => sent.push(e), getSnapshot: () => ({ context: { role: 'replica' } }) }),
+    notice: (type: string, text: string) => notices.push(`${type}: ${text}`),
+    emitChange: () => undefined,
+  };
+  return { executor: new Executor(core as never, {} as never), state, sent, notices };
+}
+
+const view: ClusterView = {
+  leader: { name: 'n2', leaseId: '1', revision: '1', createRevision: '1' },
+  members: [{ name: 'n2', data: { conn_url: 'postgres://10.0.0.2:5433/postgres', api_url: 'http://10.0.0.2:8008/ha', state: 'running', role: 'primary' } as MemberData }],
+};
+
+describe('Executor: rewind', () => {
+  it('sends cmd.rewind with the leader as source and upstream, and journals ha.rewind', async () => {
+    const { executor, state, sent, notices } = setup();
+    await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
+    expect(sent).toEqual([{ type: 'cmd.rewind', reason: 'running pg_rewind from n2', at: 1_000 }]);
+    expect(state.cloneFrom).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
+    expect(state.upstream).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
+    expect(state.rewinding).toEqual({ leader: 'n2', timeline: 2 });
+    expect(notices[0]).toMatch(/^rewind: running pg_rewind from n2/);
+  });
+
+  it('a failure is remembered with the leader timeline; a later success forgets it', async () => {
+    const { executor, state, notices } = setup();
+    await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
+    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1:\n could not connect', untouched: false });
+    expect(state.rewindFailure).toEqual({ leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect' });
+    expect(state.rewinding).toBeUndefined();
+    expect(notices.at(-1)).toMatch(/^rewind\.failed: .*not retried against timeline 2 of n2/);
+    await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 3 }, view);
+    executor.rewound({ ok: true, from: 'n2' });
+    expect(state.rewindFailure).toBeUndefined();
+    expect(notices.at(-1)).toMatch(/^rewind\.done: /);
+  });
+
+  it('a failure that left the data directory unchanged is not remembered: the start back-off spaces the next attempt', async () => {
+    const { executor, state, notices } = setup();
+    await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
+    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1: could not connect to server', untouched: true });
+    expect(state.rewindFailure).toBeUndefined();
+    expect(state.rewinding).toBeUndefined();
+    expect(notices.at(-1)).toMatch(/^rewind\.retry: pg_rewind from n2 did not start/);
+  });
+});
