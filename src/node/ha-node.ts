@@ -34,7 +34,8 @@ import { AdminCommands, type AdminOutcome } from './local/admin.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
 import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
 import { ConfigApplier } from './local/config-apply.ts';
-import { HaCycle, isBusy } from './cycle/cycle.ts';
+import { HaCycle } from './cycle/cycle.ts';
+import { isBusy } from './local/busy.ts';
 import { databaseMachineWithEffects } from './local/effects.ts';
 import { Executor } from './cycle/executor.ts';
 import { HaLoop } from './cycle/ha-loop.ts';
@@ -232,7 +233,16 @@ export class HaNode {
         this.wake();
       },
     });
-    const sync = new SyncManager(() => this.core);
+    const sync = new SyncManager({
+      name: opts.name,
+      dcs: opts.dcs,
+      log: opts.log,
+      clock,
+      state,
+      notice: (type, text) => this.core.notice(type, text),
+      probeNow: () => this.watch.probeOnce(),
+      probe: () => this.watch.probe,
+    });
     this.core = {
       deps: this.deps,
       state,

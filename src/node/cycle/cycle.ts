@@ -10,8 +10,8 @@ import type { PeerStatus } from '../../domain/leader-race.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseState } from '../../domain/states.ts';
 import { parseHistoryFile, type HistoryLine, type LocalPosition } from '../../domain/timeline-history.ts';
-import { BUSY_STATES } from '../../machines/database.ts';
 import type { AdminCommands } from '../local/admin.ts';
+import { isBusy } from '../local/busy.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
 import type { Executor } from './executor.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
@@ -21,11 +21,6 @@ import { walOf } from '../member/member-data.ts';
 import type { NodeCore } from '../node-core.ts';
 import { fetchPeers } from './peers.ts';
 import type { ReceiptKeeper } from '../local/receipts.ts';
-
-/** True while `state` is one in which an effect runs. */
-export function isBusy(state: string): boolean {
-  return (BUSY_STATES as readonly string[]).includes(state);
-}
 
 /** A background read of the leader's position (HaCycle.leaderWalIfStalled). */
 interface LeaderRead {

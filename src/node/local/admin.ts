@@ -7,7 +7,7 @@ import { waitOn } from '../clock.ts';
 import { cloneSource } from '../../domain/ha-cycle.ts';
 import type { ScheduledRestartData } from '../../domain/member.ts';
 import { restartConditionsHold } from '../../domain/restart-conditions.ts';
-import { isBusy } from '../cycle/cycle.ts';
+import { isBusy } from './busy.ts';
 import { upstreamOf } from '../cycle/executor.ts';
 import type { MemberKey } from '../member/member-key.ts';
 import type { NodeCore } from '../node-core.ts';

@@ -23,8 +23,10 @@ import {
   type SyncSet,
 } from '../../domain/sync-standby.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
-import { sleepOn } from '../clock.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { Logger } from 'pino';
+import type { Dcs } from '../../dcs/dcs.ts';
+import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { sleepOn, type Clock } from '../clock.ts';
 
 /** Steps one cycle may take (each GUC change waits for its reload, each key write re-reads the DCS). */
 const MAX_STEPS_PER_CYCLE = 6;
@@ -40,6 +42,22 @@ export interface SyncStatus {
   degraded?: string;
 }
 
+/** What the synchronous-replication manager reads and calls (HaNode wires it). */
+export interface SyncManagerDeps {
+  /** This member's name. */
+  name: string;
+  dcs: Pick<Dcs, 'setSync' | 'refresh'>;
+  log: Pick<Logger, 'warn'>;
+  clock: Clock;
+  /** The effective dynamic configuration and whether this agent won the bootstrap race (NodeState). */
+  state: Readonly<{ config: DynamicConfig; initializedByMe: boolean }>;
+  /** Logs and journals a node notice (`sync.*`). */
+  notice(type: string, text: string): void;
+  /** Probes the local database now; `probe()` is then the newest status. */
+  probeNow(): Promise<void>;
+  probe(): PgStatus | undefined;
+}
+
 export class SyncManager {
   /** The set this agent wrote or found; undefined while it does not manage one (not leader, mode off). */
   private configured: SyncSet | undefined;
@@ -49,7 +67,7 @@ export class SyncManager {
   private lastDegraded: string | undefined;
   private status: SyncStatus | undefined;
 
-  constructor(private readonly core: () => NodeCore) {}
+  constructor(private readonly deps: SyncManagerDeps) {}
 
   /** The synchronous status of this primary while it manages synchronous replication. */
   current(): SyncStatus | undefined {
@@ -65,7 +83,7 @@ export class SyncManager {
    * role before any standby can connect).
    */
   parameterValue(role: 'primary' | 'replica'): string | undefined {
-    const core = this.core();
+    const core = this.deps;
     const s = syncSettings(core.state.config);
     if (s.mode === 'off') return undefined;
     // A new cluster's first primary acknowledged nothing yet and must create its roles before
@@ -108,10 +126,10 @@ export class SyncManager {
    * standby is synchronous); otherwise no member. Undefined when synchronous mode is off.
    */
   keyBeforePromotion(view: ClusterView): SyncKey | undefined {
-    const core = this.core();
+    const core = this.deps;
     const s = syncSettings(core.state.config);
     if (s.mode === 'off') return undefined;
-    const name = core.deps.name;
+    const name = core.name;
     const old = view.sync ? syncKeyOf(view.sync.value) : undefined;
     const keep = s.mode === 'on' && s.strict && old ? old.members.filter((m) => m !== name) : [];
     return { leader: name, members: keep, quorum: 0 };
@@ -122,10 +140,10 @@ export class SyncManager {
    * (with parameterValue('primary')) and reloads. DCS failures reject (the cycle logs them).
    */
   async run(view: ClusterView, probe: PgStatus, rewrite: () => Promise<void>): Promise<void> {
-    const core = this.core();
+    const core = this.deps;
     // Synchronous mode is ignored in a standby cluster (patroni.md §3.8): nothing is touched.
     if (standbyClusterOf(core.state.config)) return;
-    const { dcs, name } = core.deps;
+    const { dcs, name } = core;
     const settings = syncSettings(core.state.config);
     if (settings.mode === 'off') {
       if (this.configured !== undefined) {
@@ -207,7 +225,7 @@ export class SyncManager {
       if (step.kind === 'writeKey') {
         const ok = await dcs.setSync(syncStateOf(step.key), v.sync?.revision ?? '0');
         if (!ok) {
-          core.deps.log.warn('the sync key changed under this leader: re-reading it next cycle');
+          core.log.warn('the sync key changed under this leader: re-reading it next cycle');
           await dcs.refresh().catch(() => undefined);
           return;
         }
@@ -227,10 +245,10 @@ export class SyncManager {
 
   /** Re-probes until the server reports `text` for synchronous_standby_names (a few tries), returning the last probe. */
   private async probeUntil(text: string, last: PgStatus): Promise<PgStatus> {
-    const core = this.core();
+    const core = this.deps;
     let pg = last;
     for (let i = 0; i < RELOAD_PROBES; i++) {
-      await sleepOn(core.deps.clock, RELOAD_PROBE_GAP_MS);
+      await sleepOn(core.clock, RELOAD_PROBE_GAP_MS);
       await core.probeNow();
       pg = core.probe() ?? pg;
       if ((pg.synchronousStandbyNames ?? '') === text) break;

@@ -10,11 +10,11 @@ import { describe, expect, it } from 'vitest';
 import type { ClusterView, SyncState } from '../../../src/domain/cluster.ts';
 import { withDefaults } from '../../../src/domain/dynamic-config.ts';
 import type { PgStatus } from '../../../src/domain/pg-status.ts';
-import type { Member } from '../../../src/domain/member.ts';
 import type { Clock } from '../../../src/node/clock.ts';
 import { ConfigApplier } from '../../../src/node/local/config-apply.ts';
 import type { NodeCore } from '../../../src/node/node-core.ts';
-import { SyncManager } from '../../../src/node/replication/sync-manager.ts';
+import { SyncManager, type SyncManagerDeps } from '../../../src/node/replication/sync-manager.ts';
+import { member, pgStatus } from '../fixtures.ts';
 import type { ConfigureOptions } from '../../../src/postgres/types.ts';
 
 /** A clock whose timers fire on the next turn of the event loop. */
@@ -109,44 +109,35 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
 });
 
 describe('SyncManager: the written set not in force is written again', () => {
-  const member = (name: string): Member => ({ name, revision: '1', data: { state: 'running', role: name === 'a' ? 'primary' : 'replica', api_url: '', conn_url: '' } }) as unknown as Member;
-
   function fixture(running: { names: string }) {
     let key: SyncState = { leader: 'a', sync_standby: 'b', quorum: 0 };
     let rev = 1;
-    const view = (): ClusterView => ({ members: [member('a'), member('b')], sync: { value: key, revision: String(rev) } });
+    const view = (): ClusterView => ({ members: [member('a', { role: 'primary' }), member('b')], sync: { value: key, revision: String(rev) } });
     const probe = (): PgStatus =>
-      ({
-        inRecovery: false,
+      pgStatus({
         flushLsn: 100n,
-        timeline: 1,
-        streaming: false,
         synchronousStandbyNames: running.names,
         replication: [{ usename: 'replicator', application_name: 'b', client_addr: null, state: 'streaming', sync_state: running.names === '' ? 'async' : 'sync', sync_priority: 1, flush_lsn: 100n }],
-        pendingRestart: {},
-        slots: {},
-      }) as unknown as PgStatus;
+      });
     const notices: string[] = [];
-    const core = {
-      deps: {
-        name: 'a',
-        clock: immediateClock,
-        log: { warn: () => undefined },
-        dcs: {
-          setSync: async (s: SyncState) => {
-            key = s;
-            rev++;
-            return true;
-          },
-          refresh: async () => view(),
+    const deps: SyncManagerDeps = {
+      name: 'a',
+      clock: immediateClock,
+      log: { warn: () => undefined },
+      dcs: {
+        setSync: async (s: SyncState | null) => {
+          if (s) key = s;
+          rev++;
+          return true;
         },
+        refresh: async () => view(),
       },
       state: { config: withDefaults({ synchronous_mode: true }), initializedByMe: false },
       notice: (_t: string, text: string) => notices.push(text),
       probeNow: async () => undefined,
       probe,
-    } as unknown as NodeCore;
-    const sync = new SyncManager(() => core);
+    };
+    const sync = new SyncManager(deps);
     return { sync, view, probe, notices, key: () => key };
   }
 
