@@ -56,7 +56,7 @@ import { ScheduledWork } from './cycle/schedules.ts';
 import { SnapshotBuilder } from './member/snapshot-builder.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore, type ReceiptSummary } from './local/receipts.ts';
 import type { Receipt } from '../domain/discarded.ts';
-import { upstreamOf } from './cycle/executor.ts';
+import { ReplicationSource, upstreamOf } from './replication/replication-source.ts';
 
 /** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
 const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
@@ -250,6 +250,7 @@ export class HaNode {
       duties,
       sync,
       fencing,
+      source: new ReplicationSource(),
       db: () => {
         if (!this.db) throw new Error('the node has not started');
         return this.db;
@@ -356,7 +357,7 @@ export class HaNode {
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
-      cloneSource: () => state.cloneFrom,
+      cloneSource: () => this.core.source.cloneFrom,
       rewound: (outcome) => this.executor.rewound(outcome),
       configure: (role) => this.config.write(role),
       afterStop: () => this.executor.afterStop(),

@@ -14,13 +14,14 @@ import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { databaseMachine } from '../machines/database.ts';
-import type { PgControl, Upstream } from '../postgres/types.ts';
+import type { PgControl } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
 import type { Journal } from '../journal/journal.ts';
 import type { LeaderDuties } from './replication/leader-duties.ts';
 import type { Fencing } from './lock/fencing.ts';
 import type { LeaderLock } from './lock/leader-lock.ts';
 import type { ScheduledWork } from './cycle/schedules.ts';
+import type { ReplicationSource } from './replication/replication-source.ts';
 import type { SyncManager } from './replication/sync-manager.ts';
 
 /** The node's injected dependencies (the composition root, src/node/agent/agent.ts, builds them). */
@@ -67,12 +68,6 @@ export class NodeState {
   demoted = false;
   /** The stop in progress releases the lock when done (graceful demotion, shutdown). */
   releaseLockAfterStop = false;
-  /** Where the next clone copies from; what primary_conninfo points at; whom it was configured for. */
-  cloneFrom: Upstream | undefined;
-  upstream: Upstream | undefined;
-  configuredUpstream: string | undefined;
-  /** The database was started or pointed as the standby leader: it streams from the `standby_cluster` remote. */
-  followsRemote = false;
   /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
   startFailures = 0;
   nextStartAtMs: number | undefined;
@@ -122,6 +117,8 @@ export interface NodeCore {
   readonly fencing: Fencing;
   /** Synchronous replication of the leader (synchronous_standby_names and the `sync` key). */
   readonly sync: SyncManager;
+  /** Where this member clones and streams from (replication/replication-source.ts). */
+  readonly source: ReplicationSource;
   /** The database machine actor (defined once the node started). */
   db(): Actor<typeof databaseMachine>;
   /** The scheduled switchover and restart machines (defined once the node started). */

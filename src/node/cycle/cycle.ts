@@ -135,7 +135,7 @@ export class HaCycle {
       ...(facts.probe?.inRecovery
         ? {
             replication: {
-              upstream: st.configuredUpstream,
+              upstream: core.source.configuredFor,
               streaming: facts.probe.streaming,
               ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
             },
@@ -330,7 +330,7 @@ export class HaCycle {
     const st = this.core.state;
     const leader = view.leader?.name;
     const since = st.notStreamingSinceMs;
-    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === this.core.deps.name || st.configuredUpstream !== leader || nowMs - since < notStreamingGraceMs(st.config)) {
+    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === this.core.deps.name || this.core.source.configuredFor !== leader || nowMs - since < notStreamingGraceMs(st.config)) {
       this.leaderRead = undefined;
       return undefined;
     }

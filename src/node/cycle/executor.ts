@@ -5,25 +5,16 @@
  */
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { CycleAction } from '../../domain/ha-cycle.ts';
-import { memberHostPort } from '../../domain/member.ts';
 import { slotMembers } from '../../domain/upstream.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
 import { syncStateOf } from '../../domain/sync-standby.ts';
-import { remoteKey, REMOTE_UPSTREAM_NAME, standbyClusterOf, type StandbyClusterConfig } from '../../domain/standby-cluster.ts';
+import { standbyClusterOf } from '../../domain/standby-cluster.ts';
 import { walOf } from '../member/member-data.ts';
-import type { Upstream } from '../../postgres/types.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
+import { upstreamOf } from '../replication/replication-source.ts';
 import { ReplicaSlots } from '../replication/replica-slots.ts';
 import type { NodeCore } from '../node-core.ts';
 import type { RewindOutcome } from '../local/effects.ts';
-
-/** Host, port and name of `member` from its key's conn_url; undefined when unknown. */
-export function upstreamOf(view: ClusterView, member: string | undefined): Upstream | undefined {
-  if (!member) return undefined;
-  const m = view.members.find((x) => x.name === member);
-  const hp = m ? memberHostPort(m.data.conn_url) : undefined;
-  return hp ? { host: hp.host, port: hp.port, name: member } : undefined;
-}
 
 export class Executor {
   private replicaSlots: ReplicaSlots | undefined;
@@ -46,8 +37,7 @@ export class Executor {
           // A standby cluster is not initdb'ed: the race winner clones the remote (docs/ha.md "Standby cluster").
           if (!st.initializedByMe && !(await dcs.initialize('', { create: true }))) return;
           st.initializedByMe = true;
-          this.pointAtRemote(sc);
-          st.cloneFrom = st.upstream;
+          core.source.cloneFromRemote(sc);
           db.send({ type: 'cmd.clone', reason: `won the bootstrap race of a standby cluster: cloning ${sc.host}:${sc.port}`, at });
           return;
         }
@@ -73,26 +63,19 @@ export class Executor {
         return;
       }
       case 'clone': {
-        st.cloneFrom = upstreamOf(view, a.from);
-        if (!st.cloneFrom) return;
+        if (!core.source.cloneFromMember(view, a.from)) return;
         db.send({ type: 'cmd.clone', reason: `cloning from ${a.from}`, at });
         return;
       }
       case 'reinitialize': {
-        st.cloneFrom = upstreamOf(view, view.leader?.name);
-        if (!st.cloneFrom) return;
+        if (!core.source.cloneFromMember(view, view.leader?.name)) return;
         db.send({ type: 'cmd.reinitialize', reason: 'reinitializing from the leader', at });
         return;
       }
       case 'rewind': {
-        st.followsRemote = false;
         // pg_rewind from the leader (creating_replica, clone actor with method 'rewind'), then
-        // start as its replica: the start configures primary_conninfo for st.upstream.
-        const up = upstreamOf(view, a.leader);
-        if (!up) return;
-        st.cloneFrom = up;
-        st.upstream = up;
-        st.configuredUpstream = a.leader;
+        // start as its replica: the start configures primary_conninfo for the source's upstream.
+        if (!core.source.rewindFrom(view, a.leader)) return;
         st.demoted = false;
         st.rewinding = { leader: a.leader, timeline: a.timeline };
         core.notice('rewind', `running pg_rewind from ${a.leader} (timeline ${a.timeline})`);
@@ -101,10 +84,7 @@ export class Executor {
       }
       case 'start': {
         const sc = a.remote ? standbyClusterOf(st.config) : undefined;
-        st.followsRemote = false;
-        st.upstream = a.leader ? upstreamOf(view, a.leader) : undefined;
-        st.configuredUpstream = st.upstream?.name;
-        if (sc) this.pointAtRemote(sc);
+        core.source.startAs(view, a.leader, sc);
         st.demoted = false;
         db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
         return;
@@ -128,7 +108,7 @@ export class Executor {
       }
       case 'promote':
         if (!(await this.prepareSyncForPromotion(view))) return;
-        st.followsRemote = false;
+        core.source.leaveRemote();
         db.send({ type: 'cmd.promote', reason: 'I hold the leader lock', at });
         return;
       case 'demote': {
@@ -138,9 +118,7 @@ export class Executor {
         if (a.mode === 'graceful') await this.checkpointBeforeStop();
         st.releaseLockAfterStop = a.releaseLock;
         st.demoted = true;
-        st.followsRemote = false;
-        st.upstream = undefined;
-        st.configuredUpstream = undefined;
+        core.source.stop();
         // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
         // are terminated at once either way, and a clean stop records where the local WAL ends,
         // so the divergence check before following the new leader is exact (docs/ha.md).
@@ -152,9 +130,7 @@ export class Executor {
         core.emitChange();
         return;
       case 'stop':
-        st.followsRemote = false;
-        st.upstream = undefined;
-        st.configuredUpstream = undefined;
+        core.source.stop();
         db.send({ type: 'cmd.stop', mode: 'fast', reason: a.reason, at });
         return;
       case 'clearGhostLeader': {
@@ -170,8 +146,8 @@ export class Executor {
         return;
       case 'followRemote': {
         const sc = standbyClusterOf(st.config);
-        if (!sc || (st.followsRemote && st.configuredUpstream === remoteKey(sc))) return;
-        this.pointAtRemote(sc);
+        if (!sc || core.source.pointsAtRemote(sc)) return;
+        core.source.pointAtRemote(sc);
         await this.config.writeAndReload('replica');
         st.demoted = false;
         log.info({ host: sc.host, port: sc.port }, `standby leader: replicating from ${sc.host}:${sc.port}`);
@@ -213,14 +189,6 @@ export class Executor {
     }
   }
 
-  /** The database streams from the standby cluster's remote (the standby leader, or the bootstrap winner's clone). */
-  private pointAtRemote(sc: StandbyClusterConfig): void {
-    const st = this.core.state;
-    st.followsRemote = true;
-    st.upstream = { host: sc.host, port: sc.port, name: REMOTE_UPSTREAM_NAME };
-    st.configuredUpstream = remoteKey(sc);
-  }
-
   /**
    * Synchronous mode: writes the `sync` key naming this member as leader before it promotes
    * (patroni.md §3.8), so no other member is promotable on the former key once this one takes
@@ -257,13 +225,13 @@ export class Executor {
    * from): rewrites primary_conninfo and reloads (PostgreSQL ≥ 13 applies it without restart).
    */
   private async follow(view: ClusterView, leader: string): Promise<void> {
-    const st = this.core.state;
-    if (st.configuredUpstream === leader) return;
+    const { state: st, source } = this.core;
+    if (source.configuredFor === leader) return;
     const up = upstreamOf(view, leader);
     if (!up) return;
-    st.upstream = up;
+    source.streamFrom(up);
     await this.config.writeAndReload('replica');
-    st.configuredUpstream = leader;
+    source.configured(leader);
     st.demoted = false;
     this.core.deps.log.info({ leader }, `following leader ${leader}`);
   }

@@ -8,7 +8,6 @@ import { cloneSource } from '../../domain/ha-cycle.ts';
 import type { ScheduledRestartData } from '../../domain/member.ts';
 import { restartConditionsHold } from '../../domain/restart-conditions.ts';
 import { isBusy } from './busy.ts';
-import { upstreamOf } from '../cycle/executor.ts';
 import type { MemberKey } from '../member/member-key.ts';
 import type { NodeCore } from '../node-core.ts';
 import type { ReceiptKeeper } from './receipts.ts';
@@ -82,9 +81,7 @@ export class AdminCommands {
     const st = core.state;
     // A stopped member whose WAL diverged: the receipt of what the re-clone throws away, first.
     if (st.discardPlan && s.value !== 'running') await this.receipts?.take({ ...st.discardPlan, action: 'reinitialize' });
-    st.cloneFrom = upstreamOf(view, from);
-    st.upstream = upstreamOf(view, view.leader.name);
-    st.configuredUpstream = view.leader.name;
+    core.source.reinitializeFrom(view, from, view.leader.name);
     db.send({ type: 'cmd.reinitialize', reason: `reinitialize requested through the API (from ${from})`, at: core.now() });
     return { ok: true };
   }

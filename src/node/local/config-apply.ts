@@ -155,7 +155,7 @@ export class ConfigApplier {
     const sync = this.core.sync.parameterValue(role);
     if (sync !== undefined) parameters['synchronous_standby_names'] = sync;
     // The standby leader (docs/ha.md "Standby cluster"): the remote upstream, its slot, its recovery settings.
-    const sc = role === 'replica' && state.followsRemote ? standbyClusterOf(state.config) : undefined;
+    const sc = role === 'replica' && this.core.source.followsRemote ? standbyClusterOf(state.config) : undefined;
     if (sc) {
       Object.assign(parameters, standbyLeaderParameters(sc));
       return {
@@ -167,7 +167,7 @@ export class ConfigApplier {
     }
     return {
       role,
-      ...(role === 'replica' && state.upstream ? { upstream: state.upstream } : {}),
+      ...(role === 'replica' && this.core.source.upstream ? { upstream: this.core.source.upstream } : {}),
       ...(role === 'replica' && state.config.database.use_slots ? { slotName: slotNameForMember(deps.name) } : {}),
       parameters,
     };

@@ -62,7 +62,7 @@ export class ReplicaSlots {
     const permanent = permanentSlots(cfg);
     // The reference keeps no permanent logical slots on members that may never be promoted, nor in
     // a standby cluster (its leader is a standby too: nothing to copy from).
-    const logical = state.tags['nofailover'] !== true && !state.followsRemote;
+    const logical = state.tags['nofailover'] !== true && !this.core.source.followsRemote;
     // Without permanent slots (nothing to copy or advance) a quiet listing is reused while the
     // cascading members, the probed physical slots and the settings are unchanged (slot-listing.ts).
     const key = JSON.stringify([cascade, cfg['ignore_slots'] ?? null, cfg['pause'] === true, logical, Object.keys(probe.slots).sort()]);
@@ -111,7 +111,7 @@ export class ReplicaSlots {
     const leader = view.leader?.name;
     const conn = view.members.find((m) => m.name === leader)?.data.conn_url;
     const hp = conn ? memberHostPort(conn) : undefined;
-    if (!leader || !hp || leader === deps.name || state.followsRemote) return;
+    if (!leader || !hp || leader === deps.name || this.core.source.followsRemote) return;
     const up = { host: hp.host, port: hp.port, name: leader };
     // A slot copied before and still missing (PostgreSQL did not load it): back off, doubling up to
     // MAX_COPY_INTERVAL_MS, so a slot file the server refuses cannot restart it every cycle.

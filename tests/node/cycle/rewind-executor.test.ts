@@ -9,6 +9,7 @@ import { withDefaults } from '../../../src/domain/dynamic-config.ts';
 import type { MemberData } from '../../../src/domain/member.ts';
 import { Executor } from '../../../src/node/cycle/executor.ts';
 import { NodeState } from '../../../src/node/node-core.ts';
+import { ReplicationSource } from '../../../src/node/replication/replication-source.ts';
 
 function setup() {
   const state = new NodeState({ config: withDefaults({ database: { use_db_rewind: true } }), tags: {}, localParameters: {} });
@@ -17,12 +18,13 @@ function setup() {
   const core = {
     deps: { log: { info: () => undefined, warn: () => undefined } },
     state,
+    source: new ReplicationSource(),
     now: () => 1_000,
     db: () => ({ send: (e: Record<string, unknown>) => sent.push(e), getSnapshot: () => ({ context: { role: 'replica' } }) }),
     notice: (type: string, text: string) => notices.push(`${type}: ${text}`),
     emitChange: () => undefined,
   };
-  return { executor: new Executor(core as never, {} as never), state, sent, notices };
+  return { executor: new Executor(core as never, {} as never), state, source: core.source, sent, notices };
 }
 
 const view: ClusterView = {
@@ -32,11 +34,11 @@ const view: ClusterView = {
 
 describe('Executor: rewind', () => {
   it('sends cmd.rewind with the leader as source and upstream, and journals ha.rewind', async () => {
-    const { executor, state, sent, notices } = setup();
+    const { executor, state, source, sent, notices } = setup();
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
     expect(sent).toEqual([{ type: 'cmd.rewind', reason: 'running pg_rewind from n2', at: 1_000 }]);
-    expect(state.cloneFrom).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
-    expect(state.upstream).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
+    expect(source.cloneFrom).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
+    expect(source.upstream).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
     expect(state.rewinding).toEqual({ leader: 'n2', timeline: 2 });
     expect(notices[0]).toMatch(/^rewind: running pg_rewind from n2/);
   });

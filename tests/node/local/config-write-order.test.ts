@@ -13,6 +13,7 @@ import type { PgStatus } from '../../../src/domain/pg-status.ts';
 import type { Clock } from '../../../src/node/clock.ts';
 import { ConfigApplier } from '../../../src/node/local/config-apply.ts';
 import type { NodeCore } from '../../../src/node/node-core.ts';
+import { ReplicationSource } from '../../../src/node/replication/replication-source.ts';
 import { SyncManager, type SyncManagerDeps } from '../../../src/node/replication/sync-manager.ts';
 import { member, pgStatus } from '../fixtures.ts';
 import type { ConfigureOptions } from '../../../src/postgres/types.ts';
@@ -53,6 +54,7 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
       deps: { pg, dcs: { setRetryTimeout: () => undefined }, log: { warn: () => undefined }, name: 'node1' },
       state,
       sync: { parameterValue: () => names },
+      source: new ReplicationSource(),
       notice: () => undefined,
       schedules: () => undefined,
       db: () => ({ getSnapshot: () => ({ value: 'running', context: { role: 'primary' } }) }),
@@ -97,6 +99,7 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
       deps: { pg, log: { warn: () => undefined }, name: 'node1' },
       state: { config: withDefaults({}), localParameters: {}, tags: {} },
       sync: { parameterValue: () => undefined },
+      source: new ReplicationSource(),
       notice: () => undefined,
     } as unknown as NodeCore;
     const applier = new ConfigApplier(core, async () => undefined);
