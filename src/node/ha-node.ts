@@ -35,6 +35,9 @@ import { systemClock, waitOn, type Clock } from './clock.ts';
 import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
 import { ConfigApplier } from './local/config-apply.ts';
 import { HaCycle } from './cycle/cycle.ts';
+import { CycleGather } from './cycle/gather.ts';
+import { CycleTrackers } from './cycle/trackers.ts';
+import { RewindRecord } from './local/rewind-record.ts';
 import { isBusy } from './local/busy.ts';
 import { databaseMachineWithEffects } from './local/effects.ts';
 import { Executor } from './cycle/executor.ts';
@@ -243,6 +246,7 @@ export class HaNode {
       probeNow: () => this.watch.probeOnce(),
       probe: () => this.watch.probe,
     });
+    const notice = (type: string, text: string) => this.core.notice(type, text);
     this.core = {
       deps: this.deps,
       state,
@@ -251,6 +255,8 @@ export class HaNode {
       sync,
       fencing,
       source: new ReplicationSource(),
+      trackers: new CycleTrackers({ notice }),
+      rewinds: new RewindRecord({ notice }),
       db: () => {
         if (!this.db) throw new Error('the node has not started');
         return this.db;
@@ -277,18 +283,65 @@ export class HaNode {
       changed: () => this.emitChange(),
     });
     this.memberKey = new MemberKey(this.core);
-    this.config = new ConfigApplier(this.core, () => this.memberKey.publish(true));
+    this.config = new ConfigApplier({
+      name: opts.name,
+      dcs: opts.dcs,
+      pg,
+      log: opts.log,
+      ...(opts.settingsCatalogue ? { settingsCatalogue: opts.settingsCatalogue } : {}),
+      state,
+      notice,
+      wake: () => this.wake(),
+      schedules: () => this.schedules,
+      sync,
+      source: this.core.source,
+      rewinds: this.core.rewinds,
+      db: () => this.core.db(),
+      republish: () => this.memberKey.publish(true),
+    });
     this.executor = new Executor(this.core, this.config);
     this.admin = new AdminCommands(this.core, this.memberKey, this.receipts);
     this.deadline = new LeaderDeadline(this.core);
     this.failsafe = new Failsafe(this.core, this.deadline, opts.postFailsafe);
     this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined, this.failsafe, () => this.receipts.summary());
-    const cycle = new HaCycle(this.core, {
+    const core = this.core;
+    const gather = new CycleGather({
+      name: opts.name,
+      now,
+      dcs: opts.dcs,
+      log: opts.log,
+      pg,
+      lock,
+      mayLead: () => fencing.mayLead(),
+      notice,
+      state,
       config: this.config,
+      sync,
+      failsafe: this.failsafe,
+      rewinds: core.rewinds,
+      source: core.source,
+      trackers: core.trackers,
+      db: () => core.db(),
+      probe: () => this.watch.probe,
+      probeNow: () => this.watch.probeOnce(),
+      probeStartedAfter: (tMs) => this.watch.probeStartedAfter(tMs),
+      fetchStatus: this.deps.fetchStatus,
+      schedules: () => this.schedules,
+    });
+    const cycle = new HaCycle({
+      name: opts.name,
+      log: opts.log,
+      dcs: opts.dcs,
+      gather,
       executor: this.executor,
-      memberKey: this.memberKey,
       admin: this.admin,
+      memberKey: this.memberKey,
+      fencing,
+      lock,
+      now,
+      notice,
       stopped: () => this.loop.isStopped,
+      schedules: () => this.schedules,
       failsafe: this.failsafe,
       receipts: this.receipts,
     });
@@ -350,15 +403,14 @@ export class HaNode {
     // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
     void this.receipts.load();
     await dcs.start();
-    const stored = dcs.view().config?.value;
-    if (stored) state.config = sanitizeDynamicConfig(stored, state.config).config;
+    this.config.adoptStored(dcs.view());
     const machine = databaseMachineWithEffects({
       pg,
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
       cloneSource: () => this.core.source.cloneFrom,
-      rewound: (outcome) => this.executor.rewound(outcome),
+      rewound: (outcome) => this.core.rewinds.ended(outcome),
       configure: (role) => this.config.write(role),
       afterStop: () => this.executor.afterStop(),
       startTimeoutMs: () => this.deps.startTimeoutMs,
@@ -378,7 +430,7 @@ export class HaNode {
         prevKey = key;
         this.callbacks.observe({ value: String(s.value), role: s.context.role });
         void this.core.fencing.sync();
-        this.noteStartOutcome(prevValue, String(s.value));
+        this.core.trackers.startOutcome(prevValue, String(s.value), state.config, this.core.now());
         prevValue = String(s.value);
         this.emitChange();
         this.wake();
@@ -423,11 +475,11 @@ export class HaNode {
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
         } else if (db.getSnapshot().value !== 'stopped') {
-          state.releaseLockAfterStop = iLead;
+          this.executor.stopForShutdown(iLead);
           db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.core.now() });
           await waitOn(this.deps.clock, db, (s) => s.value === 'stopped' || s.value === 'stop_failed', 60_000);
         }
-        if (iLead && (await pg.postmasterPid()) === undefined && state.releaseLockAfterStop) await this.executor.releaseLockWithStatus();
+        if (iLead && (await pg.postmasterPid()) === undefined && this.executor.releasesLockAfterStop) await this.executor.releaseLockWithStatus();
       } catch (e) {
         log.error({ err: e }, 'error while shutting down');
       }
@@ -516,8 +568,7 @@ export class HaNode {
       case 'dcs.leaderChanged':
         schedules?.observeLeader(e.leader);
         // A new leader is a new clone source and upstream: failed starts and clones start over.
-        this.core.state.startFailures = 0;
-        this.core.state.nextStartAtMs = undefined;
+        this.core.trackers.resetStartBackoff();
         this.wake();
         break;
       case 'dcs.failoverChanged':
@@ -533,25 +584,6 @@ export class HaNode {
         break;
       default:
         break;
-    }
-  }
-
-  /**
-   * Start back-off: after each failed start (or clone: creating_replica → stopped) the next one
-   * waits loop_wait × 2^(failures−1), at most max(ttl, 4 × loop_wait), so a start that keeps
-   * failing is not retried hundreds of times a second; a new leader (a new clone source) resets it.
-   */
-  private noteStartOutcome(prev: string, value: string): void {
-    const st = this.core.state;
-    if (value === 'running') {
-      st.startFailures = 0;
-      st.nextStartAtMs = undefined;
-    } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
-      st.startFailures += 1;
-      const capMs = Math.max(st.config.ttl, 4 * st.config.loop_wait) * 1000;
-      const waitMs = Math.min(st.config.loop_wait * 1000 * 2 ** Math.min(st.startFailures - 1, 16), capMs);
-      st.nextStartAtMs = this.core.now() + waitMs;
-      if (st.startFailures > 1) this.core.notice('start.backoff', `start or clone failed ${st.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
     }
   }
 

@@ -8,8 +8,6 @@ import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
-import type { GhostSighting, RewindFailure, SameNumberFork } from '../domain/ha-cycle.ts';
-import type { DiscardPlan } from '../domain/discarded.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
@@ -22,6 +20,8 @@ import type { Fencing } from './lock/fencing.ts';
 import type { LeaderLock } from './lock/leader-lock.ts';
 import type { ScheduledWork } from './cycle/schedules.ts';
 import type { ReplicationSource } from './replication/replication-source.ts';
+import type { CycleTrackers } from './cycle/trackers.ts';
+import type { RewindRecord } from './local/rewind-record.ts';
 import type { SyncManager } from './replication/sync-manager.ts';
 
 /** The node's injected dependencies (the composition root, src/node/agent/agent.ts, builds them). */
@@ -60,43 +60,10 @@ export class NodeState {
   /** Tags and local parameters of ha.yml (POST /reload replaces them). */
   tags: Tags;
   localParameters: Record<string, string | number | boolean>;
-  /** System identifier of the local data, when known. */
-  sysid: string | undefined;
   /** This agent won the `initialize` race in this process lifetime. */
   initializedByMe = false;
   /** Stopped by this agent's demotion and not started since. */
   demoted = false;
-  /** The stop in progress releases the lock when done (graceful demotion, shutdown). */
-  releaseLockAfterStop = false;
-  /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
-  startFailures = 0;
-  nextStartAtMs: number | undefined;
-  /** Epoch ms since when a running replica has not streamed. */
-  notStreamingSinceMs: number | undefined;
-  /**
-   * The newest timeline this running replica has replayed into, as far as its probes showed
-   * (pg_stat_wal_receiver.received_tli while streaming): once the receiver is gone the probe only
-   * has the last restartpoint's timeline, which may be older. Reset when the database stops.
-   */
-  replicaTimeline = 0;
-  /** Since when this incarnation of the leader key has named a member without a member key (ha-cycle.ts `ghostSighting`). */
-  ghostLeader: GhostSighting | undefined;
-  /** Epoch ms since when this agent has seen no leader key (synchronous quorum votes settle after it). */
-  noLeaderSinceMs: number | undefined;
-  /** Why the local data diverged from the leader's timeline, while it does. */
-  divergedReason: string | undefined;
-  /** The local WAL a re-clone of the diverged, stopped data directory would throw away (an operator's POST /reinitialize takes its receipt). */
-  discardPlan: DiscardPlan | undefined;
-  /** A fork on the leader's own timeline number found while this data directory ran (decideCycle's sameNumberFork); cleared with the data or a new leader timeline. */
-  sameNumberFork: SameNumberFork | undefined;
-  /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */
-  rewinding: { leader: string; timeline: number } | undefined;
-  /**
-   * The last pg_rewind that failed. Never retried against the same leader timeline (decideCycle);
-   * forgotten when the data directory is replaced (reinitialize, clone) or the rewind settings
-   * change (docs/ha.md "Rewind").
-   */
-  rewindFailure: RewindFailure | undefined;
   /** Epoch ms of the last completed HA cycle; 0 before the first. */
   lastLoopMs = 0;
 
@@ -119,6 +86,10 @@ export interface NodeCore {
   readonly sync: SyncManager;
   /** Where this member clones and streams from (replication/replication-source.ts). */
   readonly source: ReplicationSource;
+  /** The facts the cycle carries between cycles (cycle/trackers.ts). */
+  readonly trackers: CycleTrackers;
+  /** pg_rewind under way and the last that failed (local/rewind-record.ts). */
+  readonly rewinds: RewindRecord;
   /** The database machine actor (defined once the node started). */
   db(): Actor<typeof databaseMachine>;
   /** The scheduled switchover and restart machines (defined once the node started). */

@@ -1,9 +1,13 @@
 /**
  * Typed fixtures of the node's tests: complete values of the domain's types (a probe, a member)
- * built from the fields a test cares about, so no test needs a cast.
+ * and of the modules' deps, built from the fields a test cares about, so no test needs a cast.
  */
+import { withDefaults } from '../../src/domain/dynamic-config.ts';
 import type { Member, MemberData } from '../../src/domain/member.ts';
 import type { PgStatus } from '../../src/domain/pg-status.ts';
+import type { ConfigApplierDeps } from '../../src/node/local/config-apply.ts';
+import { RewindRecord } from '../../src/node/local/rewind-record.ts';
+import { ReplicationSource } from '../../src/node/replication/replication-source.ts';
 
 /** A probe of a running PostgreSQL 15 primary at timeline 1, with `fields` over it. */
 export function pgStatus(fields: Partial<PgStatus> = {}): PgStatus {
@@ -26,5 +30,25 @@ export function member(name: string, data: Partial<MemberData> = {}): Member {
   return {
     name,
     data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/ha`, state: 'running', role: 'replica', version: '0.1.0', ...data },
+  };
+}
+
+/** ConfigApplier's deps: a stopped replica, no-op DCS client and PostgreSQL, nothing recorded; `over` replaces any of them. */
+export function configApplierDeps(over: Partial<ConfigApplierDeps> = {}): ConfigApplierDeps {
+  return {
+    name: 'node1',
+    dcs: { setRetryTimeout: () => undefined, setTtl: async () => undefined },
+    pg: { configure: async () => undefined, reload: async () => undefined },
+    log: { warn: () => undefined },
+    state: { config: withDefaults({}), tags: {}, localParameters: {} },
+    notice: () => undefined,
+    wake: () => undefined,
+    schedules: () => undefined,
+    sync: { parameterValue: () => undefined },
+    source: new ReplicationSource(),
+    rewinds: new RewindRecord({ notice: () => undefined }),
+    db: () => ({ getSnapshot: () => ({ value: 'stopped', context: { role: 'replica' } }) }),
+    republish: async () => undefined,
+    ...over,
   };
 }

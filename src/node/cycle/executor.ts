@@ -14,10 +14,11 @@ import type { ConfigApplier } from '../local/config-apply.ts';
 import { upstreamOf } from '../replication/replication-source.ts';
 import { ReplicaSlots } from '../replication/replica-slots.ts';
 import type { NodeCore } from '../node-core.ts';
-import type { RewindOutcome } from '../local/effects.ts';
 
 export class Executor {
   private replicaSlots: ReplicaSlots | undefined;
+  /** The stop in progress releases the lock when done (graceful demotion, shutdown). */
+  private releaseLockAfterStop = false;
   constructor(
     private readonly core: NodeCore,
     private readonly config: ConfigApplier,
@@ -50,7 +51,7 @@ export class Executor {
       }
       case 'finishBootstrap': {
         const cd = await pg.controlData();
-        st.sysid = cd.systemIdentifier;
+        core.trackers.noteSystemIdentifier(cd.systemIdentifier);
         await dcs.initialize(cd.systemIdentifier, { create: false });
         await dcs.setConfig(core.deps.bootstrapDcs, '0');
         const r = await core.lock.acquire();
@@ -77,7 +78,7 @@ export class Executor {
         // start as its replica: the start configures primary_conninfo for the source's upstream.
         if (!core.source.rewindFrom(view, a.leader)) return;
         st.demoted = false;
-        st.rewinding = { leader: a.leader, timeline: a.timeline };
+        core.rewinds.started(a.leader, a.timeline);
         core.notice('rewind', `running pg_rewind from ${a.leader} (timeline ${a.timeline})`);
         db.send({ type: 'cmd.rewind', reason: `running pg_rewind from ${a.leader}`, at });
         return;
@@ -116,7 +117,7 @@ export class Executor {
         // (bounded): the shutdown checkpoint then has little left to write, so writes stop for
         // less time. Demotions forced by the DCS or the lock stop at once.
         if (a.mode === 'graceful') await this.checkpointBeforeStop();
-        st.releaseLockAfterStop = a.releaseLock;
+        this.releaseLockAfterStop = a.releaseLock;
         st.demoted = true;
         core.source.stop();
         // Every demotion stops with a shutdown checkpoint (fast), whatever its reason: backends
@@ -254,35 +255,20 @@ export class Executor {
     await deps.pg.syncSlots(names).catch((e) => deps.log.warn({ err: String(e) }, 'syncing the slots of cascading replicas failed'));
   }
 
-  /**
-   * How the pg_rewind started by the `rewind` action ended (called by the clone actor). A failure
-   * after pg_rewind began to change the data directory is remembered with the leader timeline it
-   * was decided on, so decideCycle never runs it again against that timeline (docs/ha.md
-   * "Rewind"); one that changed nothing (`untouched`: the leader unreachable, …) is not: the
-   * start back-off spaces the next attempt. A success forgets any earlier failure.
-   */
-  rewound(outcome: RewindOutcome): void {
-    const st = this.core.state;
-    const attempt = st.rewinding ?? { leader: outcome.from, timeline: 0 };
-    st.rewinding = undefined;
-    if (outcome.ok) {
-      st.rewindFailure = undefined;
-      this.core.notice('rewind.done', `pg_rewind from ${outcome.from} done: starting as its replica`);
-      return;
-    }
-    const reason = outcome.error.replace(/\s+/g, ' ').slice(0, 500);
-    if (outcome.untouched) {
-      this.core.notice('rewind.retry', `pg_rewind from ${outcome.from} did not start, the data directory is unchanged: tried again after the start back-off: ${reason}`);
-      return;
-    }
-    st.rewindFailure = { leader: attempt.leader, timeline: attempt.timeline, reason };
-    this.core.notice('rewind.failed', `pg_rewind from ${outcome.from} failed (not retried against timeline ${attempt.timeline} of ${attempt.leader}): ${reason}`);
+  /** The agent's shutdown stops the database: the stop releases the lock when done when `release` (this agent leads). */
+  stopForShutdown(release: boolean): void {
+    this.releaseLockAfterStop = release;
+  }
+
+  /** The stop in progress (a graceful demotion, the shutdown) has not released the lock yet. */
+  get releasesLockAfterStop(): boolean {
+    return this.releaseLockAfterStop;
   }
 
   /** After a stop: a graceful demotion or shutdown publishes the checkpoint and releases the lock. */
   async afterStop(): Promise<void> {
-    if (!this.core.state.releaseLockAfterStop) return;
-    this.core.state.releaseLockAfterStop = false;
+    if (!this.releaseLockAfterStop) return;
+    this.releaseLockAfterStop = false;
     await this.releaseLockWithStatus();
   }
 

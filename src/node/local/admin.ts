@@ -78,9 +78,9 @@ export class AdminCommands {
     const s = db.getSnapshot();
     if (isBusy(String(s.value)) && !opts.force) return { ok: false, reason: `${String(s.value)} already in progress` };
     const from = opts.fromLeader ? view.leader.name : (cloneSource(view, core.deps.name) ?? view.leader.name);
-    const st = core.state;
+    const plan = core.trackers.facts.discardPlan;
     // A stopped member whose WAL diverged: the receipt of what the re-clone throws away, first.
-    if (st.discardPlan && s.value !== 'running') await this.receipts?.take({ ...st.discardPlan, action: 'reinitialize' });
+    if (plan && s.value !== 'running') await this.receipts?.take({ ...plan, action: 'reinitialize' });
     core.source.reinitializeFrom(view, from, view.leader.name);
     db.send({ type: 'cmd.reinitialize', reason: `reinitialize requested through the API (from ${from})`, at: core.now() });
     return { ok: true };

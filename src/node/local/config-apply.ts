@@ -14,12 +14,46 @@ import { REMOTE_UPSTREAM_NAME, standbyClusterOf, standbyLeaderParameters } from 
 import { slotNameForMember } from '../../postgres/slots.ts';
 import type { ConfigureOptions } from '../../postgres/types.ts';
 import { hasPermanentLogicalSlots } from '../replication/replica-slots.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { Logger } from 'pino';
+import type { Dcs } from '../../dcs/dcs.ts';
+import type { SettingsCatalogue } from '../../domain/pg-parameters.ts';
+import type { PgControl } from '../../postgres/types.ts';
+import type { ScheduledWork } from '../cycle/schedules.ts';
+import type { NodeState } from '../node-core.ts';
+import type { ReplicationSource } from '../replication/replication-source.ts';
+import type { SyncManager } from '../replication/sync-manager.ts';
+import type { RewindRecord } from './rewind-record.ts';
 
 /** The dynamic settings that decide what a diverged member does (a change forgets a failed rewind). */
 function rewindSettings(c: DynamicConfig): string {
   const db = c.database;
   return `${db.use_db_rewind}/${db.remove_data_directory_on_rewind_failure}/${db.remove_data_directory_on_diverged_timelines}`;
+}
+
+/** What configuration is applied with and to (HaNode wires it). */
+export interface ConfigApplierDeps {
+  /** This member's name (its slot name). */
+  name: string;
+  dcs: Pick<Dcs, 'setRetryTimeout' | 'setTtl'>;
+  pg: Pick<PgControl, 'configure' | 'reload'>;
+  log: Pick<Logger, 'warn'>;
+  /** The server's settings catalogue; undefined: parameters are written as given. */
+  settingsCatalogue?: SettingsCatalogue;
+  /** The node's configuration facts: this module is their one writer (config, tags, local parameters). */
+  state: Pick<NodeState, 'config' | 'tags' | 'localParameters'>;
+  /** Logs and journals a node notice (`config.*`, `parameters.dropped`). */
+  notice(type: string, text: string): void;
+  /** Runs the HA cycle now. */
+  wake(): void;
+  /** The scheduled machines, which take a changed loop_wait (defined once the node started). */
+  schedules(): Pick<ScheduledWork, 'setLoopWait'> | undefined;
+  sync: Pick<SyncManager, 'parameterValue'>;
+  source: Pick<ReplicationSource, 'followsRemote' | 'upstream'>;
+  rewinds: Pick<RewindRecord, 'forget'>;
+  /** The database machine: whether it runs and in which role. */
+  db(): { getSnapshot(): { value: unknown; context: { role: string } } };
+  /** Re-publishes the member key (after a lease change). */
+  republish(): Promise<void>;
 }
 
 export class ConfigApplier {
@@ -41,13 +75,9 @@ export class ConfigApplier {
   /** The last configuration write in flight (write()), settled; the next one starts after it. */
   private writing: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly core: NodeCore,
-    /** Re-publishes the member key (after a lease change). */
-    private readonly republish: () => Promise<void>,
-  ) {
-    this.leaseTtl = core.state.config.ttl;
-    this.clientRetryTimeout = core.state.config.retry_timeout;
+  constructor(private readonly d: ConfigApplierDeps) {
+    this.leaseTtl = d.state.config.ttl;
+    this.clientRetryTimeout = d.state.config.retry_timeout;
   }
 
   /**
@@ -59,7 +89,7 @@ export class ConfigApplier {
    */
   applyDynamic(view: ClusterView): void {
     if (!view.config) return;
-    const { state } = this.core;
+    const { state } = this.d;
     const prev = state.config;
     // The same stored value (same mod revision) as last time, already applied: nothing to
     // validate again (an idle agent's cycle, issue 13). A reload of the local configuration
@@ -73,21 +103,31 @@ export class ConfigApplier {
     const problem = [...problems, ...adjustments].join('; ');
     if (problem !== this.lastProblem) {
       this.lastProblem = problem;
-      if (problems.length) this.core.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
-      else if (adjustments.length) this.core.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
+      if (problems.length) this.d.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
+      else if (adjustments.length) this.d.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
     }
     this.applyTiming(next);
     this.lastApplied = next;
     if (next === prev) return;
     state.config = next;
     // A failed pg_rewind is tried again after the operator changes the rewind settings (docs/ha.md "Rewind").
-    if (rewindSettings(next) !== rewindSettings(prev)) state.rewindFailure = undefined;
-    if (next.loop_wait !== prev.loop_wait) this.core.schedules()?.setLoopWait(next.loop_wait * 1000);
+    if (rewindSettings(next) !== rewindSettings(prev)) this.d.rewinds.forget();
+    if (next.loop_wait !== prev.loop_wait) this.d.schedules()?.setLoopWait(next.loop_wait * 1000);
     const syncChanged = JSON.stringify(syncSettings(next)) !== JSON.stringify(syncSettings(prev));
     if (syncChanged || JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters)) {
       this.reconfigureRunning('applying parameters failed');
     }
-    if (syncChanged) this.core.wake();
+    if (syncChanged) this.d.wake();
+  }
+
+  /**
+   * At start, before the database machine exists: the dynamic configuration the DCS holds becomes
+   * the effective one (validated; garbage keeps the bootstrap seed, silently: the first cycle's
+   * applyDynamic notices it). Nothing else is applied yet (the lease and the timers follow).
+   */
+  adoptStored(view: ClusterView): void {
+    const stored = view.config?.value;
+    if (stored) this.d.state.config = sanitizeDynamicConfig(stored, this.d.state.config).config;
   }
 
   /**
@@ -96,7 +136,7 @@ export class ConfigApplier {
    * at the next renewal). A failed re-grant is tried again at the next cycle.
    */
   private applyTiming(c: DynamicConfig): void {
-    const { dcs, log } = this.core.deps;
+    const { dcs, log } = this.d;
     if (c.retry_timeout !== this.clientRetryTimeout) {
       this.clientRetryTimeout = c.retry_timeout;
       dcs.setRetryTimeout(c.retry_timeout * 1000);
@@ -108,7 +148,7 @@ export class ConfigApplier {
       () => {
         this.ttlChanging = false;
         this.leaseTtl = ttl;
-        return this.republish();
+        return this.d.republish();
       },
       (e) => {
         this.ttlChanging = false;
@@ -122,10 +162,10 @@ export class ConfigApplier {
    * are written and PostgreSQL reloaded; those needing a restart show as pending_restart.
    */
   applyLocal(tags: Tags, parameters: Record<string, string | number | boolean>): void {
-    this.core.state.tags = tags;
-    this.core.state.localParameters = parameters;
+    this.d.state.tags = tags;
+    this.d.state.localParameters = parameters;
     this.reconfigureRunning('applying the reloaded configuration failed');
-    this.core.wake();
+    this.d.wake();
   }
 
   /**
@@ -134,16 +174,16 @@ export class ConfigApplier {
    * gets its upstream and, with use_slots, its slot name.
    */
   configureOptions(role: 'primary' | 'replica'): ConfigureOptions {
-    const { state, deps } = this.core;
+    const { state } = this.d;
     let parameters: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(state.localParameters)) parameters[k] = typeof v === 'boolean' ? (v ? 'on' : 'off') : v;
     Object.assign(parameters, state.config.database.parameters);
-    if (deps.settingsCatalogue) {
-      const { kept, dropped } = filterParameters(parameters, deps.settingsCatalogue);
+    if (this.d.settingsCatalogue) {
+      const { kept, dropped } = filterParameters(parameters, this.d.settingsCatalogue);
       const text = dropped.join('; ');
       if (text !== this.lastDropped) {
         this.lastDropped = text;
-        if (text) this.core.notice('parameters.dropped', `PostgreSQL parameters refused by the server's catalogue, not written: ${text}`);
+        if (text) this.d.notice('parameters.dropped', `PostgreSQL parameters refused by the server's catalogue, not written: ${text}`);
       }
       parameters = kept;
     }
@@ -152,10 +192,10 @@ export class ConfigApplier {
     // Replicas keeping permanent logical slots report their slots' catalog_xmin to the primary (docs/ha.md "Replication slots").
     if (role === 'replica' && hasPermanentLogicalSlots(state.config)) parameters['hot_standby_feedback'] = 'on';
     // Synchronous mode on: the synchronous-replication manager owns synchronous_standby_names.
-    const sync = this.core.sync.parameterValue(role);
+    const sync = this.d.sync.parameterValue(role);
     if (sync !== undefined) parameters['synchronous_standby_names'] = sync;
     // The standby leader (docs/ha.md "Standby cluster"): the remote upstream, its slot, its recovery settings.
-    const sc = role === 'replica' && this.core.source.followsRemote ? standbyClusterOf(state.config) : undefined;
+    const sc = role === 'replica' && this.d.source.followsRemote ? standbyClusterOf(state.config) : undefined;
     if (sc) {
       Object.assign(parameters, standbyLeaderParameters(sc));
       return {
@@ -167,8 +207,8 @@ export class ConfigApplier {
     }
     return {
       role,
-      ...(role === 'replica' && this.core.source.upstream ? { upstream: this.core.source.upstream } : {}),
-      ...(role === 'replica' && state.config.database.use_slots ? { slotName: slotNameForMember(deps.name) } : {}),
+      ...(role === 'replica' && this.d.source.upstream ? { upstream: this.d.source.upstream } : {}),
+      ...(role === 'replica' && state.config.database.use_slots ? { slotName: slotNameForMember(this.d.name) } : {}),
       parameters,
     };
   }
@@ -185,7 +225,7 @@ export class ConfigApplier {
   write(role: 'primary' | 'replica' | (() => 'primary' | 'replica' | undefined)): Promise<void> {
     const run = async () => {
       const r = typeof role === 'function' ? role() : role;
-      if (r !== undefined) await this.core.deps.pg.configure(this.configureOptions(r));
+      if (r !== undefined) await this.d.pg.configure(this.configureOptions(r));
     };
     const next = this.writing.then(run, run);
     this.writing = next.catch(() => undefined);
@@ -195,15 +235,15 @@ export class ConfigApplier {
   /** Writes the configuration for `role` and reloads PostgreSQL (awaited; rejects on failure). */
   async writeAndReload(role: 'primary' | 'replica'): Promise<void> {
     await this.write(role);
-    await this.core.deps.pg.reload();
+    await this.d.pg.reload();
   }
 
   /** Rewrites the configuration of a running database for its role and reloads it. */
   private reconfigureRunning(failure: string): void {
-    const { pg, log } = this.core.deps;
+    const { pg, log } = this.d;
     // The role is read when the write's turn comes: a database no longer running is not touched.
     const role = () => {
-      const s = this.core.db().getSnapshot();
+      const s = this.d.db().getSnapshot();
       return s.value === 'running' ? (s.context.role === 'primary' ? 'primary' : 'replica') : undefined;
     };
     if (role() === undefined) return;

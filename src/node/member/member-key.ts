@@ -28,6 +28,7 @@ export class MemberKey {
   /** The member key's value now. */
   data(): MemberData {
     const { deps, state } = this.core;
+    const t = this.core.trackers.facts;
     const snap = this.core.db().getSnapshot();
     const scheduled = this.scheduledRestart();
     const probe = this.core.probe();
@@ -41,8 +42,8 @@ export class MemberKey {
       tags: state.tags,
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
       paused: state.config.pause === true,
-      ...(state.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: state.notStreamingSinceMs } : {}),
-      ...(state.divergedReason ? { diverged: state.divergedReason } : {}),
+      ...(t.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: t.notStreamingSinceMs } : {}),
+      ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
     });
   }
 

@@ -30,10 +30,11 @@ export class SnapshotBuilder {
   snapshot(): NodeSnapshot {
     const { core } = this;
     const { deps, state: st } = core;
+    const t = core.trackers.facts;
     const snap = this.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, st.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), st.divergedReason, st.notStreamingSinceMs, st.ghostLeader, core.sync.current(), this.failsafe?.version, this.discarded?.(), ...fenceInputs(core)];
+    const inputs = [snap, probe, view, st.config, st.tags, t.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), t.divergedReason, t.notStreamingSinceMs, t.ghostLeader, core.sync.current(), this.failsafe?.version, this.discarded?.(), ...fenceInputs(core)];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
@@ -49,13 +50,13 @@ export class SnapshotBuilder {
       state: (snap?.value ?? 'stopped') as DatabaseState,
       role: publishedRole(snap?.context.role ?? 'uninitialized', core.lock.held, standbyClusterOf(st.config) !== undefined),
       ...(running && probe ? { pg: probe } : {}),
-      ...(st.sysid ? { sysid: st.sysid } : {}),
+      ...(t.sysid ? { sysid: t.sysid } : {}),
       leaderUntilMs: Math.max(core.lock.untilMs, this.failsafe?.leaderUntilMs() ?? 0),
-      ...(st.divergedReason ? { diverged: st.divergedReason } : {}),
-      ...(st.ghostLeader ? { ghostLeader: st.ghostLeader.name } : {}),
+      ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
+      ...(t.ghostLeader ? { ghostLeader: t.ghostLeader.name } : {}),
       watchdog: core.fencing.status(),
       ...(core.sync.current()?.degraded ? { syncDegraded: core.sync.current()!.degraded! } : {}),
-      ...(st.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: st.notStreamingSinceMs } : {}),
+      ...(t.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: t.notStreamingSinceMs } : {}),
       cluster: view,
       dcsLastSeenMs: deps.dcs.lastSeenMs(),
       config: st.config,

@@ -9,6 +9,7 @@ import { withDefaults } from '../../../src/domain/dynamic-config.ts';
 import type { MemberData } from '../../../src/domain/member.ts';
 import { Executor } from '../../../src/node/cycle/executor.ts';
 import { NodeState } from '../../../src/node/node-core.ts';
+import { RewindRecord } from '../../../src/node/local/rewind-record.ts';
 import { ReplicationSource } from '../../../src/node/replication/replication-source.ts';
 
 function setup() {
@@ -19,12 +20,13 @@ function setup() {
     deps: { log: { info: () => undefined, warn: () => undefined } },
     state,
     source: new ReplicationSource(),
+    rewinds: new RewindRecord({ notice: (type: string, text: string) => notices.push(`${type}: ${text}`) }),
     now: () => 1_000,
     db: () => ({ send: (e: Record<string, unknown>) => sent.push(e), getSnapshot: () => ({ context: { role: 'replica' } }) }),
     notice: (type: string, text: string) => notices.push(`${type}: ${text}`),
     emitChange: () => undefined,
   };
-  return { executor: new Executor(core as never, {} as never), state, source: core.source, sent, notices };
+  return { executor: new Executor(core as never, {} as never), rewinds: core.rewinds, source: core.source, sent, notices };
 }
 
 const view: ClusterView = {
@@ -34,34 +36,34 @@ const view: ClusterView = {
 
 describe('Executor: rewind', () => {
   it('sends cmd.rewind with the leader as source and upstream, and journals ha.rewind', async () => {
-    const { executor, state, source, sent, notices } = setup();
+    const { executor, rewinds, source, sent, notices } = setup();
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
     expect(sent).toEqual([{ type: 'cmd.rewind', reason: 'running pg_rewind from n2', at: 1_000 }]);
     expect(source.cloneFrom).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
     expect(source.upstream).toEqual({ host: '10.0.0.2', port: 5433, name: 'n2' });
-    expect(state.rewinding).toEqual({ leader: 'n2', timeline: 2 });
+    expect(rewinds.rewinding).toEqual({ leader: 'n2', timeline: 2 });
     expect(notices[0]).toMatch(/^rewind: running pg_rewind from n2/);
   });
 
   it('a failure is remembered with the leader timeline; a later success forgets it', async () => {
-    const { executor, state, notices } = setup();
+    const { executor, rewinds, notices } = setup();
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
-    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1:\n could not connect', untouched: false });
-    expect(state.rewindFailure).toEqual({ leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect' });
-    expect(state.rewinding).toBeUndefined();
+    rewinds.ended({ ok: false, from: 'n2', error: 'pg_rewind exited 1:\n could not connect', untouched: false });
+    expect(rewinds.failure).toEqual({ leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect' });
+    expect(rewinds.rewinding).toBeUndefined();
     expect(notices.at(-1)).toMatch(/^rewind\.failed: .*not retried against timeline 2 of n2/);
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 3 }, view);
-    executor.rewound({ ok: true, from: 'n2' });
-    expect(state.rewindFailure).toBeUndefined();
+    rewinds.ended({ ok: true, from: 'n2' });
+    expect(rewinds.failure).toBeUndefined();
     expect(notices.at(-1)).toMatch(/^rewind\.done: /);
   });
 
   it('a failure that left the data directory unchanged is not remembered: the start back-off spaces the next attempt', async () => {
-    const { executor, state, notices } = setup();
+    const { executor, rewinds, notices } = setup();
     await executor.execute({ kind: 'rewind', leader: 'n2', timeline: 2 }, view);
-    executor.rewound({ ok: false, from: 'n2', error: 'pg_rewind exited 1: could not connect to server', untouched: true });
-    expect(state.rewindFailure).toBeUndefined();
-    expect(state.rewinding).toBeUndefined();
+    rewinds.ended({ ok: false, from: 'n2', error: 'pg_rewind exited 1: could not connect to server', untouched: true });
+    expect(rewinds.failure).toBeUndefined();
+    expect(rewinds.rewinding).toBeUndefined();
     expect(notices.at(-1)).toMatch(/^rewind\.retry: pg_rewind from n2 did not start/);
   });
 });

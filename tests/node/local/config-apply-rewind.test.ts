@@ -6,27 +6,21 @@ import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../../src/domain/cluster.ts';
 import { withDefaults } from '../../../src/domain/dynamic-config.ts';
 import { ConfigApplier } from '../../../src/node/local/config-apply.ts';
-import type { NodeCore } from '../../../src/node/node-core.ts';
+import { RewindRecord } from '../../../src/node/local/rewind-record.ts';
+import { configApplierDeps } from '../fixtures.ts';
 
 const timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
 
-function fakeCore(database: Record<string, unknown>, localParameters: Record<string, string> = {}) {
-  const state = {
-    config: withDefaults({ ...timing, database }),
-    localParameters,
-    upstream: undefined,
-    rewindFailure: { leader: 'n2', timeline: 2, reason: 'x' } as unknown,
-  };
-  const core = {
-    deps: { name: 'n1', dcs: { setRetryTimeout: () => undefined, setTtl: async () => undefined }, log: { warn: () => undefined } },
-    state,
-    sync: { parameterValue: () => undefined },
-    notice: () => undefined,
-    schedules: () => undefined,
-    db: () => ({ getSnapshot: () => ({ value: 'stopped', context: { role: 'replica' } }) }),
-    wake: () => undefined,
-  } as unknown as NodeCore;
-  return { core, state };
+function fakeDeps(database: Record<string, unknown>, localParameters: Record<string, string> = {}) {
+  const rewinds = new RewindRecord({ notice: () => undefined });
+  rewinds.started('n2', 2);
+  rewinds.ended({ ok: false, from: 'n2', error: 'x', untouched: false });
+  const deps = configApplierDeps({
+    name: 'n1',
+    state: { config: withDefaults({ ...timing, database }), localParameters, tags: {} },
+    rewinds,
+  });
+  return { deps, rewinds };
 }
 
 /** A view holding `config`; as in a real DCS, each distinct stored value has its own mod revision. */
@@ -39,18 +33,18 @@ const viewWith = (config: Record<string, unknown>): ClusterView => {
 
 describe('ConfigApplier with use_db_rewind', () => {
   it('forces wal_log_hints = on (pg_rewind needs it), even over a configured off', () => {
-    const on = fakeCore({ use_db_rewind: true, parameters: { wal_log_hints: 'off' } }, { wal_log_hints: 'off' });
-    expect(new ConfigApplier(on.core, async () => undefined).configureOptions('primary').parameters['wal_log_hints']).toBe('on');
-    const off = fakeCore({ use_db_rewind: false, parameters: { wal_log_hints: 'off' } });
-    expect(new ConfigApplier(off.core, async () => undefined).configureOptions('primary').parameters['wal_log_hints']).toBe('off');
+    const on = fakeDeps({ use_db_rewind: true, parameters: { wal_log_hints: 'off' } }, { wal_log_hints: 'off' });
+    expect(new ConfigApplier(on.deps).configureOptions('primary').parameters['wal_log_hints']).toBe('on');
+    const off = fakeDeps({ use_db_rewind: false, parameters: { wal_log_hints: 'off' } });
+    expect(new ConfigApplier(off.deps).configureOptions('primary').parameters['wal_log_hints']).toBe('off');
   });
 
   it('a change of the rewind settings forgets a failed rewind; other changes keep it', () => {
-    const { core, state } = fakeCore({ use_db_rewind: true });
-    const applier = new ConfigApplier(core, async () => undefined);
+    const { deps, rewinds } = fakeDeps({ use_db_rewind: true });
+    const applier = new ConfigApplier(deps);
     applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true } }));
-    expect(state.rewindFailure).toBeDefined();
+    expect(rewinds.failure).toBeDefined();
     applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: false } }));
-    expect(state.rewindFailure).toBeUndefined();
+    expect(rewinds.failure).toBeUndefined();
   });
 });

@@ -12,10 +12,8 @@ import { withDefaults } from '../../../src/domain/dynamic-config.ts';
 import type { PgStatus } from '../../../src/domain/pg-status.ts';
 import type { Clock } from '../../../src/node/clock.ts';
 import { ConfigApplier } from '../../../src/node/local/config-apply.ts';
-import type { NodeCore } from '../../../src/node/node-core.ts';
-import { ReplicationSource } from '../../../src/node/replication/replication-source.ts';
 import { SyncManager, type SyncManagerDeps } from '../../../src/node/replication/sync-manager.ts';
-import { member, pgStatus } from '../fixtures.ts';
+import { configApplierDeps, member, pgStatus } from '../fixtures.ts';
 import type { ConfigureOptions } from '../../../src/postgres/types.ts';
 
 /** A clock whose timers fire on the next turn of the event loop. */
@@ -49,18 +47,13 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
       },
       reload: async () => void reloads++,
     };
-    const state = { config: withDefaults({ synchronous_mode: true, synchronous_node_count: 2 }), localParameters: {}, tags: {}, rewindFailure: undefined };
-    const core = {
-      deps: { pg, dcs: { setRetryTimeout: () => undefined }, log: { warn: () => undefined }, name: 'node1' },
-      state,
+    const deps = configApplierDeps({
+      pg,
+      state: { config: withDefaults({ synchronous_mode: true, synchronous_node_count: 2 }), localParameters: {}, tags: {} },
       sync: { parameterValue: () => names },
-      source: new ReplicationSource(),
-      notice: () => undefined,
-      schedules: () => undefined,
       db: () => ({ getSnapshot: () => ({ value: 'running', context: { role: 'primary' } }) }),
-      wake: () => undefined,
-    } as unknown as NodeCore;
-    const applier = new ConfigApplier(core, async () => undefined);
+    });
+    const applier = new ConfigApplier(deps);
     applier.applyDynamic({ members: [], config: { value: { synchronous_mode: true, synchronous_node_count: 2 }, revision: '5' } });
     // synchronous_node_count 1: the reconfiguration starts (with the set in force: FIRST 2) and
     // stays in flight while the manager writes its new set.
@@ -95,14 +88,7 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
       },
       reload: async () => undefined,
     };
-    const core = {
-      deps: { pg, log: { warn: () => undefined }, name: 'node1' },
-      state: { config: withDefaults({}), localParameters: {}, tags: {} },
-      sync: { parameterValue: () => undefined },
-      source: new ReplicationSource(),
-      notice: () => undefined,
-    } as unknown as NodeCore;
-    const applier = new ConfigApplier(core, async () => undefined);
+    const applier = new ConfigApplier(configApplierDeps({ pg }));
     const first = applier.write('replica');
     const second = applier.write('primary');
     await expect(first).rejects.toThrow('disk full');
