@@ -1,8 +1,9 @@
 /**
- * What the node's modules share: the injected dependencies, the facts kept between cycles, and
- * the few services every module calls (the database machine, the leader lock, notices, wake-up).
- * HaNode builds one NodeCore and hands it to each module (docs/architecture.md "The node").
- * No I/O here: this file only names things.
+ * What the node's modules share by name: the injected dependencies (NodeDeps), the few facts kept
+ * between cycles that are nobody's room (NodeState: each field has one writer, named on it), and
+ * the types of the node-wide services (Notice, DatabaseActor). Modules take narrow deps objects
+ * (their own interfaces, often Picks of these); node-parts.ts wires them. No I/O here: this file
+ * only names things.
  */
 import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
@@ -10,19 +11,10 @@ import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
-import type { PgStatus } from '../domain/pg-status.ts';
-import type { databaseMachine } from '../machines/database.ts';
+import type { DatabaseContext, DatabaseEvent, databaseMachine } from '../machines/database.ts';
 import type { PgControl } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
 import type { Journal } from '../journal/journal.ts';
-import type { LeaderDuties } from './replication/leader-duties.ts';
-import type { Fencing } from './lock/fencing.ts';
-import type { LeaderLock } from './lock/leader-lock.ts';
-import type { ScheduledWork } from './cycle/schedules.ts';
-import type { ReplicationSource } from './replication/replication-source.ts';
-import type { CycleTrackers } from './cycle/trackers.ts';
-import type { RewindRecord } from './local/rewind-record.ts';
-import type { SyncManager } from './replication/sync-manager.ts';
 
 /** The node's injected dependencies (the composition root, src/node/agent/agent.ts, builds them). */
 export interface NodeDeps {
@@ -53,18 +45,24 @@ export interface NodeDeps {
   settingsCatalogue?: SettingsCatalogue;
 }
 
-/** Facts the node keeps between cycles (mutable; owned by the node's modules). */
+/**
+ * Facts the node keeps between cycles that no room owns alone (mutable). Each field has exactly
+ * one writer, named below; every other module reads it through a Readonly Pick. The cycle's own
+ * facts are cycle/trackers.ts's, the stream source replication/replication-source.ts's, the
+ * rewind record local/rewind-record.ts's.
+ */
 export class NodeState {
-  /** The effective dynamic configuration (validated, defaults filled). */
+  /** The effective dynamic configuration (validated, defaults filled). Writer: local/config-apply.ts. */
   config: DynamicConfig;
-  /** Tags and local parameters of ha.yml (POST /reload replaces them). */
+  /** Tags of ha.yml (POST /reload replaces them). Writer: local/config-apply.ts. */
   tags: Tags;
+  /** database.parameters of ha.yml (POST /reload replaces them). Writer: local/config-apply.ts. */
   localParameters: Record<string, string | number | boolean>;
-  /** This agent won the `initialize` race in this process lifetime. */
+  /** This agent won the `initialize` race in this process lifetime. Writer: cycle/executor.ts. */
   initializedByMe = false;
-  /** Stopped by this agent's demotion and not started since. */
+  /** Stopped by this agent's demotion and not started since. Writer: cycle/executor.ts. */
   demoted = false;
-  /** Epoch ms of the last completed HA cycle; 0 before the first. */
+  /** Epoch ms of the last completed HA cycle; 0 before the first. Writer: node-parts.ts (the loop's afterCycle). */
   lastLoopMs = 0;
 
   constructor(init: { config: DynamicConfig; tags: Tags; localParameters: Record<string, string | number | boolean> }) {
@@ -74,38 +72,18 @@ export class NodeState {
   }
 }
 
-/** The services every module of the node may call. */
-export interface NodeCore {
-  readonly deps: NodeDeps;
-  readonly state: NodeState;
-  readonly lock: LeaderLock;
-  readonly duties: LeaderDuties;
-  /** The fence of the local PostgreSQL (fencing.ts): armed and fed while this member leads. */
-  readonly fencing: Fencing;
-  /** Synchronous replication of the leader (synchronous_standby_names and the `sync` key). */
-  readonly sync: SyncManager;
-  /** Where this member clones and streams from (replication/replication-source.ts). */
-  readonly source: ReplicationSource;
-  /** The facts the cycle carries between cycles (cycle/trackers.ts). */
-  readonly trackers: CycleTrackers;
-  /** pg_rewind under way and the last that failed (local/rewind-record.ts). */
-  readonly rewinds: RewindRecord;
-  /** The database machine actor (defined once the node started). */
-  db(): Actor<typeof databaseMachine>;
-  /** The scheduled switchover and restart machines (defined once the node started). */
-  schedules(): ScheduledWork | undefined;
-  /** The latest probe while the database runs. */
-  probe(): PgStatus | undefined;
-  /** Probes the local database now (no-op while it does not run). */
-  probeNow(): Promise<void>;
-  /** A probe started at or after `tMs` (LocalWatch.probeStartedAfter). */
-  probeStartedAfter(tMs: number): Promise<void>;
-  /** Epoch ms. */
-  now(): number;
-  /** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
-  notice(type: string, text: string): void;
-  /** Tells observers that state, role or leadership changed. */
-  emitChange(): void;
-  /** Runs the HA cycle now. */
-  wake(): void;
+/** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
+export type Notice = (type: string, text: string) => void;
+
+/** The database machine actor (HaNode starts it; the admin commands wait on it). */
+export type DatabaseActor = Actor<typeof databaseMachine>;
+
+/** The database machine as most modules read it: its state, the role and whether a promotion runs (the actor is one). */
+export interface DatabaseView {
+  getSnapshot(): { value: unknown; context: Pick<DatabaseContext, 'role' | 'promoting'> };
+}
+
+/** The database machine as the modules that command it see it (the actor is one). */
+export interface DatabaseCommands extends DatabaseView {
+  send(event: DatabaseEvent): void;
 }

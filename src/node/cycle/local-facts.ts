@@ -10,13 +10,9 @@ import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseState } from '../../domain/states.ts';
 import { parseHistoryFile, type HistoryLine, type LocalPosition } from '../../domain/timeline-history.ts';
 import type { PgControl } from '../../postgres/types.ts';
+import type { DatabaseView } from '../node-core.ts';
 import { isBusy } from '../local/busy.ts';
 import type { CycleTrackers } from './trackers.ts';
-
-/** The database machine as the local step reads it. */
-export interface DatabaseView {
-  getSnapshot(): { value: unknown; context: { role: CycleInput['db']['role']; promoting: boolean } };
-}
 
 /** What the local step reads and calls. */
 export interface LocalFactsDeps {

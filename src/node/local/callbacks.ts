@@ -213,7 +213,7 @@ export class CallbackRunner {
  * `pg` with a hook after every successful reload (on_reload): every reload the node makes goes
  * through its PgControl, so the callback cannot be missed by a new caller.
  */
-export function withReloadHook(pg: PgControl, after: () => void): PgControl {
+export function withReloadHook<P extends Pick<PgControl, 'reload'>>(pg: P, after: () => void): P {
   return new Proxy(pg, {
     get(target, prop) {
       if (prop === 'reload') {

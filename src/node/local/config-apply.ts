@@ -19,7 +19,7 @@ import type { Dcs } from '../../dcs/dcs.ts';
 import type { SettingsCatalogue } from '../../domain/pg-parameters.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import type { ScheduledWork } from '../cycle/schedules.ts';
-import type { NodeState } from '../node-core.ts';
+import type { DatabaseView, NodeState } from '../node-core.ts';
 import type { ReplicationSource } from '../replication/replication-source.ts';
 import type { SyncManager } from '../replication/sync-manager.ts';
 import type { RewindRecord } from './rewind-record.ts';
@@ -51,7 +51,7 @@ export interface ConfigApplierDeps {
   source: Pick<ReplicationSource, 'followsRemote' | 'upstream'>;
   rewinds: Pick<RewindRecord, 'forget'>;
   /** The database machine: whether it runs and in which role. */
-  db(): { getSnapshot(): { value: unknown; context: { role: string } } };
+  db(): DatabaseView;
   /** Re-publishes the member key (after a lease change). */
   republish(): Promise<void>;
 }

@@ -43,6 +43,42 @@ export interface WatchedDatabase {
   sinceMs?: number;
 }
 
+/** What the watch reads and calls (HaNode wires it). */
+export interface LocalWatchDeps {
+  pg: Pick<PgControl, 'postmasterPid' | 'probe' | 'dataDirProblem' | 'openWatchConnection' | 'watchDataDir'>;
+  /** The database machine's state; undefined before it starts. */
+  database: () => WatchedDatabase | undefined;
+  /** Bound of one probe, ms. */
+  probeTimeoutMs: () => number;
+  /** Called once when a running database's postmaster is gone. */
+  onDied: () => void;
+  /**
+   * Called once when the data directory of a running database disappears (the directory, its
+   * PG_VERSION or global/pg_control), with what is missing; the postmaster may still run.
+   * Reported before (and instead of) `onDied`. Needs `pg.dataDirProblem`.
+   */
+  onDataDirGone?: (reason: string) => void;
+  /**
+   * Background probe period, ms; default 1000. 0: no background probe, probes on demand
+   * (`probeOnce` from the HA cycle, `fresh()` from readers).
+   */
+  probeEveryMs?: number;
+  /** Oldest probe `fresh()` accepts without probing, ms; default 1000. */
+  maxProbeAgeMs?: number;
+  /** How long after a probe's start `fresh()` callers wait for it at most, ms; default 1000. */
+  readWaitMs?: number;
+  /**
+   * Fixed poll period, ms. Default: 100 ms without `openWatchConnection`; with it 1000 ms,
+   * or `idleCheckEveryMs` while the watch connection (and the data directory watch, when the
+   * PgControl offers `watchDataDir`) are open.
+   */
+  checkEveryMs?: number;
+  /** Poll period while every event source is open, ms; default 10000. */
+  idleCheckEveryMs?: number;
+  /** Timers; default real time. */
+  clock?: Clock;
+}
+
 export class LocalWatch {
   /** The latest successful probe while the database runs; undefined otherwise. */
   probe: PgStatus | undefined;
@@ -72,42 +108,7 @@ export class LocalWatch {
   /** An HA loop polls at the end of each cycle (cyclePoll): the idle timed poll is then only its fallback. */
   private cycleDriven = false;
 
-  constructor(
-    private readonly deps: {
-      pg: PgControl;
-      /** The database machine's state; undefined before it starts. */
-      database: () => WatchedDatabase | undefined;
-      /** Bound of one probe, ms. */
-      probeTimeoutMs: () => number;
-      /** Called once when a running database's postmaster is gone. */
-      onDied: () => void;
-      /**
-       * Called once when the data directory of a running database disappears (the directory, its
-       * PG_VERSION or global/pg_control), with what is missing; the postmaster may still run.
-       * Reported before (and instead of) `onDied`. Needs `pg.dataDirProblem`.
-       */
-      onDataDirGone?: (reason: string) => void;
-      /**
-       * Background probe period, ms; default 1000. 0: no background probe, probes on demand
-       * (`probeOnce` from the HA cycle, `fresh()` from readers).
-       */
-      probeEveryMs?: number;
-      /** Oldest probe `fresh()` accepts without probing, ms; default 1000. */
-      maxProbeAgeMs?: number;
-      /** How long after a probe's start `fresh()` callers wait for it at most, ms; default 1000. */
-      readWaitMs?: number;
-      /**
-       * Fixed poll period, ms. Default: 100 ms without `openWatchConnection`; with it 1000 ms,
-       * or `idleCheckEveryMs` while the watch connection (and the data directory watch, when the
-       * PgControl offers `watchDataDir`) are open.
-       */
-      checkEveryMs?: number;
-      /** Poll period while every event source is open, ms; default 10000. */
-      idleCheckEveryMs?: number;
-      /** Timers; default real time. */
-      clock?: Clock;
-    },
-  ) {}
+  constructor(private readonly deps: LocalWatchDeps) {}
 
   private get clock(): Clock {
     return this.deps.clock ?? systemClock;

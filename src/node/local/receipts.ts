@@ -91,7 +91,7 @@ export interface ReceiptSummary {
 /** What the keeper needs of the node. */
 export interface ReceiptKeeperDeps {
   name: string;
-  pg: PgControl;
+  pg: Pick<PgControl, 'readWalRange' | 'relationNames'>;
   store: ReceiptStore;
   now: () => number;
   /** Journals and logs one notice (`ha.<type>`). */

@@ -12,8 +12,13 @@ import { answerFailsafe, failsafeKeyAction, failsafeTargets, failsafeUrl, type F
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { CycleInput } from '../../domain/ha-cycle.ts';
 import { requestApi } from '../../net/api-client.ts';
+import type { Dcs } from '../../dcs/dcs.ts';
+import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import type { PgStatus } from '../../domain/pg-status.ts';
+import type { DatabaseView, Notice } from '../node-core.ts';
+import type { Fencing } from './fencing.ts';
 import type { LeaderDeadline } from './leader-deadline.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { LeaderLock } from './leader-lock.ts';
 
 /** POSTs a JSON body to a member; the HTTP status, or undefined when it did not answer. */
 export type FailsafePost = (url: string, body: unknown, timeoutMs: number) => Promise<number | undefined>;
@@ -30,6 +35,30 @@ export const FAILSAFE_POST_TIMEOUT_MS = 2000;
 /** What Failsafe.facts adds to the cycle's input (the CycleInput fields of src/domain/ha-cycle.ts). */
 export type FailsafeFacts = Pick<CycleInput, 'failsafeAccepted' | 'failsafeLeader' | 'failsafeRestartGraceMs' | 'failsafeBoundUntilMs'>;
 
+/** What failsafe mode reads and calls (HaNode wires it). */
+export interface FailsafeDeps {
+  /** This member's name and addresses (the body of its POST /failsafe). */
+  name: string;
+  apiUrl: string;
+  connUrl: string;
+  dcs: Pick<Dcs, 'setFailsafe' | 'refresh'>;
+  /** The effective dynamic configuration (NodeState). */
+  state: Readonly<{ config: DynamicConfig }>;
+  lock: Pick<LeaderLock, 'held'>;
+  /** The fence, fed by an accepted round as by a renewal (fencing.ts). */
+  fencing?: Pick<Fencing, 'stamp' | 'renewed'>;
+  deadline: Pick<LeaderDeadline, 'leadingPrimary' | 'deadlineMs' | 'failsafeConfirmed'>;
+  /** The database machine actor (throws before the node started). */
+  db(): DatabaseView;
+  /** The latest probe while the database runs. */
+  probe(): PgStatus | undefined;
+  /** Epoch ms. */
+  now(): number;
+  notice: Notice;
+  /** POSTs to a member (default: plain HTTP(S), defaultFailsafePost). */
+  post?: FailsafePost;
+}
+
 export class Failsafe {
   /** Replica side: the last accepted POST /failsafe and when (node clock). */
   private accepted: { req: FailsafeRequest; atMs: number } | undefined;
@@ -42,19 +71,18 @@ export class Failsafe {
   /** When this agent started (node clock): acceptances given before are not remembered. */
   private readonly startedMs: number;
 
-  constructor(
-    private readonly core: NodeCore,
-    private readonly deadline: LeaderDeadline,
-    private readonly post: FailsafePost = defaultFailsafePost,
-  ) {
-    this.startedMs = core.now();
+  private readonly post: FailsafePost;
+
+  constructor(private readonly d: FailsafeDeps) {
+    this.startedMs = d.now();
+    this.post = d.post ?? defaultFailsafePost;
   }
 
   // ---- replica side ----------------------------------------------------------------------------
 
   /** Answers a POST /failsafe (the API's command). `lsn`: this member's last known WAL position. */
   accept(body: Record<string, unknown>): FailsafeAnswer & { lsn?: string } {
-    const { core } = this;
+    const core = this.d;
     let role = '';
     let state = '';
     let promoting = false;
@@ -68,7 +96,7 @@ export class Failsafe {
     }
     const { answer, request } = answerFailsafe(
       core.state.config,
-      { name: core.deps.name, runningPrimary: role === 'primary' && state === 'running', holdsLock: core.lock.held, promoting },
+      { name: core.name, runningPrimary: role === 'primary' && state === 'running', holdsLock: core.lock.held, promoting },
       body,
     );
     if (!request) return answer;
@@ -88,11 +116,11 @@ export class Failsafe {
    * mode off or neither known. decideCycle counts quorum votes only after it (finding 20).
    */
   private boundUntilMs(role: string): number | undefined {
-    const { config } = this.core.state;
+    const { config } = this.d.state;
     if (config.failsafe_mode !== true) return undefined;
     const ttlMs = config.ttl * 1000;
     const a = this.accepted;
-    const accepted = a && a.req.name !== this.core.deps.name ? a.atMs + ttlMs : undefined;
+    const accepted = a && a.req.name !== this.d.name ? a.atMs + ttlMs : undefined;
     const grace = role !== 'primary' ? this.startedMs + ttlMs : undefined;
     if (accepted === undefined) return grace;
     return grace === undefined ? accepted : Math.max(accepted, grace);
@@ -101,9 +129,9 @@ export class Failsafe {
   /** The member that called POST /failsafe less than ttl ago, when failsafe mode is on. */
   acceptedLeader(): string | undefined {
     const a = this.accepted;
-    const { state } = this.core;
+    const { state } = this.d;
     if (!a || state.config.failsafe_mode !== true) return undefined;
-    return this.core.now() - a.atMs < state.config.ttl * 1000 ? a.req.name : undefined;
+    return this.d.now() - a.atMs < state.config.ttl * 1000 ? a.req.name : undefined;
   }
 
   // ---- leader side -----------------------------------------------------------------------------
@@ -115,14 +143,14 @@ export class Failsafe {
    * and until when POST /failsafe calls bind this member (boundUntilMs).
    */
   async facts(i: { dcsOk: boolean; view: ClusterView; state: string; role: string }): Promise<FailsafeFacts> {
-    const { config } = this.core.state;
+    const { config } = this.d.state;
     const out: FailsafeFacts = {};
     const leader = this.acceptedLeader();
     if (leader !== undefined) out.failsafeLeader = leader;
     // A POST /failsafe this member accepted before its agent restarted still binds it for ttl from
     // then (the sender may run as the leader on it): no race during the first ttl after the start.
     // Not for a primary (a running primary refuses POST /failsafe: it accepted none).
-    const graceMs = this.startedMs + config.ttl * 1000 - this.core.now();
+    const graceMs = this.startedMs + config.ttl * 1000 - this.d.now();
     if (config.failsafe_mode === true && graceMs > 0 && i.role !== 'primary') out.failsafeRestartGraceMs = graceMs;
     const boundUntilMs = this.boundUntilMs(i.role);
     if (boundUntilMs !== undefined) out.failsafeBoundUntilMs = boundUntilMs;
@@ -142,10 +170,10 @@ export class Failsafe {
    * DCS failures reject.
    */
   async afterCycle(view: ClusterView): Promise<void> {
-    if (!this.deadline.leadingPrimary()) return;
+    if (!this.d.deadline.leadingPrimary()) return;
     this.stopActive(undefined);
-    const { deps } = this.core;
-    const action = failsafeKeyAction(this.core.state.config, view, { name: deps.name, apiUrl: deps.apiUrl });
+    const deps = this.d;
+    const action = failsafeKeyAction(deps.state.config, view, { name: deps.name, apiUrl: deps.apiUrl });
     if (action.kind === 'write') await deps.dcs.setFailsafe(action.value);
     else if (action.kind === 'delete') await deps.dcs.setFailsafe(null);
   }
@@ -158,7 +186,7 @@ export class Failsafe {
    */
   async dcsBack(): Promise<void> {
     if (this.activeSinceMs === undefined) return;
-    await this.core.deps.dcs.refresh().catch(() => undefined);
+    await this.d.dcs.refresh().catch(() => undefined);
   }
 
   /** True while failsafe keeps this primary running, or (replica) an accepted call is less than ttl old. */
@@ -168,14 +196,13 @@ export class Failsafe {
 
   /** Until when this primary may count itself the leader on failsafe's account (epoch ms); 0 when not active. */
   leaderUntilMs(): number {
-    return this.activeSinceMs !== undefined ? this.lastRoundSentMs + this.core.state.config.ttl * 1000 : 0;
+    return this.activeSinceMs !== undefined ? this.lastRoundSentMs + this.d.state.config.ttl * 1000 : 0;
   }
 
   /** One round: POST to every other member of the key, all in parallel; true when all accepted before the deadline. */
   private async round(view: ClusterView): Promise<boolean> {
-    const { core } = this;
-    const { deps } = core;
-    const targets = failsafeTargets(view.failsafe, deps.name);
+    const core = this.d;
+    const targets = failsafeTargets(view.failsafe, core.name);
     if (!targets) {
       core.notice('failsafe.unlisted', 'failsafe mode: the failsafe key does not list this member: cannot stay primary without the DCS');
       return false;
@@ -183,12 +210,12 @@ export class Failsafe {
     const sentMs = core.now();
     // The fence (src/node/lock/fencing.ts) is fed by an accepted round as by a renewal: same send-time rule.
     const stamp = core.fencing?.stamp();
-    const deadlineMs = this.deadline.deadlineMs();
+    const deadlineMs = core.deadline.deadlineMs();
     if (sentMs >= deadlineMs) return false;
     const probe = core.probe();
     const slots: Record<string, number> = {};
     for (const [k, v] of Object.entries(probe?.slots ?? {})) slots[k] = Number(v);
-    const body = { name: deps.name, conn_url: deps.connUrl, api_url: deps.apiUrl, slots };
+    const body = { name: core.name, conn_url: core.connUrl, api_url: core.apiUrl, slots };
     const results = await Promise.all(
       targets.map(async (t) => {
         for (let attempt = 0; attempt < 2; attempt++) {
@@ -201,7 +228,7 @@ export class Failsafe {
         return false;
       }),
     );
-    if (!results.every(Boolean) || !this.deadline.failsafeConfirmed(sentMs)) return false;
+    if (!results.every(Boolean) || !core.deadline.failsafeConfirmed(sentMs)) return false;
     this.lastRoundSentMs = sentMs;
     if (stamp !== undefined) core.fencing?.renewed(stamp);
     if (this.activeSinceMs === undefined) {
@@ -217,6 +244,6 @@ export class Failsafe {
     this.activeSinceMs = undefined;
     this.lastRoundSentMs = 0;
     this.version++;
-    this.core.notice('failsafe.inactive', why ?? 'DCS accessible again: failsafe no longer active');
+    this.d.notice('failsafe.inactive', why ?? 'DCS accessible again: failsafe no longer active');
   }
 }

@@ -9,8 +9,26 @@
  * All time is the node's clock (simulated in `ha simulate`).
  */
 import { FAILSAFE_ROUND_RESERVE_MS, leaderDeadlineMs } from '../../domain/leader-deadline.ts';
-import type { TimerHandle } from '../clock.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { Dcs } from '../../dcs/dcs.ts';
+import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import type { Clock, TimerHandle } from '../clock.ts';
+import type { DatabaseView } from '../node-core.ts';
+import type { LeaderLock } from './leader-lock.ts';
+
+/** What the deadline reads and calls (HaNode wires it). */
+export interface LeaderDeadlineDeps {
+  dcs: Pick<Dcs, 'lastKeepaliveMs' | 'setDeadline'>;
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
+  lock: Pick<LeaderLock, 'held'>;
+  /** The effective dynamic configuration (NodeState). */
+  state: Readonly<{ config: DynamicConfig }>;
+  /** The database machine actor (throws before the node started). */
+  db(): DatabaseView;
+  /** Epoch ms. */
+  now(): number;
+  /** Runs the HA cycle now. */
+  wake(): void;
+}
 
 export class LeaderDeadline {
   /** Send time of the last failsafe round every member accepted in time; 0 when none since leading. */
@@ -20,14 +38,14 @@ export class LeaderDeadline {
   /** The deadline the loop was last woken for: woken once per deadline, never in a busy loop. */
   private wokeForMs = 0;
 
-  constructor(private readonly core: NodeCore) {}
+  constructor(private readonly d: LeaderDeadlineDeps) {}
 
   /**
    * This agent holds the lock and its database is a postmaster that may acknowledge writes:
    * running as primary, or running and being promoted.
    */
   leadingPrimary(): boolean {
-    const { core } = this;
+    const core = this.d;
     if (!core.lock.held) return false;
     let s: { value: unknown; context: { role: string; promoting: boolean } };
     try {
@@ -44,14 +62,14 @@ export class LeaderDeadline {
    * primary demoted (or crashed) it no longer applies, so calls go back to the plain bound.
    */
   leading(): boolean {
-    return this.core.state.config.pause !== true && this.leadingPrimary();
+    return this.d.state.config.pause !== true && this.leadingPrimary();
   }
 
   /** The deadline now, epoch ms (see src/domain/leader-deadline.ts). */
   deadlineMs(): number {
-    const { deps, state } = this.core;
+    const { dcs, state } = this.d;
     return leaderDeadlineMs({
-      lastRenewalMs: deps.dcs.lastKeepaliveMs(),
+      lastRenewalMs: dcs.lastKeepaliveMs(),
       failsafeSentMs: this.failsafeSentMs,
       ttlSeconds: state.config.ttl,
       retryTimeoutSeconds: state.config.retry_timeout,
@@ -64,18 +82,18 @@ export class LeaderDeadline {
    * before the deadline).
    */
   callDeadlineMs(): number {
-    return this.deadlineMs() - (this.core.state.config.failsafe_mode === true ? FAILSAFE_ROUND_RESERVE_MS : 0);
+    return this.deadlineMs() - (this.d.state.config.failsafe_mode === true ? FAILSAFE_ROUND_RESERVE_MS : 0);
   }
 
   /** True while leading and the deadline has passed. */
   passed(): boolean {
-    return this.leading() && this.core.now() >= this.deadlineMs();
+    return this.leading() && this.d.now() >= this.deadlineMs();
   }
 
   /** At the start of a cycle: the DCS client takes the deadline while leading. */
   begin(): void {
     if (this.leading()) {
-      this.core.deps.dcs.setDeadline(() => this.callDeadlineMs());
+      this.d.dcs.setDeadline(() => this.callDeadlineMs());
       this.arm();
     } else {
       this.reset();
@@ -84,7 +102,7 @@ export class LeaderDeadline {
 
   /** At the end of a cycle: calls outside cycles (API, shutdown) keep their own bound. */
   end(): void {
-    this.core.deps.dcs.setDeadline(undefined);
+    this.d.dcs.setDeadline(undefined);
     if (this.leading()) this.arm();
     else this.reset();
   }
@@ -95,7 +113,7 @@ export class LeaderDeadline {
    * could have taken the lock or passed their previous acceptance). False when too late.
    */
   failsafeConfirmed(sentMs: number): boolean {
-    if (this.core.now() >= this.deadlineMs()) return false;
+    if (this.d.now() >= this.deadlineMs()) return false;
     this.failsafeSentMs = Math.max(this.failsafeSentMs, sentMs);
     this.arm();
     return true;
@@ -108,8 +126,8 @@ export class LeaderDeadline {
 
   private reset(): void {
     this.failsafeSentMs = 0;
-    this.core.deps.dcs.setDeadline(undefined);
-    this.core.deps.clock.clearTimeout(this.timer);
+    this.d.dcs.setDeadline(undefined);
+    this.d.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAtMs = 0;
   }
@@ -123,7 +141,7 @@ export class LeaderDeadline {
   private arm(): void {
     const at = this.callDeadlineMs();
     if ((this.timer && this.timerAtMs === at) || at === this.wokeForMs) return;
-    const { clock } = this.core.deps;
+    const { clock } = this.d;
     clock.clearTimeout(this.timer);
     this.timerAtMs = at;
     this.timer = clock.setTimeout(
@@ -132,11 +150,11 @@ export class LeaderDeadline {
         this.timerAtMs = 0;
         if (!this.leading()) return;
         const due = this.callDeadlineMs();
-        if (this.core.now() < due) return this.arm();
+        if (this.d.now() < due) return this.arm();
         this.wokeForMs = due;
-        this.core.wake();
+        this.d.wake();
       },
-      Math.max(0, at - this.core.now()),
+      Math.max(0, at - this.d.now()),
     );
   }
 }

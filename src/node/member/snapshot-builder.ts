@@ -6,40 +6,62 @@
 import type { NodeSnapshot } from '../../domain/snapshot.ts';
 import type { DatabaseState } from '../../domain/states.ts';
 import { publishedRole, standbyClusterOf } from '../../domain/standby-cluster.ts';
-import { effectiveTags } from './member-data.ts';
+import type { Dcs } from '../../dcs/dcs.ts';
+import type { PgStatus } from '../../domain/pg-status.ts';
+import type { CycleFacts } from '../cycle/trackers.ts';
+import type { ScheduledWork } from '../cycle/schedules.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
-import type { MemberKey } from './member-key.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { Fencing } from '../lock/fencing.ts';
+import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ReceiptSummary } from '../local/receipts.ts';
+import type { DatabaseView, NodeDeps, NodeState } from '../node-core.ts';
+import type { SyncManager } from '../replication/sync-manager.ts';
+import { effectiveTags } from './member-data.ts';
+import type { MemberKey } from './member-key.ts';
+
+/** What the snapshot is built from (HaNode wires it). */
+export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version' | 'apiUrl' | 'connUrl'> {
+  dcs: Pick<Dcs, 'view' | 'lastSeenMs'>;
+  state: Readonly<Pick<NodeState, 'config' | 'tags' | 'lastLoopMs'>>;
+  /** The cycle's facts: system identifier, divergence, not streaming since, ghost leader. */
+  facts: Pick<CycleFacts, 'sysid' | 'divergedReason' | 'notStreamingSinceMs' | 'ghostLeader'>;
+  lock: Pick<LeaderLock, 'held' | 'untilMs'>;
+  fencing: Pick<Fencing, 'status'>;
+  sync: Pick<SyncManager, 'current'>;
+  memberKey: Pick<MemberKey, 'scheduledRestart'>;
+  /** The database machine actor (throws before the node started). */
+  db(): DatabaseView;
+  /** False before the node started (no machine yet). */
+  started(): boolean;
+  /** The latest probe while the database runs. */
+  probe(): PgStatus | undefined;
+  /** The scheduled machines (defined once the node started). */
+  schedules(): Pick<ScheduledWork, 'restart'> | undefined;
+  /** Failsafe mode (src/node/lock/failsafe.ts): `failsafe_mode_is_active`, and the leader's term while it keeps a primary running. */
+  failsafe?: Pick<Failsafe, 'version' | 'leaderUntilMs' | 'active'>;
+  /** The receipts of discarded transactions kept so far (src/node/local/receipts.ts). */
+  discarded?(): ReceiptSummary;
+}
 
 export class SnapshotBuilder {
   private memo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
 
-  constructor(
-    private readonly core: NodeCore,
-    private readonly memberKey: MemberKey,
-    /** False before the node started (no machine yet). */
-    private readonly started: () => boolean,
-    /** Failsafe mode (src/node/lock/failsafe.ts): `failsafe_mode_is_active`, and the leader's term while it keeps a primary running. */
-    private readonly failsafe?: Failsafe,
-    /** The receipts of discarded transactions kept so far (src/node/local/receipts.ts). */
-    private readonly discarded?: () => ReceiptSummary,
-  ) {}
+  constructor(private readonly d: SnapshotDeps) {}
 
   /** The snapshot now. Synchronous and cheap. */
   snapshot(): NodeSnapshot {
-    const { core } = this;
-    const { deps, state: st } = core;
-    const t = core.trackers.facts;
-    const snap = this.started() ? core.db().getSnapshot() : undefined;
+    const core = this.d;
+    const deps = core;
+    const { state: st, facts: t } = core;
+    const snap = core.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, t.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), t.divergedReason, t.notStreamingSinceMs, t.ghostLeader, core.sync.current(), this.failsafe?.version, this.discarded?.(), ...fenceInputs(core)];
+    const inputs = [snap, probe, view, st.config, st.tags, t.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), t.divergedReason, t.notStreamingSinceMs, t.ghostLeader, core.sync.current(), core.failsafe?.version, core.discarded?.(), ...fenceInputs(core)];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
-    const discarded = this.discarded?.();
-    const scheduled = this.memberKey.scheduledRestart();
+    const discarded = core.discarded?.();
+    const scheduled = core.memberKey.scheduledRestart();
     const snapshot: NodeSnapshot = {
       name: deps.name,
       scope: deps.scope,
@@ -51,7 +73,7 @@ export class SnapshotBuilder {
       role: publishedRole(snap?.context.role ?? 'uninitialized', core.lock.held, standbyClusterOf(st.config) !== undefined),
       ...(running && probe ? { pg: probe } : {}),
       ...(t.sysid ? { sysid: t.sysid } : {}),
-      leaderUntilMs: Math.max(core.lock.untilMs, this.failsafe?.leaderUntilMs() ?? 0),
+      leaderUntilMs: Math.max(core.lock.untilMs, core.failsafe?.leaderUntilMs() ?? 0),
       ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
       ...(t.ghostLeader ? { ghostLeader: t.ghostLeader.name } : {}),
       watchdog: core.fencing.status(),
@@ -61,7 +83,7 @@ export class SnapshotBuilder {
       dcsLastSeenMs: deps.dcs.lastSeenMs(),
       config: st.config,
       lastLoopMs: st.lastLoopMs,
-      ...(this.failsafe?.active() ? { failsafeActive: true } : {}),
+      ...(core.failsafe?.active() ? { failsafeActive: true } : {}),
       ...(discarded && discarded.receipts > 0 ? { discarded } : {}),
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
     };
@@ -71,7 +93,7 @@ export class SnapshotBuilder {
 }
 
 /** The fence's status as memo inputs (fencing.ts hands out a new object on every call). */
-function fenceInputs(core: NodeCore): unknown[] {
+function fenceInputs(core: Pick<SnapshotDeps, 'fencing'>): unknown[] {
   const f = core.fencing.status();
   return [f.mode, f.armed, f.failed];
 }

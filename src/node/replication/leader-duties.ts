@@ -16,6 +16,17 @@ import { slotMembers } from '../../domain/upstream.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
 
+/** What the leader's duties read and call (HaNode wires them). */
+export interface LeaderDutiesDeps {
+  dcs: Pick<Dcs, 'setStatus' | 'setHistory'>;
+  pg: Pick<PgControl, 'syncSlots' | 'listSlots' | 'createPhysicalSlot' | 'createLogicalSlot' | 'dropSlot' | 'readTimelineHistory'>;
+  /** This member's name. */
+  name: string;
+  log: Pick<Logger, 'info' | 'warn'>;
+  /** Epoch ms. */
+  now: () => number;
+}
+
 export class LeaderDuties {
   private readonly listing = new QuietSlotListing();
   private lastStatusJson = '';
@@ -25,7 +36,7 @@ export class LeaderDuties {
   private readonly lastLogicalError = new Map<string, string>();
   private historyTimeline = 0;
 
-  constructor(private readonly deps: { dcs: Dcs; pg: PgControl; name: string; log: Logger; now: () => number }) {}
+  constructor(private readonly deps: LeaderDutiesDeps) {}
 
   /** The history key is known to describe `timeline` (e.g. `[]` written at bootstrap for 1). */
   historyWritten(timeline: number): void {

@@ -23,7 +23,28 @@ import { slotMembers } from '../../domain/upstream.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
 import { memberHostPort } from '../../domain/member.ts';
 import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
-import type { NodeCore } from '../node-core.ts';
+import type { Logger } from 'pino';
+import type { PgStatus } from '../../domain/pg-status.ts';
+import type { PgControl } from '../../postgres/types.ts';
+import type { DatabaseCommands, NodeState, Notice } from '../node-core.ts';
+import type { ReplicationSource } from './replication-source.ts';
+
+/** What a replica's slot work reads and calls (HaNode wires it). */
+export interface ReplicaSlotsDeps {
+  /** This member's name. */
+  name: string;
+  pg: Pick<PgControl, 'syncSlots' | 'listSlots' | 'dropSlot' | 'createPhysicalSlot' | 'advanceSlot' | 'readPrimarySlots' | 'writeSlotState' | 'oldestWalLsn'>;
+  log: Pick<Logger, 'info' | 'warn'>;
+  state: Readonly<Pick<NodeState, 'config' | 'tags'>>;
+  source: Pick<ReplicationSource, 'followsRemote'>;
+  /** The database machine actor (throws before the node started). */
+  db(): DatabaseCommands;
+  /** The latest probe while the database runs. */
+  probe(): PgStatus | undefined;
+  /** Epoch ms. */
+  now(): number;
+  notice: Notice;
+}
 
 /** Least time between two copies of logical slots from the primary (each restarts PostgreSQL), ms. */
 const COPY_INTERVAL_MS = 30_000;
@@ -44,31 +65,31 @@ export class ReplicaSlots {
   private readonly said = new Map<string, string>();
   private readonly listing = new QuietSlotListing();
 
-  constructor(private readonly core: NodeCore) {}
+  constructor(private readonly d: ReplicaSlotsDeps) {}
 
   /** One round on a running replica following `leader`. Never rejects. */
   async run(view: ClusterView): Promise<void> {
-    const { state, deps } = this.core;
-    const { pg, log, name } = deps;
+    const deps = this.d;
+    const { state, pg, log, name } = deps;
     if (!state.config.database.use_slots) return;
     const cascade = slotMembers(view, name).map(slotNameForMember);
     if (!pg.listSlots) {
       await pg.syncSlots(cascade).catch((e) => log.warn({ err: String(e) }, 'syncing the slots of cascading replicas failed'));
       return;
     }
-    const probe = this.core.probe();
+    const probe = this.d.probe();
     if (!probe?.inRecovery) return;
     const cfg = (view.config?.value ?? state.config) as Record<string, unknown>;
     const permanent = permanentSlots(cfg);
     // The reference keeps no permanent logical slots on members that may never be promoted, nor in
     // a standby cluster (its leader is a standby too: nothing to copy from).
-    const logical = state.tags['nofailover'] !== true && !this.core.source.followsRemote;
+    const logical = state.tags['nofailover'] !== true && !this.d.source.followsRemote;
     // Without permanent slots (nothing to copy or advance) a quiet listing is reused while the
     // cascading members, the probed physical slots and the settings are unchanged (slot-listing.ts).
     const key = JSON.stringify([cascade, cfg['ignore_slots'] ?? null, cfg['pause'] === true, logical, Object.keys(probe.slots).sort()]);
-    if (permanent.size === 0 && this.listing.reusable(key, this.core.now())) return;
+    if (permanent.size === 0 && this.listing.reusable(key, this.d.now())) return;
     try {
-      const listedAtMs = this.core.now();
+      const listedAtMs = this.d.now();
       const existing = await pg.listSlots();
       for (const x of existing) this.copied.delete(x.name);
       const opts = {
@@ -103,15 +124,15 @@ export class ReplicaSlots {
    * (at most once per COPY_INTERVAL_MS).
    */
   private async copyLogical(view: ClusterView, wanted: { name: string; database: string; plugin: string }[], replayLsn: bigint | undefined): Promise<void> {
-    const { deps, state } = this.core;
-    const { pg, log } = deps;
-    const now = this.core.now();
+    const deps = this.d;
+    const { state, pg, log } = deps;
+    const now = deps.now();
     if (!pg.readPrimarySlots || !pg.writeSlotState || now < this.nextCopyAtMs || replayLsn === undefined) return;
-    if (this.core.db().getSnapshot().value !== 'running') return;
+    if (this.d.db().getSnapshot().value !== 'running') return;
     const leader = view.leader?.name;
     const conn = view.members.find((m) => m.name === leader)?.data.conn_url;
     const hp = conn ? memberHostPort(conn) : undefined;
-    if (!leader || !hp || leader === deps.name || this.core.source.followsRemote) return;
+    if (!leader || !hp || leader === deps.name || this.d.source.followsRemote) return;
     const up = { host: hp.host, port: hp.port, name: leader };
     // A slot copied before and still missing (PostgreSQL did not load it): back off, doubling up to
     // MAX_COPY_INTERVAL_MS, so a slot file the server refuses cannot restart it every cycle.
@@ -139,13 +160,13 @@ export class ReplicaSlots {
       log.info({ slot: r.name, restartLsn: formatLsn(r.restartLsn), confirmedFlush: formatLsn(r.confirmedFlush) }, `copied logical slot ${r.name} from ${up.name}`);
     }
     if (copy.length === 0) return;
-    this.core.notice('slots.copied', `copied logical slot${copy.length > 1 ? 's' : ''} ${copy.join(', ')} from ${up.name}: restarting to load ${copy.length > 1 ? 'them' : 'it'}`);
-    this.core.db().send({ type: 'cmd.restart', reason: `loading logical slots copied from ${up.name}`, at: now });
+    this.d.notice('slots.copied', `copied logical slot${copy.length > 1 ? 's' : ''} ${copy.join(', ')} from ${up.name}: restarting to load ${copy.length > 1 ? 'them' : 'it'}`);
+    this.d.db().send({ type: 'cmd.restart', reason: `loading logical slots copied from ${up.name}`, at: now });
   }
 
   private once(key: string, value: string, msg: string): void {
     if (this.said.get(key) === value) return;
     this.said.set(key, value);
-    this.core.deps.log.warn({ err: value }, msg);
+    this.d.log.warn({ err: value }, msg);
   }
 }

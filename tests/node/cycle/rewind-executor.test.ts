@@ -6,32 +6,30 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../../src/domain/cluster.ts';
 import { withDefaults } from '../../../src/domain/dynamic-config.ts';
-import type { MemberData } from '../../../src/domain/member.ts';
+import type { DatabaseEvent } from '../../../src/machines/database.ts';
 import { Executor } from '../../../src/node/cycle/executor.ts';
 import { NodeState } from '../../../src/node/node-core.ts';
 import { RewindRecord } from '../../../src/node/local/rewind-record.ts';
-import { ReplicationSource } from '../../../src/node/replication/replication-source.ts';
+import { databaseAt, executorDeps, member } from '../fixtures.ts';
 
 function setup() {
-  const state = new NodeState({ config: withDefaults({ database: { use_db_rewind: true } }), tags: {}, localParameters: {} });
-  const sent: Record<string, unknown>[] = [];
+  const sent: DatabaseEvent[] = [];
   const notices: string[] = [];
-  const core = {
-    deps: { log: { info: () => undefined, warn: () => undefined } },
-    state,
-    source: new ReplicationSource(),
-    rewinds: new RewindRecord({ notice: (type: string, text: string) => notices.push(`${type}: ${text}`) }),
+  const notice = (type: string, text: string) => void notices.push(`${type}: ${text}`);
+  const rewinds = new RewindRecord({ notice });
+  const deps = executorDeps({
+    state: new NodeState({ config: withDefaults({ database: { use_db_rewind: true } }), tags: {}, localParameters: {} }),
+    rewinds,
     now: () => 1_000,
-    db: () => ({ send: (e: Record<string, unknown>) => sent.push(e), getSnapshot: () => ({ context: { role: 'replica' } }) }),
-    notice: (type: string, text: string) => notices.push(`${type}: ${text}`),
-    emitChange: () => undefined,
-  };
-  return { executor: new Executor(core as never, {} as never), rewinds: core.rewinds, source: core.source, sent, notices };
+    db: () => ({ ...databaseAt('stopped', 'replica'), send: (e: DatabaseEvent) => void sent.push(e) }),
+    notice,
+  });
+  return { executor: new Executor(deps), rewinds, source: deps.source, sent, notices };
 }
 
 const view: ClusterView = {
   leader: { name: 'n2', leaseId: '1', revision: '1', createRevision: '1' },
-  members: [{ name: 'n2', data: { conn_url: 'postgres://10.0.0.2:5433/postgres', api_url: 'http://10.0.0.2:8008/ha', state: 'running', role: 'primary' } as MemberData }],
+  members: [member('n2', { conn_url: 'postgres://10.0.0.2:5433/postgres', role: 'primary' })],
 };
 
 describe('Executor: rewind', () => {

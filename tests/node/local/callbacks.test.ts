@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal } from '../../../src/journal/journal.ts';
 import { callbackFor, CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner, type DbPhase } from '../../../src/node/local/callbacks.ts';
 import { systemClock } from '../../../src/node/clock.ts';
-import type { PgControl } from '../../../src/postgres/types.ts';
 import { isAlive, waitFor } from '../../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../../support/tmp.ts';
 
@@ -176,11 +175,11 @@ describe('withReloadHook', () => {
         return this.#secret;
       }
     }
-    const pg = withReloadHook(new FakePg() as unknown as PgControl, () => hooks++);
+    const pg = withReloadHook(new FakePg(), () => hooks++);
     await pg.reload();
     fail = true;
     await expect(pg.reload()).rejects.toThrow('reload failed');
     expect([reloads, hooks]).toEqual([1, 1]);
-    expect((pg as unknown as FakePg).secret()).toBe(42);
+    expect(pg.secret()).toBe(42);
   });
 });

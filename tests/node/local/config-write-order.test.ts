@@ -13,7 +13,7 @@ import type { PgStatus } from '../../../src/domain/pg-status.ts';
 import type { Clock } from '../../../src/node/clock.ts';
 import { ConfigApplier } from '../../../src/node/local/config-apply.ts';
 import { SyncManager, type SyncManagerDeps } from '../../../src/node/replication/sync-manager.ts';
-import { configApplierDeps, member, pgStatus } from '../fixtures.ts';
+import { configApplierDeps, databaseAt, member, pgStatus } from '../fixtures.ts';
 import type { ConfigureOptions } from '../../../src/postgres/types.ts';
 
 /** A clock whose timers fire on the next turn of the event loop. */
@@ -51,7 +51,7 @@ describe('ConfigApplier.write: one write at a time, options computed at its turn
       pg,
       state: { config: withDefaults({ synchronous_mode: true, synchronous_node_count: 2 }), localParameters: {}, tags: {} },
       sync: { parameterValue: () => names },
-      db: () => ({ getSnapshot: () => ({ value: 'running', context: { role: 'primary' } }) }),
+      db: () => databaseAt('running', 'primary'),
     });
     const applier = new ConfigApplier(deps);
     applier.applyDynamic({ members: [], config: { value: { synchronous_mode: true, synchronous_node_count: 2 }, revision: '5' } });

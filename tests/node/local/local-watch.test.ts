@@ -1,14 +1,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PgStatus } from '../../../src/domain/pg-status.ts';
-import { LocalWatch } from '../../../src/node/local/local-watch.ts';
-import type { PgControl } from '../../../src/postgres/types.ts';
+import { LocalWatch, type LocalWatchDeps } from '../../../src/node/local/local-watch.ts';
+import { pgStatus } from '../fixtures.ts';
 
-function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus>; dataDirProblem?: () => string | undefined }): PgControl {
+/** The PgControl the watch reads. */
+type WatchedPg = LocalWatchDeps['pg'];
+
+function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus>; dataDirProblem?: () => string | undefined }): WatchedPg {
   return {
     postmasterPid: async () => (o.pid ? o.pid() : 42),
-    probe: o.probe ?? (async () => ({ inRecovery: false, timeline: 1 }) as PgStatus),
+    probe: o.probe ?? (async () => pgStatus()),
     ...(o.dataDirProblem ? { dataDirProblem: o.dataDirProblem } : {}),
-  } as unknown as PgControl;
+  };
 }
 
 afterEach(() => vi.useRealTimers());
@@ -40,8 +43,8 @@ describe('LocalWatch', () => {
     let held = true;
     const pg = {
       postmasterPid: () => (held ? new Promise<number | undefined>((r) => (release = r)) : Promise.resolve(42)),
-      probe: async () => ({ inRecovery: false, timeline: 1 }) as PgStatus,
-    } as unknown as PgControl;
+      probe: async () => pgStatus(),
+    } satisfies WatchedPg;
     const w = new LocalWatch({ pg, database: () => state, probeTimeoutMs: () => 100, onDied: died });
     w.start();
     await vi.advanceTimersByTimeAsync(100);
@@ -76,7 +79,7 @@ describe('LocalWatch', () => {
     let fail = false;
     const state = { value: 'running', promoting: false };
     const w = new LocalWatch({
-      pg: fakePg({ probe: async () => { if (fail) throw new Error('down'); return { inRecovery: true, timeline: 3 } as PgStatus; } }),
+      pg: fakePg({ probe: async () => { if (fail) throw new Error('down'); return pgStatus({ inRecovery: true, timeline: 3 }); } }),
       database: () => state,
       probeTimeoutMs: () => 100,
       onDied: () => {},
@@ -173,12 +176,12 @@ describe('LocalWatch', () => {
   });
 
   it("keeps a replica's newest timeline once its WAL receiver is gone (the probe then has the restartpoint's)", async () => {
-    let reported = { inRecovery: true, timeline: 2, streaming: true } as PgStatus;
+    let reported = pgStatus({ inRecovery: true, timeline: 2, streaming: true });
     const state = { value: 'running', promoting: false };
     const w = new LocalWatch({ pg: fakePg({ probe: async () => reported }), database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined });
     await w.probeOnce();
     expect(w.probe?.timeline).toBe(2);
-    reported = { inRecovery: true, timeline: 1, streaming: false } as PgStatus;
+    reported = pgStatus({ inRecovery: true, timeline: 1, streaming: false });
     await w.probeOnce();
     expect(w.probe?.timeline).toBe(2);
     state.value = 'stopped';
@@ -202,7 +205,7 @@ describe('LocalWatch', () => {
             c.closed = true;
           };
         },
-      } as unknown as PgControl;
+      } satisfies WatchedPg;
       /** Ends the newest open connection from the server's side. */
       const serverClose = () => {
         const c = opened.filter((x) => !x.closed).at(-1)!;
@@ -326,7 +329,7 @@ describe('LocalWatch with a watch connection and a data directory watch', () => 
         dirs.push(d);
         return () => void (d.closed = true);
       },
-    } as unknown as PgControl;
+    } satisfies WatchedPg;
     return { pg, conns, dirs, pidCalls };
   }
 
@@ -454,7 +457,7 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
     return {
       probe,
       started: () => n,
-      settle: (timeline = 1) => pending.shift()!.resolve({ inRecovery: false, timeline } as PgStatus),
+      settle: (timeline = 1) => pending.shift()!.resolve(pgStatus({ inRecovery: false, timeline })),
       fail: () => pending.shift()!.reject(new Error('timeout')),
     };
   }
@@ -588,7 +591,7 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('keeps a background probe when asked (the simulator): readers never wait', async () => {
     vi.useFakeTimers();
     let n = 0;
-    const w = new LocalWatch({ pg: fakePg({ probe: async () => ({ inRecovery: false, timeline: ++n }) as PgStatus }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {} });
+    const w = new LocalWatch({ pg: fakePg({ probe: async () => pgStatus({ inRecovery: false, timeline: ++n }) }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {} });
     w.start();
     for (let i = 0; i < 5; i++) {
       await vi.advanceTimersByTimeAsync(1000);

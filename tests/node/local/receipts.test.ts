@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiscardPlan, WalRecord } from '../../../src/domain/discarded.ts';
-import type { PgControl } from '../../../src/postgres/types.ts';
-import { describe as describeReceipt, FileReceiptStore, MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from '../../../src/node/local/receipts.ts';
+import { describe as describeReceipt, FileReceiptStore, MemoryReceiptStore, ReceiptKeeper, type ReceiptKeeperDeps, type ReceiptStore } from '../../../src/node/local/receipts.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -34,11 +33,11 @@ function fakePg(opts: { fail?: string; names?: Record<string, string> } = {}) {
       }
     },
     ...(opts.names ? { relationNames: async () => opts.names! } : {}),
-  } as unknown as PgControl;
+  } satisfies ReceiptKeeperDeps['pg'];
   return { pg, calls };
 }
 
-function keeper(store: ReceiptStore, pg: PgControl) {
+function keeper(store: ReceiptStore, pg: ReceiptKeeperDeps['pg']) {
   const notices: string[] = [];
   let changed = 0;
   const k = new ReceiptKeeper({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../../src/domain/dynamic-config.ts';
+import type { Role } from '../../../src/domain/states.ts';
 import type { Clock, TimerHandle } from '../../../src/node/clock.ts';
-import { LeaderDeadline } from '../../../src/node/lock/leader-deadline.ts';
-import type { NodeCore } from '../../../src/node/node-core.ts';
+import { LeaderDeadline, type LeaderDeadlineDeps } from '../../../src/node/lock/leader-deadline.ts';
 
 /** A manual clock: `advance(ms)` fires due timers in order. */
 function manualClock(start: number): Clock & { advance(ms: number): void; unrefs: number } {
@@ -40,20 +40,19 @@ function setup(over: { pause?: boolean } = {}) {
   let lastKeepalive = 1_000_000;
   let deadlineFn: (() => number) | undefined;
   let wakes = 0;
-  const db = { value: 'running', context: { role: 'primary', promoting: false } };
+  const db: { value: string; context: { role: Role; promoting: boolean } } = { value: 'running', context: { role: 'primary', promoting: false } };
   const lock = { held: true };
-  const core = {
-    deps: {
-      clock,
-      dcs: { lastKeepaliveMs: () => lastKeepalive, setDeadline: (f: (() => number) | undefined) => (deadlineFn = f) },
-    },
-    state: { config: withDefaults({ ttl: 10, loop_wait: 2, retry_timeout: 3, ...(over.pause ? { pause: true } : {}) }) },
+  const state = { config: withDefaults({ ttl: 10, loop_wait: 2, retry_timeout: 3, ...(over.pause ? { pause: true } : {}) }) };
+  const deps: LeaderDeadlineDeps = {
+    clock,
+    dcs: { lastKeepaliveMs: () => lastKeepalive, setDeadline: (f: (() => number) | undefined) => void (deadlineFn = f) },
+    state,
     lock,
     db: () => ({ getSnapshot: () => db }),
     now: () => clock.now(),
     wake: () => void wakes++,
-  } as unknown as NodeCore;
-  return { d: new LeaderDeadline(core), clock, db, lock, deadline: () => deadlineFn?.(), wakes: () => wakes, renew: (at: number) => (lastKeepalive = at) };
+  };
+  return { d: new LeaderDeadline(deps), state, clock, db, lock, deadline: () => deadlineFn?.(), wakes: () => wakes, renew: (at: number) => (lastKeepalive = at) };
 }
 
 describe('LeaderDeadline', () => {
@@ -132,7 +131,7 @@ describe('LeaderDeadline', () => {
 
   it('in failsafe mode the DCS calls end 2 s before the deadline, leaving the round time', () => {
     const s = setup();
-    (s as unknown as { d: { core: { state: { config: { failsafe_mode?: boolean } } } } }).d.core.state.config.failsafe_mode = true;
+    s.state.config = { ...s.state.config, failsafe_mode: true };
     s.d.begin();
     expect(s.deadline()).toBe(1_005_000);
     expect(s.d.deadlineMs()).toBe(1_007_000);

@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryDcs, InMemoryStore } from '../../../src/dcs/memory.ts';
 import type { ClusterView } from '../../../src/domain/cluster.ts';
 import type { PgStatus } from '../../../src/domain/pg-status.ts';
-import { LeaderDuties } from '../../../src/node/replication/leader-duties.ts';
+import { LeaderDuties, type LeaderDutiesDeps } from '../../../src/node/replication/leader-duties.ts';
 import { SLOT_LISTING_REUSE_MS } from '../../../src/node/replication/slot-listing.ts';
-import type { PgControl, SlotInfo } from '../../../src/postgres/types.ts';
+import type { SlotInfo } from '../../../src/postgres/types.ts';
 
 const stores: InMemoryStore[] = [];
 afterEach(() => {
@@ -42,8 +42,9 @@ function fakePg() {
       slots.delete(name);
     },
     readTimelineHistory: async () => '',
-  };
-  return { pg: pg as unknown as PgControl, slots, calls };
+    syncSlots: async () => undefined,
+  } satisfies LeaderDutiesDeps['pg'];
+  return { pg, slots, calls };
 }
 
 /** The probe of a primary that sees `slots`' physical slots. */
