@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { parseConfig } from '../config/index.ts';
 import { InMemoryStore } from '../dcs/memory.ts';
 import { freePorts } from '../net/free-port.ts';
-import { startAgent, type RunningAgent } from '../node/agent.ts';
+import { startAgent, type RunningAgent } from '../node/agent/agent.ts';
 import { detectBinDir } from '../postgres/bin-dir.ts';
 
 /** A running demo. */

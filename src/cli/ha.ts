@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<void> {
     .argument('[config]', 'path of ha.yml (else HA_CONFIGURATION / HA_* variables)')
     .description('run the node agent')
     .action(async (path: string | undefined) => {
-      const [{ ConfigError, loadConfig }, { startAgent }] = await Promise.all([import('../config/index.ts'), import('../node/agent.ts')]);
+      const [{ ConfigError, loadConfig }, { startAgent }] = await Promise.all([import('../config/index.ts'), import('../node/agent/agent.ts')]);
       let config;
       try {
         config = await loadConfig(path);

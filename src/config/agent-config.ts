@@ -148,12 +148,12 @@ export interface AgentConfig {
     parameters: Record<string, string | number | boolean>;
     /** Local pg_hba.conf lines. */
     pg_hba: string[];
-    /** Programs run on database events, as lists of words (src/node/callbacks.ts); absent: none. */
+    /** Programs run on database events, as lists of words (src/node/local/callbacks.ts); absent: none. */
     callbacks?: Partial<Record<CallbackName, string[]>>;
   };
   /** Member tags; when `nofailover: true` and `failover_priority` are both set, nofailover wins. */
   tags: Tags;
-  /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/fencing.ts). */
+  /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/lock/fencing.ts). */
   watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number };
   log: { level: LogLevel };
 }

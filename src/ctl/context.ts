@@ -11,7 +11,7 @@ import { etcdSecurityOf } from '../dcs/etcd-settings.ts';
 import { createDcs, type Dcs } from '../dcs/index.ts';
 import type { ApiClientOptions } from '../net/api-client.ts';
 import { TlsFileError } from '../net/tls-files.ts';
-import { memberClientOf } from '../node/api-security.ts';
+import { memberClientOf } from '../node/agent/api-security.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
 
 /** Global options of hactl, as commander parses them. */

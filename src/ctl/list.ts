@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import type { ClusterView } from '../domain/cluster.ts';
 import { withDefaults } from '../domain/dynamic-config.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
-import { buildClusterDocument, type ClusterDocument, type ClusterMemberDocument, type LagValue } from '../http/cluster-document.ts';
+import { buildClusterDocument, type ClusterDocument, type ClusterMemberDocument, type LagValue } from '../domain/cluster-document.ts';
 import { upstreamMember } from '../domain/upstream.ts';
 import { renderPretty, renderTsv, type Cell } from './table.ts';
 

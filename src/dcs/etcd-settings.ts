@@ -1,16 +1,35 @@
 /**
- * The `etcd3` section of ha.yml turned into the client's security settings: certificate files
- * read (afresh on every call), etcd user and password. Used by the agent and by hactl.
+ * The etcd connection settings (ha.yml's `etcd3` section has this shape) turned into the
+ * client's security settings: certificate files read (afresh on every call), etcd user and
+ * password. Used by the agent and by hactl. The DCS layer names the settings it reads itself
+ * (EtcdSettings): it does not import the configuration module.
  */
-import type { Etcd3Config } from '../config/index.ts';
 import { readTlsFiles } from '../net/tls-files.ts';
 import { securedHosts, type EtcdSecurity } from './etcd-client.ts';
+
+/** The etcd settings of ha.yml's `etcd3` section (src/config's Etcd3Config is one); file paths of PEM files. */
+export interface EtcdSettings {
+  /** etcd endpoints as `host:port`, at least one. */
+  hosts: string[];
+  /** `https` when `cacert` or `cert` is set, else `http`, unless given. */
+  protocol?: 'http' | 'https';
+  /** PEM CA bundle verifying etcd's certificate. */
+  cacert?: string;
+  /** PEM client certificate (etcd `--client-cert-auth`). */
+  cert?: string;
+  /** PEM private key of `cert`. */
+  key?: string;
+  /** etcd user (etcd `auth enable`). */
+  username?: string;
+  /** Its password (secret). */
+  password?: string;
+}
 
 /**
  * Reads the files named by `etcd3.cacert`, `etcd3.cert`, `etcd3.key`.
  * Throws TlsFileError (`etcd3.cacert: cannot read <path> (ENOENT)`) when a file cannot be read.
  */
-export async function etcdSecurityOf(etcd3: Etcd3Config): Promise<EtcdSecurity> {
+export async function etcdSecurityOf(etcd3: EtcdSettings): Promise<EtcdSecurity> {
   const files = await readTlsFiles({
     ...(etcd3.cert !== undefined ? { cert: { key: 'etcd3.cert', path: etcd3.cert } } : {}),
     ...(etcd3.key !== undefined ? { key: { key: 'etcd3.key', path: etcd3.key } } : {}),
@@ -29,7 +48,7 @@ export async function etcdSecurityOf(etcd3: Etcd3Config): Promise<EtcdSecurity> 
  * The etcd endpoints and security settings of `etcd3`: pass both to createDcs
  * (`{ kind: 'etcd3', hosts, security }`). Throws TlsFileError as {@link etcdSecurityOf}.
  */
-export async function etcdBackendOf(etcd3: Etcd3Config): Promise<{ hosts: string[]; security: EtcdSecurity }> {
+export async function etcdBackendOf(etcd3: EtcdSettings): Promise<{ hosts: string[]; security: EtcdSecurity }> {
   const security = await etcdSecurityOf(etcd3);
   return { hosts: securedHosts(etcd3.hosts, security), security };
 }

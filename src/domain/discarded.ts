@@ -4,7 +4,7 @@
  * decodes that WAL and keeps what it held. This module is the pure part: which WAL ranges are
  * discarded (from the local lineage and the leader's `history` key), and what a stream of WAL
  * records says about the transactions in them. Reading the WAL (pg_waldump) and keeping the
- * receipts are src/postgres/waldump.ts and src/node/receipts.ts.
+ * receipts are src/postgres/waldump.ts and src/node/local/receipts.ts.
  */
 import type { HistoryEntry } from './cluster.ts';
 import { formatLsn } from './lsn.ts';

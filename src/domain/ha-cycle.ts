@@ -28,7 +28,7 @@ export interface CycleInput {
   /** The lease keepalive (and lock renewal, when held) reached the DCS this cycle. */
   dcsOk: boolean;
   /**
-   * This agent held the leader lock when the cycle began (src/node/leader-lock.ts): acquired or
+   * This agent held the leader lock when the cycle began (src/node/lock/leader-lock.ts): acquired or
    * renewed by this process, not released, not lost. The only source of "I lead": a view that
    * names this member without it is stale (a released lock) and is never acted upon.
    */
@@ -89,7 +89,7 @@ export interface CycleInput {
    * positions were probed after the former primary stopped (sync-standby.ts VOTE_SETTLE_MS).
    */
   noLeaderSinceMs?: number;
-  /** DCS unreachable, failsafe mode: every member the `failsafe` key lists accepted this cycle's POST /failsafe in time (src/node/failsafe.ts). */
+  /** DCS unreachable, failsafe mode: every member the `failsafe` key lists accepted this cycle's POST /failsafe in time (src/node/lock/failsafe.ts). */
   failsafeAccepted?: boolean;
   /** Failsafe mode: the member whose POST /failsafe this member accepted less than ttl ago (it still leads: no race). */
   failsafeLeader?: string;
@@ -740,7 +740,7 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   if (candidates.length === 0) return d('no healthy members found: clearing the failover key', { kind: 'clearFailover' }, duties);
   // Failsafe mode: a member the `failsafe` key does not list can never win the race (patroni.md
   // §3.7), so handing over to it would leave the cluster without a leader. The key is rewritten
-  // from the member keys after this cycle (src/node/failsafe.ts afterCycle): wait for it.
+  // from the member keys after this cycle (src/node/lock/failsafe.ts afterCycle): wait for it.
   if (!candidates.some((p) => failsafeListed(i.config, i.view, p.name))) {
     return d(`waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`, duties);
   }

@@ -22,7 +22,7 @@ export interface PeerStatus {
 
 /**
  * Where another member's WAL stood when its agent last wrote its member key (`xlog_location` and
- * `timeline`, src/node/member-data.ts): the DCS's record, rewritten every cycle while the member's
+ * `timeline`, src/node/member/member-data.ts): the DCS's record, rewritten every cycle while the member's
  * database runs and the member reaches the DCS, so at most about one loop_wait old then. Bytes.
  */
 export interface PublishedPosition {

@@ -2,8 +2,8 @@
  * Replication slots the agent manages (patroni.md §3.9, §4.2; docs/ha.md "Replication slots").
  * Pure: what the dynamic configuration asks for (`slots` and its aliases, `ignore_slots`,
  * `member_slots_ttl`), which slots to create, drop and advance, and the retention window of
- * absent members' slots. The leader (src/node/leader-duties.ts) and the replicas
- * (src/node/replica-slots.ts) act on these plans.
+ * absent members' slots. The leader (src/node/replication/leader-duties.ts) and the replicas
+ * (src/node/replication/replica-slots.ts) act on these plans.
  */
 
 /** PostgreSQL's slot name rule: `[a-z0-9_]{1,63}`. */

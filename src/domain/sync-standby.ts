@@ -373,7 +373,7 @@ export function decideSyncStep(i: SyncStepInput): SyncStep {
  * one probe age (1 s) plus a margin after the key went missing are final. That bound holds
  * because a peer's GET /ha (its status document, what the race fetches) is one of the API's
  * on-demand probe readers (PROBE_READERS, src/http/app.ts): the agent probes when its last probe
- * started more than 1 s before the request (LocalWatch.fresh, src/node/local-watch.ts); the
+ * started more than 1 s before the request (LocalWatch.fresh, src/node/local/local-watch.ts); the
  * simulator keeps a probe every second. A probe that hangs past its bounded wait leaves an older
  * position, as a hanging periodic probe did. In failsafe mode a primary runs on without its key
  * until the POST /failsafe calls it sent stop binding the members: the count then starts at the

@@ -2,7 +2,7 @@
  * Cascading replication (patroni.md §3.9, tag `replicatefrom`): which member a replica streams
  * from, and which members this one keeps a physical replication slot for. Pure; the node calls
  * `upstreamMember` for itself when it follows (src/domain/ha-cycle.ts decideFollow), and
- * `slotMembers` for the slots it keeps (leader duties on the primary, src/node/executor.ts on a
+ * `slotMembers` for the slots it keeps (leader duties on the primary, src/node/cycle/executor.ts on a
  * replica); hactl topology draws the same tree.
  *
  * Rule: a replica tagged `replicatefrom: X` streams from X when X's member key shows it running as

@@ -166,7 +166,6 @@ export function renderFamilies(c: CollectorDef, result: QueryResult | ArrayResul
   }
   const { form, texts } = cached;
   const { order } = form;
-  const m = order.length;
   const families: Family[] = [];
   let sampleCount = 0;
   let rowLabels: [string, string][][] | undefined;

@@ -17,7 +17,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { TLSSocket } from 'node:tls';
 import type { Allowlist } from './allowlist.ts';
 import { checkBasicAuth, WWW_AUTHENTICATE, type BasicCredentials } from './basic-auth.ts';
-import { message } from './responses.ts';
+import { refuse } from './api-error.ts';
 
 /** Default largest request body, bytes (64 KiB: a PATCH /config is a few hundred bytes). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
@@ -75,17 +75,17 @@ export function apiGuard(policy: () => ApiGuardPolicy, memberHosts: () => string
     let counted = false;
     try {
       if (unsafe) {
-        const refusal = await refuse(c, p, memberHosts);
+        const refusal = await refusalOf(c, p, memberHosts);
         if (refusal) {
           c.res = refusal;
         } else if (inFlight >= p.maxUnsafeRequests) {
-          c.res = message(503, `too many unsafe requests in flight (limit ${p.maxUnsafeRequests}); retry later`, { 'Retry-After': '1' });
+          c.res = refuse('overloaded', `too many unsafe requests in flight (limit ${p.maxUnsafeRequests}); retry later`, { 'Retry-After': '1' });
         } else {
           inFlight += 1;
           counted = true;
           const tooLarge = await bodyLimit({
             maxSize: p.maxBodyBytes,
-            onError: () => message(413, `request body larger than ${p.maxBodyBytes} bytes`),
+            onError: () => refuse('body_too_large', `request body larger than ${p.maxBodyBytes} bytes`),
           })(c, next);
           if (tooLarge instanceof Response) c.res = tooLarge;
         }
@@ -113,15 +113,15 @@ function addHeaders(c: Context, headers: Readonly<Record<string, string>>): void
 }
 
 /** The refusal of an unsafe request, in the reference's order; undefined when it may proceed. */
-async function refuse(c: Context, p: ApiGuardPolicy, memberHosts: () => string[]): Promise<Response | undefined> {
+async function refusalOf(c: Context, p: ApiGuardPolicy, memberHosts: () => string[]): Promise<Response | undefined> {
   if (p.allowlist && !(await p.allowlist.allows(socketOf(c)?.remoteAddress, memberHosts()))) {
-    return message(403, 'Access is denied');
+    return refuse('forbidden', 'Access is denied');
   }
-  if (p.verifyClient === 'optional' && !hasValidClientCert(c)) return message(403, 'client certificate required');
+  if (p.verifyClient === 'optional' && !hasValidClientCert(c)) return refuse('forbidden', 'client certificate required');
   if (p.authentication) {
     const verdict = checkBasicAuth(c.req.header('authorization'), p.authentication);
-    if (verdict === 'missing') return message(401, 'no auth header received', { 'WWW-Authenticate': WWW_AUTHENTICATE });
-    if (verdict === 'wrong') return message(401, 'not authenticated', { 'WWW-Authenticate': WWW_AUTHENTICATE });
+    if (verdict === 'missing') return refuse('unauthenticated', 'no auth header received', { 'WWW-Authenticate': WWW_AUTHENTICATE });
+    if (verdict === 'wrong') return refuse('unauthenticated', 'not authenticated', { 'WWW-Authenticate': WWW_AUTHENTICATE });
   }
   return undefined;
 }

@@ -2,7 +2,7 @@
  * The node REST API as a Hono app over snapshots (seed 000; decisions in docs/api.md).
  * Handlers answer from `deps.snapshot()` alone; writes go through `deps.commands`. Requests whose
  * answer shows the status probe (PROBE_READERS) first await `deps.fresh()`, so the probe behind
- * it is at most 1 s old although the agent only probes on demand (src/node/local-watch.ts).
+ * it is at most 1 s old although the agent only probes on demand (src/node/local/local-watch.ts).
  *
  * Deliberate departures from the reference (patroni.md §1.1, §8):
  * - every response has a Content-Type and a Content-Length;
@@ -15,22 +15,21 @@ import { Hono, type Context } from 'hono';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { apiGuard, openPolicy, type ApiGuardPolicy } from './api-guard.ts';
-import { buildClusterDocument } from './cluster-document.ts';
+import { buildClusterDocument } from '../domain/cluster-document.ts';
 import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import { registerFailsafeRoutes } from './failsafe-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
-import { evaluateHealth, HEALTH_PATHS, healthTimeKey, type HealthPath } from './health.ts';
+import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from './health.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
-import { document, JSON_CONTENT_TYPE, message, methodNotAllowed, notFound, sized } from './responses.ts';
-import { buildStatusDocument } from './status-document.ts';
+import { ApiError, errorAnswer, refuse } from './api-error.ts';
+import { document, JSON_CONTENT_TYPE, methodNotAllowed, notFound, sized } from './responses.ts';
+import { buildStatusDocument } from '../domain/status-document.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
-export { buildClusterDocument } from './cluster-document.ts';
 export type { NodeCommands } from './commands.ts';
 export type { NodeAppDeps } from './deps.ts';
-export { buildStatusDocument } from './status-document.ts';
 
 /** Methods each known path answers (besides HEAD/OPTIONS, added for paths with GET). */
 const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>([
@@ -54,7 +53,7 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
  * status document (GET /ha is what peers read: WAL positions for the leader race and quorum
  * votes, VOTE_SETTLE_MS in src/domain/sync-standby.ts), /metrics, POST /restart (pending
  * restart, postmaster start time) and POST /failsafe (the answer's `lsn`, read from the probe in
- * src/node/failsafe.ts). /cluster, /history and /config show no probe data.
+ * src/node/lock/failsafe.ts). /cluster, /history and /config show no probe data.
  */
 export const PROBE_READERS: ReadonlySet<string> = new Set<string>([...HEALTH_PATHS, '/ha', '/metrics', '/restart', '/failsafe']);
 
@@ -155,7 +154,7 @@ export function createNodeApp(deps: {
     } else {
       const hash = query.indexOf('#');
       const verdict = evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, new URLSearchParams(hash < 0 ? query : query.slice(0, hash)));
-      if (verdict.status === 400) return message(400, verdict.message, extraHeaders);
+      if (verdict.status === 400) return refuse('invalid_request', verdict.message, extraHeaders);
       status = verdict.status;
     }
     return new Response(r.json, { status, headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': r.length, ...extraHeaders } });
@@ -200,7 +199,8 @@ export function createNodeApp(deps: {
   }
 
   app.notFound((c) => notFound(c));
-  app.onError((err) => document(500, { error: 'internal error', message: err.message }));
+  // A handler's ApiError is answered with the status of its code; anything else is a bug: 500.
+  app.onError((err) => (err instanceof ApiError ? errorAnswer(err) : document(500, { error: 'internal error', message: err.message })));
 
   // Fast path of GET health checks (load balancers probe them thousands of times a second): the
   // same answer as the route above (status, body, Content-Type, Content-Length, the policy's

@@ -32,8 +32,9 @@
 import type { Hono } from 'hono';
 import { checkPatch, checkReplacement, formatDefaulted, mergeDocuments, parameterProblems, type ChangeResult } from '../config/dynamic-change.ts';
 import type { ResolvedDeps } from './deps.ts';
-import { errorText, readJsonObject } from './json-body.ts';
-import { document, message } from './responses.ts';
+import { errorText, orFail, refuse } from './api-error.ts';
+import { readJsonObject } from './json-body.ts';
+import { document } from './responses.ts';
 
 /** Name of the header of a PUT's answer naming the settings that fell back to their defaults. */
 export const DEFAULTED_HEADER = 'X-Config-Defaulted';
@@ -43,12 +44,8 @@ export function mergeConfig(base: Record<string, unknown>, patch: Record<string,
   return mergeDocuments(base, patch);
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function invalid(problems: string[]): Response {
-  return message(400, `invalid configuration: ${problems.join('; ')}`);
+  return refuse('invalid_request', `invalid configuration: ${problems.join('; ')}`);
 }
 
 /** Problems of the validated document's parameters against the local server's settings catalogue (the check hactl shares). */
@@ -60,7 +57,7 @@ function catalogueProblems(deps: ResolvedDeps, checked: Extract<ChangeResult, { 
 export function getConfigHandler(deps: ResolvedDeps): () => Response {
   return () => {
     const stored = deps.snapshot().cluster.config;
-    return stored ? document(200, stored.value) : message(503, 'config is not available in the DCS');
+    return stored ? document(200, stored.value) : refuse('dcs_unavailable', 'config is not available in the DCS');
   };
 }
 
@@ -69,27 +66,17 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.patch('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    let view;
-    try {
-      view = await deps.commands.readCluster();
-    } catch (e) {
-      return message(503, `DCS is not reachable: ${errorText(e)}`);
-    }
+    const view = await orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
     const stored = view.config;
-    if (!stored) return message(503, 'config is not available in the DCS');
+    if (!stored) return refuse('dcs_unavailable', 'config is not available in the DCS');
     const checked = checkPatch(stored.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.document;
     const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
-    let written: boolean;
-    try {
-      written = await deps.commands.writeConfig(next, stored.revision);
-    } catch (e) {
-      return message(503, `failed to write config into DCS: ${errorText(e)}`);
-    }
-    if (!written) return message(409, 'config modified concurrently');
+    const written = await orFail(() => deps.commands.writeConfig(next, stored.revision), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    if (!written) return refuse('conflict', 'config modified concurrently');
     deps.commands.wake();
     return document(200, next);
   });
@@ -97,25 +84,15 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.put('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    let view;
-    try {
-      view = await deps.commands.readCluster();
-    } catch (e) {
-      return message(503, `DCS is not reachable: ${errorText(e)}`);
-    }
+    const view = await orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
     const stored = view.config;
     const checked = checkReplacement(stored?.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.document;
     const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
-    let written: boolean;
-    try {
-      written = await deps.commands.writeConfig(next, stored?.revision ?? '0');
-    } catch (e) {
-      return message(503, `failed to write config into DCS: ${errorText(e)}`);
-    }
-    if (!written) return message(409, 'config modified concurrently');
+    const written = await orFail(() => deps.commands.writeConfig(next, stored?.revision ?? '0'), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    if (!written) return refuse('conflict', 'config modified concurrently');
     deps.commands.wake();
     const defaulted = checked.defaulted.map(formatDefaulted).join('; ');
     return document(200, next, defaulted ? { [DEFAULTED_HEADER]: defaulted } : undefined);

@@ -23,7 +23,7 @@ import type { Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { isStandbyCluster } from '../domain/standby-cluster.ts';
 import { parseLagParam } from './lag-param.ts';
-import { dcsViewValid, nodeFacts, type NodeFacts } from './node-facts.ts';
+import { dcsViewValid, nodeFacts, type NodeFacts } from '../domain/node-facts.ts';
 
 /** Every health-check path, each answering GET, HEAD and OPTIONS. */
 export const HEALTH_PATHS = [

@@ -3,7 +3,7 @@
  * stack.md §6). The Content-Type header is not required (as the reference).
  */
 import type { Context } from 'hono';
-import { message } from './responses.ts';
+import { refuse } from './api-error.ts';
 
 /**
  * Deepest nesting of arrays and objects accepted in a body. Handlers walk bodies recursively
@@ -66,10 +66,5 @@ export async function readJsonObject(c: Context, required: boolean): Promise<Jso
 }
 
 function fail(text: string): { ok: false; response: Response } {
-  return { ok: false, response: message(400, text) };
-}
-
-/** Text of an unknown thrown value, for 503 bodies. */
-export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  return { ok: false, response: refuse('invalid_request', text) };
 }

@@ -14,7 +14,7 @@ import { lsnToNumber } from '../domain/lsn.ts';
 import { failoverPriority } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { DATABASE_STATES, databaseStateNumber } from '../domain/states.ts';
-import { nodeFacts } from './node-facts.ts';
+import { nodeFacts } from '../domain/node-facts.ts';
 
 /** Name, type (seed: g = gauge, c = counter) and help of each metric, in the seed's order. */
 export const HA_METRICS = [

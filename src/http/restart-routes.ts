@@ -15,7 +15,8 @@ import type { ScheduledRestartData } from '../domain/member.ts';
 import { parseRestartRequest, restartConditionsData, restartConditionsHold } from '../domain/restart-conditions.ts';
 import { formatScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
-import { errorText, readJsonObject } from './json-body.ts';
+import { errorText, orFail, parseFailure, refuse } from './api-error.ts';
+import { readJsonObject } from './json-body.ts';
 import { message } from './responses.ts';
 
 /** Registers the restart, reload and reinitialize routes on `app`. */
@@ -25,23 +26,18 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
     if (!body.ok) return body.response;
     const s = deps.snapshot();
     if (Object.hasOwn(body.value, 'schedule') && s.config.pause === true) {
-      return message(409, "Can't schedule restart in the paused state");
+      return refuse('conflict', "Can't schedule restart in the paused state");
     }
     const parsed = parseRestartRequest(body.value, deps.now());
-    if (!parsed.ok) return message(parsed.status, parsed.message);
+    if (!parsed.ok) return refuse(parseFailure(parsed.status), parsed.message);
     const req = parsed.value;
 
     if (req.atMs !== undefined) {
-      if (s.scheduledRestart) return message(409, 'Another restart is already scheduled');
+      if (s.scheduledRestart) return refuse('conflict', 'Another restart is already scheduled');
       const plan: ScheduledRestartData = { schedule: formatScheduledAt(req.atMs), ...restartConditionsData(req) };
       if (s.pg) plan.postmaster_start_time = s.pg.postmasterStartTime;
-      let scheduled: boolean;
-      try {
-        scheduled = await deps.commands.scheduleRestart(plan);
-      } catch (e) {
-        return message(503, `failed to schedule restart: ${errorText(e)}`);
-      }
-      return scheduled ? message(202, 'Restart scheduled') : message(409, 'Another restart is already scheduled');
+      const scheduled = await orFail(() => deps.commands.scheduleRestart(plan), 'dcs_unavailable', (e) => `failed to schedule restart: ${errorText(e)}`);
+      return scheduled ? message(202, 'Restart scheduled') : refuse('conflict', 'Another restart is already scheduled');
     }
 
     const held = restartConditionsHold(req, {
@@ -49,32 +45,19 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
       serverVersion: s.pg?.serverVersion ?? 0,
       pendingRestart: s.pg !== undefined && Object.keys(s.pg.pendingRestart).length > 0,
     });
-    if (!held.ok) return message(503, held.reason);
-    try {
-      const timeoutMs = req.timeoutSeconds !== undefined ? Math.round(req.timeoutSeconds * 1000) : undefined;
-      const outcome = await deps.commands.restart(timeoutMs);
-      return outcome.ok ? message(200, 'restarted successfully') : message(503, outcome.reason);
-    } catch {
-      return message(503, 'restart failed');
-    }
+    if (!held.ok) return refuse('refused', held.reason);
+    const timeoutMs = req.timeoutSeconds !== undefined ? Math.round(req.timeoutSeconds * 1000) : undefined;
+    const outcome = await orFail(() => deps.commands.restart(timeoutMs), 'command_failed', () => 'restart failed');
+    return outcome.ok ? message(200, 'restarted successfully') : refuse('command_failed', outcome.reason);
   });
 
   app.delete('/restart', async () => {
-    let cancelled: boolean;
-    try {
-      cancelled = await deps.commands.cancelRestart();
-    } catch (e) {
-      return message(503, `failed to cancel the scheduled restart: ${errorText(e)}`);
-    }
-    return cancelled ? message(200, 'scheduled restart deleted') : message(404, 'no restarts are scheduled');
+    const cancelled = await orFail(() => deps.commands.cancelRestart(), 'dcs_unavailable', (e) => `failed to cancel the scheduled restart: ${errorText(e)}`);
+    return cancelled ? message(200, 'scheduled restart deleted') : refuse('not_found', 'no restarts are scheduled');
   });
 
   app.post('/reload', async () => {
-    try {
-      await deps.commands.reload();
-    } catch (e) {
-      return message(500, `reload failed: ${errorText(e)}`);
-    }
+    await orFail(() => deps.commands.reload(), 'reload_failed', (e) => `reload failed: ${errorText(e)}`);
     return message(200, 'reloaded');
   });
 
@@ -85,22 +68,17 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
     let fromLeader = false;
     for (const [key, value] of Object.entries(body.value)) {
       if (key !== 'force' && key !== 'from-leader' && key !== 'from_leader') {
-        return message(400, `Unknown option for reinitialize: ${key}`);
+        return refuse('invalid_request', `Unknown option for reinitialize: ${key}`);
       }
-      if (typeof value !== 'boolean') return message(400, `${key} must be true or false`);
+      if (typeof value !== 'boolean') return refuse('invalid_request', `${key} must be true or false`);
       if (key === 'force') force = value;
       else fromLeader = fromLeader || value;
     }
     const s = deps.snapshot();
     const lockHolder = s.cluster.leader?.name;
-    if (lockHolder === undefined) return message(503, 'Cluster has no leader, can not reinitialize');
-    if (lockHolder === s.name || s.leaderUntilMs > deps.now()) return message(503, 'I am the leader, can not reinitialize');
-    let outcome;
-    try {
-      outcome = await deps.commands.reinitialize({ force, fromLeader });
-    } catch (e) {
-      return message(503, `reinitialize failed: ${errorText(e)}`);
-    }
-    return outcome.ok ? message(200, 'reinitialize started') : message(503, outcome.reason);
+    if (lockHolder === undefined) return refuse('refused', 'Cluster has no leader, can not reinitialize');
+    if (lockHolder === s.name || s.leaderUntilMs > deps.now()) return refuse('refused', 'I am the leader, can not reinitialize');
+    const outcome = await orFail(() => deps.commands.reinitialize({ force, fromLeader }), 'command_failed', (e) => `reinitialize failed: ${errorText(e)}`);
+    return outcome.ok ? message(200, 'reinitialize started') : refuse('refused', outcome.reason);
   });
 }

@@ -19,7 +19,8 @@ import type { ClusterView, FailoverRequest } from '../domain/cluster.ts';
 import { mayPromote, type Tags } from '../domain/member.ts';
 import { formatScheduledAt, parseScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
-import { errorText, readJsonObject } from './json-body.ts';
+import { errorText, orFail, parseFailure, refuse, type ApiErrorCode } from './api-error.ts';
+import { readJsonObject } from './json-body.ts';
 import { admitHandover } from '../domain/switchover-admission.ts';
 import { message } from './responses.ts';
 
@@ -50,24 +51,24 @@ export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
   }
 
   app.delete('/switchover', async () => {
-    let view: ClusterView;
-    try {
-      view = await deps.commands.readCluster();
-    } catch (e) {
-      return message(503, `DCS is not reachable: ${errorText(e)}`);
-    }
+    const view = await readCluster(deps);
     const failover = view.failover;
-    if (failover?.value.scheduled_at === undefined) return message(404, 'no switchover is scheduled');
-    let cleared: boolean;
-    try {
-      cleared = await deps.commands.writeFailover({}, failover.revision);
-    } catch (e) {
-      return message(503, `failed to write failover key into DCS: ${errorText(e)}`);
-    }
-    if (!cleared) return message(409, 'scheduled switchover modified concurrently');
+    if (failover?.value.scheduled_at === undefined) return refuse('not_found', 'no switchover is scheduled');
+    const cleared = await orFail(() => deps.commands.writeFailover({}, failover.revision), 'dcs_unavailable', (e) => `failed to write failover key into DCS: ${errorText(e)}`);
+    if (!cleared) return refuse('conflict', 'scheduled switchover modified concurrently');
     deps.commands.wake();
     return message(200, 'scheduled switchover deleted');
   });
+}
+
+/** A fresh read of the DCS; unreachable → ApiError 'dcs_unavailable' `DCS is not reachable: …`. */
+function readCluster(deps: ResolvedDeps): Promise<ClusterView> {
+  return orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
+}
+
+/** The failover key's write; unreachable → ApiError 'dcs_unavailable' `failed to write failover key into DCS`. */
+function writeFailover(deps: ResolvedDeps, value: FailoverRequest, expected: string): Promise<boolean> {
+  return orFail(() => deps.commands.writeFailover(value, expected), 'dcs_unavailable', () => 'failed to write failover key into DCS');
 }
 
 /** Body checks, rows 0–4 of patroni.md §1.8. */
@@ -76,10 +77,10 @@ function validateRequest(
   body: Record<string, unknown>,
   deps: ResolvedDeps,
 ): SwitchoverRequest | { response: Response } {
-  const bad = (status: number, text: string) => ({ response: message(status, text) });
+  const bad = (code: ApiErrorCode, text: string) => ({ response: refuse(code, text) });
   for (const [key, value] of Object.entries(body)) {
-    if (!BODY_KEYS.has(key)) return bad(400, `Unknown field for the ${requested}: ${key}`);
-    if (value !== null && typeof value !== 'string') return bad(400, `${key} must be a string`);
+    if (!BODY_KEYS.has(key)) return bad('invalid_request', `Unknown field for the ${requested}: ${key}`);
+    if (value !== null && typeof value !== 'string') return bad('invalid_request', `${key} must be a string`);
   }
   const name = (key: string) => {
     const v = body[key];
@@ -89,53 +90,43 @@ function validateRequest(
   const candidateField = name('candidate');
   const memberField = name('member');
   if (candidateField !== undefined && memberField !== undefined && candidateField !== memberField) {
-    return bad(400, 'candidate and member (its alias) name different members');
+    return bad('invalid_request', 'candidate and member (its alias) name different members');
   }
   const candidate = candidateField ?? memberField;
   if (requested === 'failover' && candidate === undefined) {
-    return bad(400, 'Failover could be performed only to a specific candidate');
+    return bad('invalid_request', 'Failover could be performed only to a specific candidate');
   }
   if (requested === 'switchover' && leader === undefined) {
-    return bad(400, 'Switchover could be performed only from a specific leader');
+    return bad('invalid_request', 'Switchover could be performed only from a specific leader');
   }
   const paused = deps.snapshot().config.pause === true;
   let scheduledAtMs: number | undefined;
   if (body['scheduled_at'] !== undefined && body['scheduled_at'] !== null) {
-    if (requested === 'failover') return bad(400, "Failover can't be scheduled");
-    if (paused) return bad(400, "Can't schedule switchover in the paused state");
+    if (requested === 'failover') return bad('invalid_request', "Failover can't be scheduled");
+    if (paused) return bad('invalid_request', "Can't schedule switchover in the paused state");
     const at = parseScheduledAt(body['scheduled_at'], deps.now(), 'switchover');
-    if (!at.ok) return bad(at.status, at.message);
+    if (!at.ok) return bad(parseFailure(at.status), at.message);
     scheduledAtMs = at.atMs;
   }
   if (paused && candidate === undefined) {
-    return bad(400, 'Switchover is possible only to a specific candidate in a paused state');
+    return bad('invalid_request', 'Switchover is possible only to a specific candidate in a paused state');
   }
   // A failover naming the leader is a switchover from here on (patroni.md §1.8).
   const action: Action = requested === 'failover' && leader !== undefined ? 'switchover' : requested;
-  if (leader !== undefined && leader === candidate) return bad(400, 'Switchover target and source are the same');
+  if (leader !== undefined && leader === candidate) return bad('invalid_request', 'Switchover target and source are the same');
   return { action, leader, candidate, scheduledAtMs };
 }
 
 /** Scheduled switchover: no member checks (patroni.md §1.8 rows 5 are skipped), CAS write, 202. */
 async function schedule(req: SwitchoverRequest, atMs: number, deps: ResolvedDeps): Promise<Response> {
-  let view: ClusterView;
-  try {
-    view = await deps.commands.readCluster();
-  } catch (e) {
-    return message(503, `DCS is not reachable: ${errorText(e)}`);
-  }
-  if (view.failover?.value.scheduled_at !== undefined) return message(409, 'Another switchover is already scheduled');
+  const view = await readCluster(deps);
+  if (view.failover?.value.scheduled_at !== undefined) return refuse('conflict', 'Another switchover is already scheduled');
   const value: FailoverRequest = {};
   if (req.leader !== undefined) value.leader = req.leader;
   if (req.candidate !== undefined) value.member = req.candidate;
   value.scheduled_at = formatScheduledAt(atMs);
-  let written: boolean;
-  try {
-    written = await deps.commands.writeFailover(value, view.failover?.revision ?? '0');
-  } catch {
-    return message(503, 'failed to write failover key into DCS');
-  }
-  if (!written) return message(409, 'failover key modified concurrently');
+  const written = await writeFailover(deps, value, view.failover?.revision ?? '0');
+  if (!written) return refuse('conflict', 'failover key modified concurrently');
   deps.commands.wake();
   return message(202, 'Switchover scheduled');
 }
@@ -156,14 +147,9 @@ function activeRequest(view: ClusterView): { value: FailoverRequest; revision: s
  */
 async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Response> {
   const { action, leader, candidate } = req;
-  let view: ClusterView;
-  try {
-    view = await deps.commands.readCluster();
-  } catch (e) {
-    return message(503, `DCS is not reachable: ${errorText(e)}`);
-  }
+  const view = await readCluster(deps);
   const refused = await memberChecks(req, view, deps);
-  if (refused) return message(412, refused);
+  if (refused) return refuse('precondition_failed', refused);
 
   // The revision the node's cache shows before anything is written: the poll's evidence of change.
   const before = deps.snapshot().cluster.failover?.revision;
@@ -175,25 +161,15 @@ async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Respo
   if (leader !== undefined) value.leader = leader;
   if (candidate !== undefined) value.member = candidate;
   const expected = view.failover?.revision ?? view.failoverInvalid?.revision ?? '0';
-  let written: boolean;
-  try {
-    written = await deps.commands.writeFailover(value, expected);
-  } catch {
-    return message(503, 'failed to write failover key into DCS');
-  }
+  const written = await writeFailover(deps, value, expected);
   if (!written) {
     // Another request (or the leader clearing the key) got there first: join what is pending,
     // or report the change of leader it already made; never write a second request over it.
-    let now: ClusterView;
-    try {
-      now = await deps.commands.readCluster();
-    } catch (e) {
-      return message(503, `DCS is not reachable: ${errorText(e)}`);
-    }
+    const now = await readCluster(deps);
     const joined = activeRequest(now);
     if (joined && joined.value.scheduled_at === undefined) return poll(action, view.leader?.name, candidate, joined.value, before, deps);
     if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name) return poll(action, view.leader?.name, candidate, value, before, deps);
-    return message(409, 'failover key modified concurrently');
+    return refuse('conflict', 'failover key modified concurrently');
   }
   deps.commands.wake();
   return poll(action, view.leader?.name, candidate, value, before, deps);
@@ -258,8 +234,8 @@ async function poll(
     const pending = current !== undefined && (current.value.leader !== undefined || current.value.member !== undefined);
     if (pending && current.value.leader === written.leader && current.value.member === written.member) seen = true;
     const changed = seen || (current?.revision ?? undefined) !== revisionBefore;
-    if (changed && !pending && holder === oldLeader) return message(503, `${capitalized(action)} failed`);
+    if (changed && !pending && holder === oldLeader) return refuse('command_failed', `${capitalized(action)} failed`);
   }
   const seconds = Math.round(timeoutMs / 1000);
-  return message(503, `${capitalized(action)} status unknown after ${seconds} seconds; operation may still be in progress`);
+  return refuse('command_failed', `${capitalized(action)} status unknown after ${seconds} seconds; operation may still be in progress`);
 }

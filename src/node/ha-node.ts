@@ -1,16 +1,11 @@
 /**
- * The node agent: one per member. It composes the node's modules (docs/architecture.md "The
- * node"), each with one job:
- * - HaLoop (ha-loop.ts): the loop and its timing on the injected clock;
- * - HaCycle (cycle.ts): one cycle — gather the facts, decideCycle, carry the actions out;
- * - LeaderLock (leader-lock.ts): the one owner of "do I lead?";
- * - Executor (executor.ts): the actions, as commands to the database machine and DCS writes;
- * - ConfigApplier (config-apply.ts): dynamic and local configuration, PostgreSQL's options;
- * - MemberKey (member-key.ts): this member's key;
- * - AdminCommands (admin.ts): restart, scheduled restart, reinitialize;
- * - SnapshotBuilder (snapshot-builder.ts): what the HTTP API and metrics read;
- * - LocalWatch (local-watch.ts): the probe and the crash watcher between cycles;
- * - ScheduledWork (schedules.ts): the scheduled switchover and restart machines.
+ * The node agent: one per member. Its parts are built and wired by node-parts.ts, one room at a
+ * time (docs/architecture.md "The node"): cycle/ (the loop, the cycle's gather → decideCycle →
+ * executor, scheduled work), lock/ (the leader lock, fencing, the leader deadline, failsafe),
+ * replication/ (where to clone and stream from, synchronous replication, slots), local/ (the
+ * probe and crash watcher, the machine's effects, configuration, admin commands, receipts) and
+ * member/ (the member key and the snapshot). HaNode starts and stops them, owns the database
+ * machine actor and the scheduled machines, and is what the API and the simulator talk to.
  *
  * The database lifecycle machine owns the postmaster: the node only sends it commands.
  * Time, the DCS, PostgreSQL control and peer calls are injected (HaNodeOptions), so the same
@@ -20,47 +15,34 @@ import type { Logger } from 'pino';
 import type { Actor, AnyStateMachine } from 'xstate';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
+import type { Receipt } from '../domain/discarded.ts';
 import { withDefaults } from '../domain/dynamic-config.ts';
+import type { FailsafeAnswer } from '../domain/failsafe.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import type { DatabaseState, Role } from '../domain/states.ts';
+import type { Journal } from '@ha/machines';
+import { startJournaledActor } from '@ha/machines';
 import { databaseMachine } from '@ha/machines';
 import { restartMachine } from '@ha/machines';
 import { switchoverMachine } from '@ha/machines';
 import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
-import { AdminCommands, type AdminOutcome } from './admin.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
-import { CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner } from './callbacks.ts';
-import { ConfigApplier } from './config-apply.ts';
-import { HaCycle, isBusy } from './cycle.ts';
-import { databaseMachineWithEffects } from './effects.ts';
-import { Executor } from './executor.ts';
-import { HaLoop } from './ha-loop.ts';
-import type { Journal } from '@ha/machines';
-import { startJournaledActor } from '@ha/machines';
-import { LeaderDuties } from './leader-duties.ts';
-import { SyncManager } from './sync-manager.ts';
-import { Fencing, type WatchdogSettings } from './fencing.ts';
-import { LeaderLock } from './leader-lock.ts';
-import { LeaderDeadline } from './leader-deadline.ts';
-import { Failsafe, type FailsafePost } from './failsafe.ts';
-import type { FailsafeAnswer } from '../domain/failsafe.ts';
-import { LocalWatch } from './local-watch.ts';
-import { MemberKey } from './member-key.ts';
-import { NodeState, type NodeCore, type NodeDeps } from './node-core.ts';
-import { fetchStatusDocument } from './peers.ts';
-import { ScheduledWork } from './schedules.ts';
-import { SnapshotBuilder } from './snapshot-builder.ts';
-import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore, type ReceiptSummary } from './receipts.ts';
-import type { Receipt } from '../domain/discarded.ts';
-import { upstreamOf } from './executor.ts';
+import { fetchStatusDocument } from './cycle/peers.ts';
+import { ScheduledWork } from './cycle/schedules.ts';
+import type { AdminOutcome } from './local/admin.ts';
+import { isBusy } from './local/busy.ts';
+import { withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
+import { databaseMachineWithEffects } from './local/effects.ts';
+import type { ReceiptStore, ReceiptSummary } from './local/receipts.ts';
+import type { FailsafePost } from './lock/failsafe.ts';
+import type { WatchdogSettings } from './lock/fencing.ts';
+import { NodeState, type NodeDeps } from './node-core.ts';
+import { buildParts, type NodeParts } from './node-parts.ts';
 
-/** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
-const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
-
-/** Everything a node needs; the composition root (src/node/agent.ts) builds it from ha.yml. */
+/** Everything a node needs; the composition root (src/node/agent/agent.ts) builds it from ha.yml. */
 export interface HaNodeOptions {
   name: string;
   scope: string;
@@ -99,7 +81,7 @@ export interface HaNodeOptions {
   settingsCatalogue?: SettingsCatalogue;
   /** POST of failsafe mode to a member (default: plain HTTP(S) without credentials; the agent passes its member client). */
   postFailsafe?: FailsafePost;
-  /** database.callbacks (src/node/callbacks.ts); absent or empty: none run. */
+  /** database.callbacks (src/node/local/callbacks.ts); absent or empty: none run. */
   callbacks?: CallbackCommands;
   /** Starts callback programs (default: real processes); tests inject their own. */
   spawnCallback?: CallbackSpawner;
@@ -114,12 +96,12 @@ export interface HaNodeOptions {
   /** The fence protocol's monotonic ms (default CLOCK_MONOTONIC); the simulator passes its clock. */
   fenceMono?: () => number;
   /**
-   * Where receipts of discarded transactions are kept (src/node/receipts.ts; docs/ha.md
+   * Where receipts of discarded transactions are kept (src/node/local/receipts.ts; docs/ha.md
    * "Receipts"). Default: in memory. The agent keeps them in `<data_dir>/../<name>.discarded/`.
    */
   receiptStore?: ReceiptStore;
   /**
-   * Background status probe period, ms (src/node/local-watch.ts). Default 1000 (the simulator,
+   * Background status probe period, ms (src/node/local/local-watch.ts). Default 1000 (the simulator,
    * whose peers read snapshots directly). 0: probes on demand — every HA cycle, and readers of
    * probe data call `freshProbe()` first (the agent, through its API).
    */
@@ -136,18 +118,8 @@ export interface NodeChange {
 
 export class HaNode {
   private readonly deps: NodeDeps;
-  private readonly core: NodeCore;
-  private readonly watch: LocalWatch;
-  private readonly config: ConfigApplier;
-  private readonly memberKey: MemberKey;
-  private readonly executor: Executor;
-  private readonly admin: AdminCommands;
-  private readonly snapshots: SnapshotBuilder;
-  private readonly loop: HaLoop;
-  private readonly deadline: LeaderDeadline;
-  private readonly failsafe: Failsafe;
-  private readonly callbacks: CallbackRunner;
-  private readonly receipts: ReceiptKeeper;
+  private readonly state: NodeState;
+  private readonly parts: NodeParts;
   private db: Actor<typeof databaseMachine> | undefined;
   private schedules: ScheduledWork | undefined;
   private unsubscribeDcs: (() => void) | undefined;
@@ -156,17 +128,6 @@ export class HaNode {
 
   constructor(opts: HaNodeOptions) {
     const clock = opts.clock ?? (opts.now ? { ...systemClock, now: opts.now } : systemClock);
-    this.callbacks = new CallbackRunner({
-      commands: opts.callbacks ?? {},
-      scope: opts.scope,
-      journal: opts.journal,
-      log: opts.log,
-      clock,
-      ...(opts.spawnCallback ? { spawn: opts.spawnCallback } : {}),
-      ...(opts.callbackTimeoutMs !== undefined ? { timeoutMs: opts.callbackTimeoutMs } : {}),
-    });
-    // on_reload after every reload the node makes (nothing runs while on_reload is not configured).
-    const pg = withReloadHook(opts.pg, () => this.callbacks.reloaded());
     this.deps = {
       name: opts.name,
       scope: opts.scope,
@@ -174,7 +135,8 @@ export class HaNode {
       apiUrl: opts.apiUrl,
       connUrl: opts.connUrl,
       dcs: opts.dcs,
-      pg,
+      // on_reload after every reload the node makes (nothing runs while on_reload is not configured).
+      pg: withReloadHook(opts.pg, () => this.parts.callbacks.reloaded()),
       journal: opts.journal,
       log: opts.log,
       clock,
@@ -185,121 +147,16 @@ export class HaNode {
       startTimeoutMs: opts.startTimeoutMs ?? 60_000,
       ...(opts.settingsCatalogue ? { settingsCatalogue: opts.settingsCatalogue } : {}),
     };
-    const state = new NodeState({
+    this.state = new NodeState({
       config: sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config,
       tags: opts.tags,
       localParameters: opts.localParameters,
     });
-    const now = () => clock.now();
-    const fencing: Fencing = new Fencing({
-      settings: opts.watchdog ?? { mode: 'off', safety_margin: 5 },
-      ...(opts.fence ? { device: opts.fence } : {}),
-      config: () => state.config,
-      postmasterPid: () => opts.pg.postmasterPid(),
-      lockHeld: () => lock.held,
-      primaryRunning: () => {
-        const s = this.db?.getSnapshot();
-        return s !== undefined && s.context.role === 'primary' && PRIMARY_UP_STATES.has(String(s.value));
-      },
-      notice: (type, text) => this.core.notice(type, text),
-      log: opts.log,
-      ...(opts.fenceMono ? { mono: opts.fenceMono } : {}),
-    });
-    const lock: LeaderLock = new LeaderLock({
-      dcs: opts.dcs,
-      name: opts.name,
-      now,
-      ttlMs: () => state.config.ttl * 1000,
-      leaseId: () => opts.dcs.currentLeaseId(),
-      ...(fencing.mode !== 'off' ? { fence: { stamp: () => fencing.stamp(), held: (sent: number) => fencing.renewed(sent) } } : {}),
-    });
-    const duties = new LeaderDuties({ dcs: opts.dcs, pg: opts.pg, name: opts.name, log: opts.log, now });
-    this.watch = new LocalWatch({
-      pg: opts.pg,
-      database: () => {
-        const s = this.db?.getSnapshot();
-        return s ? { value: String(s.value), promoting: s.context.promoting, sinceMs: s.context.sinceMs } : undefined;
-      },
-      probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
-      ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),
-      clock,
-      onDied: () => this.db?.send({ type: 'pg.died', reason: 'postmaster is not running', at: now() }),
-      // A wiped data directory under a running postmaster: stop it (by its remembered PID, as its
-      // postmaster.pid is gone); once stopped with an empty directory the HA loop clones again.
-      onDataDirGone: (reason) => {
-        opts.log.warn({ reason }, 'data directory gone while PostgreSQL runs: stopping it (immediate)');
-        this.db?.send({ type: 'cmd.stop', mode: 'immediate', reason: `data directory gone: ${reason}`, at: now() });
-        this.wake();
-      },
-    });
-    const sync = new SyncManager(() => this.core);
-    this.core = {
-      deps: this.deps,
-      state,
-      lock,
-      duties,
-      sync,
-      fencing,
-      db: () => {
-        if (!this.db) throw new Error('the node has not started');
-        return this.db;
-      },
+    this.parts = buildParts(this.deps, this.state, { ...opts, rawPg: opts.pg }, {
+      actor: () => this.db,
       schedules: () => this.schedules,
-      probe: () => this.watch.probe,
-      probeNow: () => this.watch.probeOnce(),
-      probeStartedAfter: (tMs) => this.watch.probeStartedAfter(tMs),
-      now,
-      notice: (type, text) => {
-        opts.log.warn({ member: opts.name, notice: type }, text);
-        opts.journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: now() } });
-      },
-      emitChange: () => this.emitChange(),
       wake: () => this.wake(),
-    };
-    this.receipts = new ReceiptKeeper({
-      name: opts.name,
-      pg: opts.pg,
-      store: opts.receiptStore ?? new MemoryReceiptStore(),
-      now,
-      notice: (type, text) => this.core.notice(type, text),
-      leaderUpstream: (leader) => upstreamOf(opts.dcs.view(), leader),
-      changed: () => this.emitChange(),
-    });
-    this.memberKey = new MemberKey(this.core);
-    this.config = new ConfigApplier(this.core, () => this.memberKey.publish(true));
-    this.executor = new Executor(this.core, this.config);
-    this.admin = new AdminCommands(this.core, this.memberKey, this.receipts);
-    this.deadline = new LeaderDeadline(this.core);
-    this.failsafe = new Failsafe(this.core, this.deadline, opts.postFailsafe);
-    this.snapshots = new SnapshotBuilder(this.core, this.memberKey, () => this.db !== undefined, this.failsafe, () => this.receipts.summary());
-    const cycle = new HaCycle(this.core, {
-      config: this.config,
-      executor: this.executor,
-      memberKey: this.memberKey,
-      admin: this.admin,
-      stopped: () => this.loop.isStopped,
-      failsafe: this.failsafe,
-      receipts: this.receipts,
-    });
-    // One deadline per leader cycle, shared by every DCS call of it (src/node/leader-deadline.ts).
-    const deadline = this.deadline;
-    this.loop = new HaLoop({
-      clock,
-      loopWaitMs: () => state.config.loop_wait * 1000,
-      cycle: async () => {
-        deadline.begin();
-        try {
-          await cycle.run();
-        } finally {
-          deadline.end();
-        }
-      },
-      afterCycle: (atMs) => {
-        state.lastLoopMs = atMs;
-        // The crash watcher's fallback poll, in the cycle's wake-up (local-watch.ts cyclePoll).
-        this.watch.cyclePoll();
-      },
-      log: opts.log,
+      emitChange: () => this.emitChange(),
     });
   }
 
@@ -329,45 +186,45 @@ export class HaNode {
 
   /** The database machine actor (for /machines and tests). */
   get databaseActor(): Actor<typeof databaseMachine> {
-    return this.core.db();
+    return this.parts.ctx.db();
   }
 
   /** Starts the node: DCS, machine, probe, crash watcher, HA loop. Rejects when the DCS cannot be reached. */
   async start(): Promise<void> {
     const { dcs, pg, journal, clock } = this.deps;
-    const { state } = this.core;
+    const { state } = this;
+    const p = this.parts;
     // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
-    void this.receipts.load();
+    void p.receipts.load();
     await dcs.start();
-    const stored = dcs.view().config?.value;
-    if (stored) state.config = sanitizeDynamicConfig(stored, state.config).config;
+    p.config.adoptStored(dcs.view());
     const machine = databaseMachineWithEffects({
       pg,
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
-      cloneSource: () => state.cloneFrom,
-      rewound: (outcome) => this.executor.rewound(outcome),
-      configure: (role) => this.config.write(role),
-      afterStop: () => this.executor.afterStop(),
+      cloneSource: () => p.source.cloneFrom,
+      rewound: (outcome) => p.rewinds.ended(outcome),
+      configure: (role) => p.config.write(role),
+      afterStop: () => p.release.afterStop(),
       startTimeoutMs: () => this.deps.startTimeoutMs,
       stopTimeoutMs: () => 60_000,
       clock,
-      mayLaunchPrimary: () => this.core.fencing.primaryLaunchRefusal(this.core.lock.held, this.core.lock.untilMs, this.core.now()),
+      mayLaunchPrimary: () => p.fencing.primaryLaunchRefusal(p.lock.held, p.lock.untilMs, clock.now()),
     });
-    const term = () => ({ timeline: this.watch.probe?.timeline, leader: dcs.view().leader?.name });
+    const term = () => ({ timeline: p.watch.probe?.timeline, leader: dcs.view().leader?.name });
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });
     this.db = db;
-    this.callbacks.observe({ value: String(db.getSnapshot().value), role: db.getSnapshot().context.role });
+    p.callbacks.observe({ value: String(db.getSnapshot().value), role: db.getSnapshot().context.role });
     let prevKey = '';
     let prevValue = '';
     db.subscribe((s) => {
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
-        this.callbacks.observe({ value: String(s.value), role: s.context.role });
-        void this.core.fencing.sync();
-        this.noteStartOutcome(prevValue, String(s.value));
+        p.callbacks.observe({ value: String(s.value), role: s.context.role });
+        void p.fencing.sync();
+        p.trackers.startOutcome(prevValue, String(s.value), state.config, clock.now());
         prevValue = String(s.value);
         this.emitChange();
         this.wake();
@@ -383,11 +240,11 @@ export class HaNode {
     if (await pg.postmasterPid()) {
       const role = (await pg.hasStandbySignal()) ? 'replica' : 'primary';
       db.send({ type: 'pg.found', role, reason: 'postmaster already running at agent start', at: clock.now() });
-      await this.watch.probeOnce();
+      await p.watch.probeOnce();
     }
     this.unsubscribeDcs = dcs.subscribe((e) => this.onDcsEvent(e));
-    this.watch.start();
-    this.loop.start();
+    p.watch.start();
+    p.loop.start();
   }
 
   /**
@@ -398,12 +255,14 @@ export class HaNode {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.watch.stop();
+    const p = this.parts;
+    p.watch.stop();
     this.unsubscribeDcs?.();
-    await this.loop.stop();
-    this.deadline.stop();
+    await p.loop.stop();
+    p.deadline.stop();
     const { dcs, pg, log } = this.deps;
-    const { state, lock } = this.core;
+    const { state } = this;
+    const { lock, release } = p;
     const db = this.db;
     const iLead = lock.held;
     if (db) {
@@ -412,11 +271,11 @@ export class HaNode {
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
         } else if (db.getSnapshot().value !== 'stopped') {
-          state.releaseLockAfterStop = iLead;
-          db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.core.now() });
+          release.request(iLead);
+          db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.deps.clock.now() });
           await waitOn(this.deps.clock, db, (s) => s.value === 'stopped' || s.value === 'stop_failed', 60_000);
         }
-        if (iLead && (await pg.postmasterPid()) === undefined && state.releaseLockAfterStop) await this.executor.releaseLockWithStatus();
+        if (iLead && (await pg.postmasterPid()) === undefined && release.requested) await release.releaseWithStatus();
       } catch (e) {
         log.error({ err: e }, 'error while shutting down');
       }
@@ -426,10 +285,10 @@ export class HaNode {
     if (state.config.pause !== true && (await pg.postmasterPid().catch(() => undefined)) !== undefined) {
       log.warn('a postmaster is still running after the machine stopped: stopping it');
       await pg.stop('fast', 60_000).catch((e) => log.error({ err: String(e) }, 'stopping the leftover postmaster failed'));
-      if (iLead && lock.held) await this.executor.releaseLockWithStatus();
+      if (iLead && lock.held) await release.releaseWithStatus();
     }
     // The fence last: PostgreSQL is stopped now (or left running in pause, unfenced as the reference).
-    await this.core.fencing.stop();
+    await p.fencing.stop();
     db?.stop();
     this.schedules?.stop();
     await dcs.close().catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
@@ -438,57 +297,57 @@ export class HaNode {
 
   /** Wakes the HA loop now. */
   wake(): void {
-    this.loop.wake();
+    this.parts.loop.wake();
   }
 
   /** Applies a re-read local configuration (POST /reload): tags and local parameters. */
   applyLocalConfig(tags: Tags, parameters: Record<string, string | number | boolean>): void {
-    this.config.applyLocal(tags, parameters);
+    this.parts.config.applyLocal(tags, parameters);
   }
 
   /** Replaces the callback programs (POST /reload); calls already running go on. */
   setCallbacks(commands: CallbackCommands): void {
-    this.callbacks.setCommands(commands);
+    this.parts.callbacks.setCommands(commands);
   }
 
   /** Restarts the local database now (POST /restart); resolves when it runs again or failed. */
   restartNow(timeoutMs?: number): Promise<AdminOutcome> {
-    return this.admin.restartNow(timeoutMs);
+    return this.parts.admin.restartNow(timeoutMs);
   }
 
   /** Schedules a restart (kept in the member key); false when one is already scheduled. */
   scheduleRestart(plan: ScheduledRestartData): Promise<boolean> {
-    return this.admin.scheduleRestart(plan);
+    return this.parts.admin.scheduleRestart(plan);
   }
 
   /** Cancels the scheduled restart; false when none. */
   cancelRestart(): Promise<boolean> {
-    return this.admin.cancelRestart();
+    return this.parts.admin.cancelRestart();
+  }
+
+  /** Answers a POST /failsafe from the leader (src/node/lock/failsafe.ts). */
+  acceptFailsafe(body: Record<string, unknown>): FailsafeAnswer & { lsn?: string } {
+    return this.parts.failsafe.accept(body);
   }
 
   /** Wipes the data directory and re-clones from the leader (POST /reinitialize). */
-  /** Answers a POST /failsafe from the leader (src/node/failsafe.ts). */
-  acceptFailsafe(body: Record<string, unknown>): FailsafeAnswer & { lsn?: string } {
-    return this.failsafe.accept(body);
-  }
-
   reinitialize(opts: { force: boolean; fromLeader: boolean }): Promise<AdminOutcome> {
-    return this.admin.reinitialize(opts);
+    return this.parts.admin.reinitialize(opts);
   }
 
   /** The receipts of discarded transactions kept by this member, oldest first (GET /discarded). */
   discarded(): Promise<Receipt[]> {
-    return this.receipts.list();
+    return this.parts.receipts.list();
   }
 
   /** What /ha and /metrics show of them. */
   discardedSummary(): ReceiptSummary {
-    return this.receipts.summary();
+    return this.parts.receipts.summary();
   }
 
   /** The snapshot HTTP handlers and metrics read. */
   snapshot(): NodeSnapshot {
-    return this.snapshots.snapshot();
+    return this.parts.snapshots.snapshot();
   }
 
   /**
@@ -496,7 +355,7 @@ export class HaNode {
    * old, else a promise settling once a fresh probe is in (bounded wait). See LocalWatch.fresh.
    */
   freshProbe(): Promise<void> | undefined {
-    return this.watch.fresh();
+    return this.parts.watch.fresh();
   }
 
   private onDcsEvent(e: DcsEvent): void {
@@ -505,8 +364,7 @@ export class HaNode {
       case 'dcs.leaderChanged':
         schedules?.observeLeader(e.leader);
         // A new leader is a new clone source and upstream: failed starts and clones start over.
-        this.core.state.startFailures = 0;
-        this.core.state.nextStartAtMs = undefined;
+        this.parts.trackers.resetStartBackoff();
         this.wake();
         break;
       case 'dcs.failoverChanged':
@@ -525,30 +383,11 @@ export class HaNode {
     }
   }
 
-  /**
-   * Start back-off: after each failed start (or clone: creating_replica → stopped) the next one
-   * waits loop_wait × 2^(failures−1), at most max(ttl, 4 × loop_wait), so a start that keeps
-   * failing is not retried hundreds of times a second; a new leader (a new clone source) resets it.
-   */
-  private noteStartOutcome(prev: string, value: string): void {
-    const st = this.core.state;
-    if (value === 'running') {
-      st.startFailures = 0;
-      st.nextStartAtMs = undefined;
-    } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
-      st.startFailures += 1;
-      const capMs = Math.max(st.config.ttl, 4 * st.config.loop_wait) * 1000;
-      const waitMs = Math.min(st.config.loop_wait * 1000 * 2 ** Math.min(st.startFailures - 1, 16), capMs);
-      st.nextStartAtMs = this.core.now() + waitMs;
-      if (st.startFailures > 1) this.core.notice('start.backoff', `start or clone failed ${st.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
-    }
-  }
-
   private emitChange(): void {
     const db = this.db;
     if (!db) return;
     const s = db.getSnapshot();
-    const c: NodeChange = { name: this.deps.name, state: s.value as DatabaseState, role: s.context.role, leader: this.core.lock.held };
+    const c: NodeChange = { name: this.deps.name, state: s.value as DatabaseState, role: s.context.role, leader: this.parts.lock.held };
     for (const l of this.changeListeners) l(c);
   }
 }

@@ -1,29 +1,22 @@
 /**
- * What the node's modules share: the injected dependencies, the facts kept between cycles, and
- * the few services every module calls (the database machine, the leader lock, notices, wake-up).
- * HaNode builds one NodeCore and hands it to each module (docs/architecture.md "The node").
- * No I/O here: this file only names things.
+ * What the node's modules share by name: the injected dependencies (NodeDeps), the few facts kept
+ * between cycles that are nobody's room (NodeState: each field has one writer, named on it), and
+ * the types of the node-wide services (Notice, DatabaseActor). Modules take narrow deps objects
+ * (their own interfaces, often Picks of these); node-parts.ts wires them. No I/O here: this file
+ * only names things.
  */
 import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
-import type { GhostSighting, RewindFailure, SameNumberFork } from '../domain/ha-cycle.ts';
-import type { DiscardPlan } from '../domain/discarded.ts';
 import type { Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
-import type { PgStatus } from '../domain/pg-status.ts';
-import type { databaseMachine } from '@ha/machines';
-import type { PgControl, Upstream } from '../postgres/types.ts';
+import type { DatabaseContext, DatabaseEvent, databaseMachine } from '@ha/machines';
+import type { PgControl } from '../postgres/types.ts';
 import type { Clock } from './clock.ts';
 import type { Journal } from '@ha/machines';
-import type { LeaderDuties } from './leader-duties.ts';
-import type { Fencing } from './fencing.ts';
-import type { LeaderLock } from './leader-lock.ts';
-import type { ScheduledWork } from './schedules.ts';
-import type { SyncManager } from './sync-manager.ts';
 
-/** The node's injected dependencies (the composition root, src/node/agent.ts, builds them). */
+/** The node's injected dependencies (the composition root, src/node/agent/agent.ts, builds them). */
 export interface NodeDeps {
   name: string;
   scope: string;
@@ -52,57 +45,24 @@ export interface NodeDeps {
   settingsCatalogue?: SettingsCatalogue;
 }
 
-/** Facts the node keeps between cycles (mutable; owned by the node's modules). */
+/**
+ * Facts the node keeps between cycles that no room owns alone (mutable). Each field has exactly
+ * one writer, named below; every other module reads it through a Readonly Pick. The cycle's own
+ * facts are cycle/trackers.ts's, the stream source replication/replication-source.ts's, the
+ * rewind record local/rewind-record.ts's.
+ */
 export class NodeState {
-  /** The effective dynamic configuration (validated, defaults filled). */
+  /** The effective dynamic configuration (validated, defaults filled). Writer: local/config-apply.ts. */
   config: DynamicConfig;
-  /** Tags and local parameters of ha.yml (POST /reload replaces them). */
+  /** Tags of ha.yml (POST /reload replaces them). Writer: local/config-apply.ts. */
   tags: Tags;
+  /** database.parameters of ha.yml (POST /reload replaces them). Writer: local/config-apply.ts. */
   localParameters: Record<string, string | number | boolean>;
-  /** System identifier of the local data, when known. */
-  sysid: string | undefined;
-  /** This agent won the `initialize` race in this process lifetime. */
+  /** This agent won the `initialize` race in this process lifetime. Writer: cycle/executor.ts. */
   initializedByMe = false;
-  /** Stopped by this agent's demotion and not started since. */
+  /** Stopped by this agent's demotion and not started since. Writer: cycle/executor.ts. */
   demoted = false;
-  /** The stop in progress releases the lock when done (graceful demotion, shutdown). */
-  releaseLockAfterStop = false;
-  /** Where the next clone copies from; what primary_conninfo points at; whom it was configured for. */
-  cloneFrom: Upstream | undefined;
-  upstream: Upstream | undefined;
-  configuredUpstream: string | undefined;
-  /** The database was started or pointed as the standby leader: it streams from the `standby_cluster` remote. */
-  followsRemote = false;
-  /** Consecutive failed starts, and when the next start may be tried (epoch ms). */
-  startFailures = 0;
-  nextStartAtMs: number | undefined;
-  /** Epoch ms since when a running replica has not streamed. */
-  notStreamingSinceMs: number | undefined;
-  /**
-   * The newest timeline this running replica has replayed into, as far as its probes showed
-   * (pg_stat_wal_receiver.received_tli while streaming): once the receiver is gone the probe only
-   * has the last restartpoint's timeline, which may be older. Reset when the database stops.
-   */
-  replicaTimeline = 0;
-  /** Since when this incarnation of the leader key has named a member without a member key (ha-cycle.ts `ghostSighting`). */
-  ghostLeader: GhostSighting | undefined;
-  /** Epoch ms since when this agent has seen no leader key (synchronous quorum votes settle after it). */
-  noLeaderSinceMs: number | undefined;
-  /** Why the local data diverged from the leader's timeline, while it does. */
-  divergedReason: string | undefined;
-  /** The local WAL a re-clone of the diverged, stopped data directory would throw away (an operator's POST /reinitialize takes its receipt). */
-  discardPlan: DiscardPlan | undefined;
-  /** A fork on the leader's own timeline number found while this data directory ran (decideCycle's sameNumberFork); cleared with the data or a new leader timeline. */
-  sameNumberFork: SameNumberFork | undefined;
-  /** The pg_rewind under way (set with cmd.rewind): from which leader, decided on which of its timelines. */
-  rewinding: { leader: string; timeline: number } | undefined;
-  /**
-   * The last pg_rewind that failed. Never retried against the same leader timeline (decideCycle);
-   * forgotten when the data directory is replaced (reinitialize, clone) or the rewind settings
-   * change (docs/ha.md "Rewind").
-   */
-  rewindFailure: RewindFailure | undefined;
-  /** Epoch ms of the last completed HA cycle; 0 before the first. */
+  /** Epoch ms of the last completed HA cycle; 0 before the first. Writer: node-parts.ts (the loop's afterCycle). */
   lastLoopMs = 0;
 
   constructor(init: { config: DynamicConfig; tags: Tags; localParameters: Record<string, string | number | boolean> }) {
@@ -112,32 +72,18 @@ export class NodeState {
   }
 }
 
-/** The services every module of the node may call. */
-export interface NodeCore {
-  readonly deps: NodeDeps;
-  readonly state: NodeState;
-  readonly lock: LeaderLock;
-  readonly duties: LeaderDuties;
-  /** The fence of the local PostgreSQL (fencing.ts): armed and fed while this member leads. */
-  readonly fencing: Fencing;
-  /** Synchronous replication of the leader (synchronous_standby_names and the `sync` key). */
-  readonly sync: SyncManager;
-  /** The database machine actor (defined once the node started). */
-  db(): Actor<typeof databaseMachine>;
-  /** The scheduled switchover and restart machines (defined once the node started). */
-  schedules(): ScheduledWork | undefined;
-  /** The latest probe while the database runs. */
-  probe(): PgStatus | undefined;
-  /** Probes the local database now (no-op while it does not run). */
-  probeNow(): Promise<void>;
-  /** A probe started at or after `tMs` (LocalWatch.probeStartedAfter). */
-  probeStartedAfter(tMs: number): Promise<void>;
-  /** Epoch ms. */
-  now(): number;
-  /** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
-  notice(type: string, text: string): void;
-  /** Tells observers that state, role or leadership changed. */
-  emitChange(): void;
-  /** Runs the HA cycle now. */
-  wake(): void;
+/** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
+export type Notice = (type: string, text: string) => void;
+
+/** The database machine actor (HaNode starts it; the admin commands wait on it). */
+export type DatabaseActor = Actor<typeof databaseMachine>;
+
+/** The database machine as most modules read it: its state, the role and whether a promotion runs (the actor is one). */
+export interface DatabaseView {
+  getSnapshot(): { value: unknown; context: Pick<DatabaseContext, 'role' | 'promoting'> };
+}
+
+/** The database machine as the modules that command it see it (the actor is one). */
+export interface DatabaseCommands extends DatabaseView {
+  send(event: DatabaseEvent): void;
 }

@@ -17,7 +17,7 @@ import { runInWorkers, ScheduleFailure } from './worker-pool.ts';
 
 export { ScheduleFailure } from './worker-pool.ts';
 import { FAULT_KINDS, SYNC_MODES, TIMING, World, type Fault, type FaultKind, type RunResult, type SyncModeName, type WorldOptions } from './world.ts';
-import type { WatchdogMode } from '../node/fencing.ts';
+import type { WatchdogMode } from '../node/lock/fencing.ts';
 
 /** Options of a simulation run. */
 export interface SimulateOptions {

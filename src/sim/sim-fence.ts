@@ -12,7 +12,7 @@
  *   `SimPg.dataDirPostmaster`, which also shows a postmaster still starting up (crashed by the
  *   fence, its start fails);
  * - the pipe: the agent's commands reach the fence the instant the agent's code writes them (the
- *   agent's `Fencing`, src/node/fencing.ts, decides what and when); the fence's answers and events
+ *   agent's `Fencing`, src/node/lock/fencing.ts, decides what and when); the fence's answers and events
  *   reach the agent through its `NodeClock` (late with a slow loop, held while frozen, dropped once
  *   it crashed). The agent process crashing closes the pipe: `agentGone`, the fence fires when armed.
  */

@@ -13,7 +13,7 @@ import type { Dcs } from '../dcs/dcs.ts';
 import type { StoredKv } from '../dcs/view.ts';
 import { DYNAMIC_DEFAULTS } from '../domain/dynamic-config.ts';
 import { InMemoryDcs, InMemoryStore } from '../dcs/memory.ts';
-import { buildStatusDocument } from '../http/status-document.ts';
+import { buildStatusDocument } from '../domain/status-document.ts';
 import { HaNode } from '../node/ha-node.ts';
 import { Journal, type JournalEntry } from '@ha/machines';
 import type { PgControl } from '../postgres/types.ts';
@@ -21,9 +21,9 @@ import { bootstrapBoundS, InvariantChecker, primaryBoundS, replicasBoundS, type 
 import { Prng } from './prng.ts';
 import { SimClock, type NodeClock } from './sim-clock.ts';
 import { holdsCommit, SimPg, type Commit, type SimPgBugs, type WalData } from './sim-pg.ts';
-import { MemoryReceiptStore } from '../node/receipts.ts';
+import { MemoryReceiptStore } from '../node/local/receipts.ts';
 import { SimFence, type SimFenceFiring } from './sim-fence.ts';
-import type { WatchdogMode } from '../node/fencing.ts';
+import type { WatchdogMode } from '../node/lock/fencing.ts';
 
 /** The fault kinds. */
 export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal', 'slow-loop', 'net-delay'] as const;
@@ -472,7 +472,7 @@ export class World {
 
   /** Runs the whole schedule. */
   async run(): Promise<RunResult> {
-    const { stepMs, steps } = this.opts;
+    const { steps } = this.opts;
     for (const m of this.members) {
       m.up = true;
       this.clock.schedule(this.rng.int(0, 500), () => this.startAgent(m));

@@ -4,7 +4,7 @@
  * group or the agent's death does not take it along), and started again whenever it ends (it
  * exits after firing; killed, crashed). Arming before the leader race is then one line on an
  * existing pipe. Arms, feeds and disarms it over its stdin. Implements FenceDevice
- * (src/node/fencing.ts drives it; the simulator and unit tests inject none).
+ * (src/node/lock/fencing.ts drives it; the simulator and unit tests inject none).
  *
  * The process runs under plain `node` (no tsx: it starts in a fraction of the time and memory):
  * from the build output, the compiled fence-process.js next to this module; from the sources,

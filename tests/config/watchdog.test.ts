@@ -1,7 +1,7 @@
 /** The `watchdog` section of ha.yml (docs/configuration.md, docs/ha.md "Fencing"). */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.ts';
-import { effectiveMarginMs } from '../../src/node/fencing.ts';
+import { effectiveMarginMs } from '../../src/node/lock/fencing.ts';
 import { GOOD_YAML } from './fixtures.ts';
 
 function problemsOf(fn: () => unknown): string[] {

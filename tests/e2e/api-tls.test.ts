@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type AgentConfig } from '../../src/config/index.ts';
 import { requestApi } from '../../src/net/api-client.ts';
 import { readTlsFiles } from '../../src/net/tls-files.ts';
-import { buildApiSecurity, memberClientOf } from '../../src/node/api-security.ts';
-import { fetchStatusDocument } from '../../src/node/peers.ts';
+import { buildApiSecurity, memberClientOf } from '../../src/node/agent/api-security.ts';
+import { fetchStatusDocument } from '../../src/node/cycle/peers.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
 import { makeCerts, type TestCerts } from './support/certs.ts';
 

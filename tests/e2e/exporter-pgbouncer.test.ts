@@ -51,7 +51,7 @@ beforeAll(async () => {
   await waitFor(
     () =>
       new Promise<boolean>((res) => {
-        import('node:net').then(({ connect }) => {
+        void import('node:net').then(({ connect }) => {
           const s = connect(port, '127.0.0.1', () => (s.destroy(), res(true)));
           s.on('error', () => res(false));
         });

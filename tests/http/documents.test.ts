@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildClusterDocument, buildStatusDocument } from '../../src/http/app.ts';
-import type { ClusterDocument } from '../../src/http/cluster-document.ts';
+import { buildStatusDocument } from '../../src/domain/status-document.ts';
+import { buildClusterDocument, type ClusterDocument } from '../../src/domain/cluster-document.ts';
 import { parseLagParam } from '../../src/http/lag-param.ts';
 import {
   appFor,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createNodeApp } from '../../src/http/app.ts';
 import { openPolicy } from '../../src/http/api-guard.ts';
 import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from '../../src/http/health.ts';
-import { buildStatusDocument } from '../../src/http/status-document.ts';
+import { buildStatusDocument } from '../../src/domain/status-document.ts';
 import type { NodeSnapshot } from '../../src/domain/snapshot.ts';
 import { FakeCommands, laggingReplica, noDcsReplica, NOW, pausedPrimaryNoDcs, primaryLeader, streamingReplica } from './fixtures.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Probe on demand (src/http/app.ts PROBE_READERS, src/node/local-watch.ts `fresh`): answers that
+ * Probe on demand (src/http/app.ts PROBE_READERS, src/node/local/local-watch.ts `fresh`): answers that
  * show the status probe await `deps.fresh()` when it hands back a promise, and read the snapshot
  * only once it settled; the health fast path stays synchronous while the probe is fresh.
  */

@@ -603,7 +603,7 @@ describe('ha simulate', () => {
     // machine went to `crashed` over a running postmaster: every start then failed ("another
     // server might be running") for 60 s and n2's crash was never repaired. Fixed in the model
     // (a slow view runs completions in order, SimClock test above) and in the agent (LocalWatch
-    // reports a death only for the run it checked, tests/node/local-watch.test.ts).
+    // reports a death only for the run it checked, tests/node/local/local-watch.test.ts).
     const faults: Fault[] = [
       { kind: 'slow-loop', at: 5, node: 'n3', steps: 22, ms: 1110 },
       { kind: 'pg-crash', at: 30, node: 'n2' },

@@ -1,7 +1,7 @@
 /**
  * The journal: every event a machine receives and every transition it makes, kept in memory for
  * GET /events and its live stream, and handed as JSON lines to an optional sink (the agent's is a
- * file beside the data directory with rotation: src/node/journal-file.ts of the agent). No I/O
+ * file beside the data directory with rotation: src/node/agent/journal-file.ts of the agent). No I/O
  * here, so the library stays free of it.
  *
  * Replaying the `event` entries of one machine through `transition()` from its recorded input
@@ -38,7 +38,7 @@ export type NewJournalEntry = JournalEntry extends infer E ? (E extends JournalE
 
 /**
  * Where journal lines go besides memory (one JSON line per entry, in order). The agent's file
- * with rotation is src/node/journal-file.ts; this module does no I/O.
+ * with rotation is src/node/agent/journal-file.ts; this module does no I/O.
  */
 export interface JournalSink {
   /** Appends one line (with its trailing newline), synchronously so the order is the order of events. */

@@ -1,0 +1,86 @@
+/**
+ * The background read of the leader's position for decideCycle's same-number fork (docs/ha.md
+ * "Divergence": a WAL on the leader's timeline number that goes past the leader's own is another
+ * lineage). Only while this running replica follows the leader and has not streamed for
+ * notStreamingGraceMs. Read in the background: the cycle never waits for it (a stalled replica's
+ * leader is often the one that is gone, and the race must not wait for its timeout).
+ */
+import type { ClusterView } from '../../domain/cluster.ts';
+import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { notStreamingGraceMs, type CycleInput } from '../../domain/ha-cycle.ts';
+import type { PgStatus } from '../../domain/pg-status.ts';
+
+/** One read of the leader's status document: of whom, when it started (epoch ms), whether it is in flight, and the last answer. */
+interface Read {
+  leader: string;
+  startedAtMs: number;
+  pending: boolean;
+  answer?: { timeline: number; walBytes: bigint; askedAtMs: number };
+}
+
+/** This replica as the read needs it. */
+export interface StalledReplica {
+  /** This member's name. */
+  name: string;
+  /** The running replica's probe this cycle. */
+  probe: PgStatus | undefined;
+  /** Since when it has not streamed (epoch ms). */
+  notStreamingSinceMs: number | undefined;
+  /** The member its primary_conninfo was configured for. */
+  configuredFor: string | undefined;
+  config: DynamicConfig;
+}
+
+export class LeaderPositionRead {
+  /** The last background read of the leader's position while this replica did not stream. */
+  private read: Read | undefined;
+
+  constructor(
+    /** Member status fetcher (GET <api_url>); undefined when unreachable. */
+    private readonly fetchStatus: (apiUrl: string) => Promise<Record<string, unknown> | undefined>,
+  ) {}
+
+  /**
+   * The leader's timeline and flush position while `me` follows it and has not streamed for
+   * notStreamingGraceMs; else undefined (and the read is dropped). Starts a read when none is
+   * under way for this leader or the last one started loop_wait ago. An answer counts only when
+   * its request started more than 1 s (the age of the leader's probe) after the replica stopped
+   * streaming, so the position it shows is at least the one the replica stopped at, and only for
+   * the leader it was asked of, for 3 × loop_wait.
+   */
+  positionIfStalled(view: ClusterView, me: StalledReplica, nowMs: number): CycleInput['leaderWal'] {
+    const leader = view.leader?.name;
+    const since = me.notStreamingSinceMs;
+    const { probe, config } = me;
+    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === me.name || me.configuredFor !== leader || nowMs - since < notStreamingGraceMs(config)) {
+      this.read = undefined;
+      return undefined;
+    }
+    const read = this.read;
+    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= config.loop_wait * 1000)) {
+      const url = view.members.find((m) => m.name === leader)?.data.api_url;
+      if (url) this.start(leader, url, nowMs, read?.leader === leader ? read.answer : undefined);
+    }
+    const a = this.read?.leader === leader ? this.read.answer : undefined;
+    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * config.loop_wait * 1000) return undefined;
+    return { timeline: a.timeline, walBytes: a.walBytes };
+  }
+
+  /** Starts a read of `leader`'s status at `url`; `answer`: the previous answer, kept until a new one comes. */
+  private start(leader: string, url: string, nowMs: number, answer: Read['answer']): void {
+    const next: Read = { leader, startedAtMs: nowMs, pending: true, ...(answer ? { answer } : {}) };
+    this.read = next;
+    this.fetchStatus(url).then(
+      (doc) => {
+        next.pending = false;
+        const xlog = doc?.['xlog'] as { location?: unknown } | undefined;
+        if (doc?.['role'] === 'primary' && typeof doc['timeline'] === 'number' && typeof xlog?.location === 'number') {
+          next.answer = { timeline: doc['timeline'], walBytes: BigInt(xlog.location), askedAtMs: next.startedAtMs };
+        }
+      },
+      () => {
+        next.pending = false;
+      },
+    );
+  }
+}
