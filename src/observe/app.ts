@@ -4,20 +4,24 @@
  *
  * - GET /machines                      chart model, state, active states and context of each machine
  * - GET /machines/:name/chart.<format> the chart (svg|dot|mermaid|json); `?highlight=1` marks the
- *                                      current state, `?rankdir=LR|TB|auto` (svg, dot)
+ *                                      current state and the recent path, `?layout=readable|plain`
+ *                                      and `?rankdir=LR|TB|auto` (svg, dot)
  * - GET /events                        journal entries, newest first (`?since=`, `?limit=`)
  * - GET /events/stream                 the journal as Server-Sent Events
- * - GET /ui (+ /ui/app.js, /ui/app.css) the live page; GET /ui/cluster the cluster document it shows
+ * - GET /ui (+ /ui/app.js, /ui/app.css) the live page, its charts drawn by the server (first paint
+ *                                      without scripts); GET /ui/cluster the cluster document it shows
  */
 import { Hono } from 'hono';
 import type { AnyStateMachine } from 'xstate';
-import { isChartFormat, renderChart, toDot, type ChartFormat } from '@ha/machines';
+import { chartLayoutOf, isChartFormat, renderChart, toDot, type ChartFormat, type ChartStep } from '@ha/machines';
 import { dotToSvg, toSvg } from '@ha/machines/svg';
 import type { Journal } from '@ha/machines';
+import { PATH_STEPS, chartMarks } from './chart-marks.ts';
 import { streamJournal } from './event-stream.ts';
 import { activeIdsOf, cachedChartModel, machineDocument, type ObservedMachine } from './machines-doc.ts';
 import { parseLimit, parseSince } from './query.ts';
 import { uiAsset } from './ui-assets.ts';
+import { renderUiPage, type TransitionEntry } from './ui-page.ts';
 
 export type { ObservedMachine, MachineDocument } from './machines-doc.ts';
 
@@ -50,39 +54,70 @@ const CONTENT_TYPES: Record<ChartFormat, string> = {
 /** Layout direction of a drawn chart; `auto` is LR unless that comes out much wider than tall. */
 export type ChartDirection = 'LR' | 'TB' | 'auto';
 
+/**
+ * How a drawn chart is laid out: `readable` is the machine's preset (`chartLayoutOf`: lifecycle
+ * groups, ranks, one edge per pair of states), `plain` one edge per transition (`toDot`'s default).
+ */
+export type ChartLayoutName = 'readable' | 'plain';
+
 /** Width/height ratio of an LR layout above which `auto` switches to TB. */
 const AUTO_MAX_RATIO = 3;
 
-/** Rendered charts by machine, format, direction and highlight (SVG takes 50–400 ms to lay out). */
+/** How many transitions the page lists, and reads from the journal for it. */
+const PAGE_TRANSITIONS = 50;
+
+/** Rendered charts by machine, format, layout, direction, highlight and path (SVG takes 50–400 ms to lay out). */
 const chartCache = new WeakMap<AnyStateMachine, Map<string, Promise<string>>>();
+
+/** What a drawn chart shows besides the machine: its layout, direction, highlighted states and path. */
+interface ChartView {
+  layout: ChartLayoutName;
+  /** Undefined: the layout's own (`LR` for plain). */
+  dir: ChartDirection | undefined;
+  highlight: string[];
+  path: number[];
+}
 
 function svgRatio(svg: string): number {
   const m = /<svg width="([\d.]+)pt" height="([\d.]+)pt"/.exec(svg);
   return m ? Number(m[1]) / Math.max(1, Number(m[2])) : 1;
 }
 
-async function drawChart(machine: AnyStateMachine, format: ChartFormat, dir: ChartDirection, highlight: string[]): Promise<string> {
-  if (dir === 'LR' || (format !== 'svg' && format !== 'dot')) return renderChart(machine, format, { highlight, dotToSvg });
+async function drawChart(machine: AnyStateMachine, format: ChartFormat, view: ChartView): Promise<string> {
+  const { highlight, path } = view;
   const model = cachedChartModel(machine);
-  if (dir === 'TB') return format === 'svg' ? toSvg(model, { highlight, rankdir: 'TB' }) : toDot(model, { highlight, rankdir: 'TB' });
-  // auto: decide on the un-highlighted LR layout (cached), so every highlight gets the same direction.
-  const lr = await cachedChart(machine, 'svg', 'LR', []);
-  const chosen = svgRatio(lr) > AUTO_MAX_RATIO ? 'TB' : 'LR';
-  return cachedChart(machine, format, chosen, highlight);
+  const base = view.layout === 'readable' ? chartLayoutOf(model) : {};
+  const dir = view.dir ?? (view.layout === 'readable' ? undefined : 'LR');
+  if (format !== 'svg' && format !== 'dot') return renderChart(machine, format, { highlight, path, dotToSvg });
+  if (dir === 'auto') {
+    // Decided on the un-highlighted LR layout (cached), so every highlight gets the same direction.
+    const lr = await cachedChart(machine, 'svg', { ...view, dir: 'LR', highlight: [], path: [] });
+    return cachedChart(machine, format, { ...view, dir: svgRatio(lr) > AUTO_MAX_RATIO ? 'TB' : 'LR' });
+  }
+  const opts = { ...base, ...(dir !== undefined ? { rankdir: dir } : {}), highlight, path };
+  return format === 'svg' ? toSvg(model, opts) : toDot(model, opts);
 }
 
-function cachedChart(machine: AnyStateMachine, format: ChartFormat, dir: ChartDirection, highlight: string[]): Promise<string> {
+function cachedChart(machine: AnyStateMachine, format: ChartFormat, view: ChartView): Promise<string> {
   let byKey = chartCache.get(machine);
   if (!byKey) chartCache.set(machine, (byKey = new Map()));
-  const key = `${format}|${dir}|${highlight.join(',')}`;
+  const key = `${format}|${view.layout}|${view.dir ?? ''}|${view.highlight.join(',')}|${view.path.join(',')}`;
   let text = byKey.get(key);
   if (!text) {
     if (byKey.size >= 64) byKey.clear();
-    text = drawChart(machine, format, dir, highlight);
+    text = drawChart(machine, format, view);
     text.catch(() => byKey.delete(key));
     byKey.set(key, text);
   }
   return text;
+}
+
+/** The page's chart of a machine: readable, nothing highlighted (the page marks it with classes). */
+const PAGE_VIEW: ChartView = { layout: 'readable', dir: undefined, highlight: [], path: [] };
+
+/** A machine's journaled transitions, oldest first, from newest-first journal entries. */
+function stepsOf(entries: readonly TransitionEntry[], name: string): ChartStep[] {
+  return entries.filter((e) => e.machine === name).reverse();
 }
 
 /** Builds the observe routes over `deps`. */
@@ -90,6 +125,9 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
   const find = (name: string): ObservedMachine | undefined => deps.machines().find((m) => m.name === name);
+  /** The journal's latest transitions, newest first (what the page lists and its paths come from). */
+  const recentTransitions = (): TransitionEntry[] =>
+    deps.journal.recent(Number.MAX_SAFE_INTEGER).filter((e): e is TransitionEntry => e.kind === 'transition');
 
   app.get('/machines', (c) =>
     c.json({ time: new Date(now()).toISOString(), machines: deps.machines().map(machineDocument) }),
@@ -108,11 +146,15 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
     const format = match?.[1] ?? '';
     if (!isChartFormat(format)) return c.json({ error: 'expected chart.svg, chart.dot, chart.mermaid or chart.json' }, 404);
     const hl = c.req.query('highlight');
-    const highlight = hl === '1' || hl === 'true' ? activeIdsOf(m.machine, m.snapshot()?.value) : [];
-    const dir = c.req.query('rankdir') ?? 'LR';
-    if (dir !== 'LR' && dir !== 'TB' && dir !== 'auto') return c.json({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' }, 400);
+    const lit = hl === '1' || hl === 'true';
+    const highlight = lit ? activeIdsOf(m.machine, m.snapshot()?.value) : [];
+    const dir = c.req.query('rankdir');
+    if (dir !== undefined && dir !== 'LR' && dir !== 'TB' && dir !== 'auto') return c.json({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' }, 400);
+    const layout = c.req.query('layout') ?? 'readable';
+    if (layout !== 'readable' && layout !== 'plain') return c.json({ error: 'layout must be readable or plain', parameter: 'layout' }, 400);
+    const path = lit ? [...chartMarks(cachedChartModel(m.machine), highlight, stepsOf(recentTransitions(), name)).path] : [];
     try {
-      const text = await cachedChart(m.machine, format, dir, highlight);
+      const text = await cachedChart(m.machine, format, { layout, dir, highlight, path });
       return c.body(text, 200, { 'Content-Type': CONTENT_TYPES[format], 'Cache-Control': 'no-cache' });
     } catch (e) {
       return c.json({ error: `chart rendering failed: ${(e as Error).message}` }, 500);
@@ -138,13 +180,33 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
   });
 
   app.get('/ui/cluster', (c) => c.json(deps.cluster() ?? null));
-  /** The page asks for every chart right away: start laying them out while it loads. */
+  /** The page asks for every chart: start laying them out early. */
   const prewarm = (): void => {
-    for (const m of deps.machines()) cachedChart(m.machine, 'svg', 'auto', []).catch(() => undefined);
+    for (const m of deps.machines()) cachedChart(m.machine, 'svg', PAGE_VIEW).catch(() => undefined);
   };
   if (deps.prewarmCharts ?? true) setTimeout(prewarm, 1000).unref();
-  app.get('/ui', (c) => (prewarm(), serveAsset(c.body.bind(c), 'index.html')));
-  app.get('/ui/', (c) => (prewarm(), serveAsset(c.body.bind(c), 'index.html')));
+  /** The page with its charts, transitions and cluster table as they are now (its first paint). */
+  const page = async (): Promise<string> => {
+    const transitions = recentTransitions();
+    const charts = await Promise.all(
+      deps.machines().map(async (m) => {
+        const doc = machineDocument(m);
+        const svg = await cachedChart(m.machine, 'svg', PAGE_VIEW).catch(() => undefined);
+        const marks = chartMarks(doc.definition, doc.activeStates, stepsOf(transitions, m.name));
+        return { name: m.name, state: doc.state, marks, ...(svg !== undefined ? { svg } : {}) };
+      }),
+    );
+    return renderUiPage(uiAsset('index.html').text, {
+      now: now(),
+      charts,
+      transitions: transitions.slice(0, PAGE_TRANSITIONS),
+      cluster: deps.cluster() ?? null,
+      pathSteps: PATH_STEPS,
+    });
+  };
+  for (const path of ['/ui', '/ui/']) {
+    app.get(path, async (c) => c.body(await page(), 200, { 'Content-Type': uiAsset('index.html').contentType, 'Cache-Control': 'no-cache' }));
+  }
   app.get('/ui/app.js', (c) => serveAsset(c.body.bind(c), 'app.js'));
   app.get('/ui/app.css', (c) => serveAsset(c.body.bind(c), 'app.css'));
 
@@ -153,7 +215,7 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
 
 type BodyFn = (data: string, status: 200, headers: Record<string, string>) => Response;
 
-function serveAsset(body: BodyFn, name: 'index.html' | 'app.js' | 'app.css'): Response {
+function serveAsset(body: BodyFn, name: 'app.js' | 'app.css'): Response {
   const asset = uiAsset(name);
   return body(asset.text, 200, { 'Content-Type': asset.contentType, 'Cache-Control': 'no-cache' });
 }

@@ -309,9 +309,11 @@ describe('renderers', () => {
 
   it('DOT attaches edges of compound states to their cluster', () => {
     const dot = toDot(chartModel(lifecycle));
-    expect(dot).toContain('"lifecycle.starting" -> "lifecycle.running#initial" [id="edge:lifecycle.starting->lifecycle.running:1", label="done: start-pg", lhead="cluster_lifecycle.running"];');
+    expect(dot).toContain(
+      '"lifecycle.starting" -> "lifecycle.running#initial" [id="edge:lifecycle.starting->lifecycle.running:1", label="done: start-pg", lhead="cluster_lifecycle.running", class="t1"];',
+    );
     expect(dot).toContain('ltail="cluster_lifecycle.running"');
-    expect(dot).toMatch(/"lifecycle\.running#initial" -> "lifecycle\.running#initial" \[[^\n]*label="tick \(internal\)", style=dashed\]/);
+    expect(dot).toMatch(/"lifecycle\.running#initial" -> "lifecycle\.running#initial" \[[^\n]*label="tick \(internal\)", style=dashed, class="t\d+"\]/);
   });
 
   it('rejects an unknown format', async () => {

@@ -88,18 +88,39 @@ describe('GET /machines/:name/chart.<format>', () => {
     expect(await dot.text()).toMatch(/^digraph "restart"/);
   });
 
-  it('lays out with ?rankdir=: auto turns a very wide chart top-to-bottom', async () => {
+  it('lays out with ?layout=plain&rankdir=: auto turns a very wide chart top-to-bottom', async () => {
     const f = setup();
     const size = (svg: string) => (/<svg width="([\d.]+)pt" height="([\d.]+)pt"/.exec(svg) ?? []).slice(1).map(Number);
-    const [lrW = 0, lrH = 0] = size(await (await f.app.request('/machines/database/chart.svg')).text());
+    const [lrW = 0, lrH = 0] = size(await (await f.app.request('/machines/database/chart.svg?layout=plain')).text());
     expect(lrW / lrH).toBeGreaterThan(3);
-    const [autoW = 0, autoH = 0] = size(await (await f.app.request('/machines/database/chart.svg?rankdir=auto')).text());
+    const [autoW = 0, autoH = 0] = size(await (await f.app.request('/machines/database/chart.svg?layout=plain&rankdir=auto')).text());
     expect(autoW).toBeLessThan(autoH);
     const tb = await (await f.app.request('/machines/restart/chart.dot?rankdir=TB')).text();
     expect(tb).toContain('rankdir=TB;');
     const bad = await f.app.request('/machines/restart/chart.svg?rankdir=up');
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' });
+  });
+
+  it('draws the readable layout by default, the plain one with ?layout=plain; ?highlight=1 adds the recent path', async () => {
+    const f = setup();
+    const readable = await (await f.app.request('/machines/database/chart.dot')).text();
+    expect(readable).toContain('subgraph "cluster_group:bootstrap" {');
+    expect(readable).toContain('rankdir=TB;');
+    const plain = await (await f.app.request('/machines/database/chart.dot?layout=plain')).text();
+    expect(plain).not.toContain('cluster_group:');
+    expect(plain).toContain('rankdir=LR;');
+    expect(await (await f.app.request('/machines/database/chart.dot?rankdir=LR')).text()).toContain('rankdir=LR;');
+    const bad = await f.app.request('/machines/database/chart.svg?layout=fancy');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'layout must be readable or plain', parameter: 'layout' });
+    f.db.send({ type: 'cmd.start', role: 'replica', reason: 'follow', at: f.now() });
+    await new Promise((r) => setTimeout(r, 20));
+    const lit = await (await f.app.request('/machines/database/chart.dot?highlight=1')).text();
+    expect(lit).toMatch(/"database\.running" \[[^\n]*fillcolor="#ff9966"/);
+    expect(lit).toMatch(/\[id="edge:database\.starting->database\.running:\d+"[^\n]*color="#c2410c"/);
+    expect(lit).toMatch(/"database\.starting" \[[^\n]*color="#c2410c"/);
+    expect(readable).not.toContain('#c2410c');
   });
 
   it('404s for an unknown machine or file', async () => {

@@ -4,9 +4,17 @@
 (() => {
   const MAX_TRANSITIONS = 50;
   const CLUSTER_REFRESH_MS = 2000;
+  /** How many of a machine's last transitions its chart marks as its path (PATH_STEPS of src/observe/chart-marks.ts). */
+  const PATH_STEPS = 5;
 
-  /** @type {Map<string, { id: string, state: string, active: Set<string> }>} by machine name */
+  /**
+   * By machine name: its chart model (GET /machines' `definition`), state, active chart ids and
+   * its last journaled transitions (oldest first).
+   * @type {Map<string, { id: string, def: any, state: string, active: Set<string>, steps: {event: string, from: string, to: string}[] }>}
+   */
   const machines = new Map();
+  /** Journaled transitions read before GET /machines answered, by machine name (oldest first). */
+  const pendingSteps = new Map();
   let lastSeq = 0;
 
   // Hooks for browser tests.
@@ -21,9 +29,9 @@
     return e;
   };
 
-  /** Chart ids active in a flattened state name (`a.b` or `p.a.x,b.y`), ancestors included. */
+  /** Chart ids active in a flattened state name (`a.b` or `p.a.x,b.y`), ancestors and the root included. */
   function activeIds(machineId, stateName) {
-    const out = new Set();
+    const out = new Set([machineId]);
     if (!stateName) return out;
     for (const path of String(stateName).split(',')) {
       let acc = machineId;
@@ -33,6 +41,33 @@
       }
     }
     return out;
+  }
+
+  /**
+   * The index of the chart transition a journaled step took, or -1: the same rule as
+   * stepTransition in packages/machines/src/charts/path.ts (event type, declared by a state active
+   * before, the deepest first, every target active after; eventless transitions fit any event).
+   */
+  function stepTransition(def, step) {
+    const before = activeIds(def.id, step.from);
+    const after = activeIds(def.id, step.to);
+    const depth = (id) => id.split('.').length;
+    for (const eventless of [false, true]) {
+      let best = -1;
+      def.transitions.forEach((t, i) => {
+        if (eventless ? t.eventType !== '' : t.eventType !== step.event) return;
+        if (!before.has(t.source) || t.targets.length === 0 || !t.targets.every((id) => after.has(id))) return;
+        if (best === -1 || depth(t.source) > depth(def.transitions[best].source)) best = i;
+      });
+      if (best !== -1) return best;
+    }
+    return -1;
+  }
+
+  /** The transitions of the machine's last PATH_STEPS steps, oldest first. */
+  function pathOf(m) {
+    if (!m.def) return [];
+    return m.steps.slice(-PATH_STEPS).map((s) => stepTransition(m.def, s)).filter((i) => i >= 0);
   }
 
   /** The chart container of a machine, created when the page does not have one yet. */
@@ -51,22 +86,43 @@
     return c;
   }
 
-  /** Shows `active` on the machine's chart: data-state, badge, and the `active` class on states. */
+  /**
+   * Shows the machine's state on its chart: data-state, the badge, and the classes the server's
+   * first paint set too (markChartSvg of src/observe/chart-marks.ts): `active` on the current
+   * states, `visited` on the states of the recent path, `path` on its edges, `path-last` on the newest.
+   */
   function paint(name) {
     const m = machines.get(name);
     if (!m) return;
     const c = container(name);
     c.dataset.state = m.state;
     c.querySelector('.state').textContent = m.state;
+    const path = pathOf(m);
+    const onPath = new Set(path);
+    const last = path[path.length - 1];
+    const visited = new Set();
+    for (const i of path) {
+      const t = m.def.transitions[i];
+      visited.add(t.source);
+      for (const target of t.targets) visited.add(target);
+    }
     for (const g of c.querySelectorAll('g[id^="state:"]')) {
       const id = g.getAttribute('id').slice('state:'.length);
       // The root cluster is always active; colouring the whole chart says nothing.
-      g.classList.toggle('active', id !== m.id && m.active.has(id));
+      const active = id !== m.id && m.active.has(id);
+      g.classList.toggle('active', active);
+      g.classList.toggle('visited', !active && id !== m.id && visited.has(id));
+    }
+    for (const g of c.querySelectorAll('g[id^="edge:"]')) {
+      const carried = [...g.classList].filter((k) => /^t\d+$/.test(k)).map((k) => Number(k.slice(1)));
+      g.classList.toggle('path', carried.some((i) => onPath.has(i)));
+      g.classList.toggle('path-last', last !== undefined && carried.includes(last));
     }
   }
 
+  /** Fetches a machine's chart when the page has none (a machine the server did not draw). */
   async function loadChart(name) {
-    const res = await fetch('/machines/' + encodeURIComponent(name) + '/chart.svg?rankdir=auto');
+    const res = await fetch('/machines/' + encodeURIComponent(name) + '/chart.svg');
     if (!res.ok) throw new Error('chart ' + name + ': HTTP ' + res.status);
     const text = await res.text();
     const start = text.indexOf('<svg');
@@ -93,6 +149,16 @@
     while (list.children.length > MAX_TRANSITIONS) list.lastElementChild.remove();
   }
 
+  /** Remembers a journaled transition as a step of its machine's path. */
+  function addStep(e) {
+    const step = { event: e.event, from: e.from, to: e.to };
+    const m = machines.get(e.machine);
+    const steps = m ? m.steps : pendingSteps.get(e.machine) || [];
+    steps.push(step);
+    if (steps.length > PATH_STEPS * 4) steps.splice(0, steps.length - PATH_STEPS);
+    if (!m) pendingSteps.set(e.machine, steps);
+  }
+
   /** One journal entry from the stream. */
   function onEntry(e) {
     if (typeof e.seq === 'number' && e.seq > lastSeq) lastSeq = e.seq;
@@ -105,6 +171,7 @@
     const sent = Date.parse(e.time);
     if (!Number.isNaN(sent)) window.__transitionLatencies.push(arrived - sent);
     window.__lastTransitionAt = arrived;
+    addStep(e);
     const m = machines.get(e.machine);
     if (m) {
       m.state = e.to;
@@ -120,15 +187,19 @@
     const res = await fetch('/machines');
     if (!res.ok) throw new Error('machines: HTTP ' + res.status);
     const doc = await res.json();
-    const fresh = [];
+    const missing = [];
     for (const m of doc.machines) {
-      if (!machines.has(m.name)) fresh.push(m.name);
-      machines.set(m.name, { id: m.definition.id, state: m.state ?? '', active: new Set(m.activeStates) });
+      const known = machines.get(m.name);
+      const steps = known ? known.steps : pendingSteps.get(m.name) || [];
+      pendingSteps.delete(m.name);
+      machines.set(m.name, { id: m.definition.id, def: m.definition, state: m.state ?? '', active: new Set(m.activeStates), steps });
       paint(m.name);
+      // The server drew the charts it knew of into the page; fetch only the ones it did not.
+      if (!container(m.name).querySelector('.svg svg')) missing.push(m.name);
     }
     // Charts load in the background; paint() runs again when each arrives.
-    for (const n of fresh) loadChart(n).catch((err) => console.error(err));
-    return fresh;
+    for (const n of missing) loadChart(n).catch((err) => console.error(err));
+    return missing;
   }
 
   function connect() {
@@ -218,8 +289,11 @@
       const res = await fetch('/events?limit=1000');
       const { events } = await res.json();
       for (const e of events) if (e.seq > lastSeq) lastSeq = e.seq;
-      const transitions = events.filter((e) => e.kind === 'transition').slice(0, MAX_TRANSITIONS);
-      for (const e of transitions.reverse()) addTransition(e, false);
+      const transitions = events.filter((e) => e.kind === 'transition');
+      // The server's list (in UTC) is redrawn in local time.
+      $('transition-list').replaceChildren();
+      for (const e of transitions.slice(0, MAX_TRANSITIONS).reverse()) addTransition(e, false);
+      for (const e of transitions.slice().reverse()) addStep(e);
     } catch (err) {
       console.error(err);
     }

@@ -8,6 +8,7 @@
  */
 export type { ChartModel, ChartState, ChartStateType, ChartTransition } from './model.ts';
 export type { DotOptions } from './dot.ts';
+export type { ChartGroup, ChartLayout } from './layout.ts';
 import type { Viz } from '@viz-js/viz';
 import type { ChartModel } from './model.ts';
 import { toDot, type DotOptions } from './dot.ts';
