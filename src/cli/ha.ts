@@ -140,9 +140,15 @@ async function main(argv: string[]): Promise<void> {
     .description("print a machine's state chart, generated from its definition")
     .action(async (name: string, o: { format: string }) => {
       if (!(MACHINE_NAMES as readonly string[]).includes(name)) fail(`unknown machine '${name}': expected one of ${MACHINE_NAMES.join(', ')}`, 2);
-      const [{ CHART_FORMATS, isChartFormat, renderChart }, { dotToSvg }, all] = await Promise.all([import('@ha/machines'), import('@ha/machines/svg'), machines()]);
+      const [{ CHART_FORMATS, chartLayoutOf, chartModel, isChartFormat, renderChart }, { dotToSvg }, all] = await Promise.all([
+        import('@ha/machines'),
+        import('@ha/machines/svg'),
+        machines(),
+      ]);
       if (!isChartFormat(o.format)) fail(`unknown format '${o.format}': expected one of ${CHART_FORMATS.join(', ')}`, 2);
-      process.stdout.write((await renderChart(all[name as MachineName], o.format, { dotToSvg })) + '\n');
+      const machine = all[name as MachineName];
+      // DOT and SVG in the machine's readable layout, as /ui draws it (docs/charts.md "Layout").
+      process.stdout.write((await renderChart(machine, o.format, { dotToSvg, layout: chartLayoutOf(chartModel(machine)) })) + '\n');
     });
 
   program
