@@ -9,6 +9,7 @@
 import type { DynamicConfig } from '../domain/dynamic-config.ts';
 import type { CallbackName } from './command-line.ts';
 import type { Tags } from '../domain/member.ts';
+import type { BackupConfig, BootstrapRecoveryConfig, ReplicaMethodConfig, ReplicaRecoveryConfig } from './archive-keys.ts';
 
 /** Log levels accepted by `log.level` (pino's names). */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
@@ -99,9 +100,19 @@ export interface CtlConfig {
   authentication?: BasicCredentials;
 }
 
-/** A custom bootstrap method section: `<name>: { command: "/path/script", ...other keys kept }`. */
+/**
+ * A custom bootstrap method section (patroni.md §3.10; docs/backups.md "Disaster recovery"):
+ * `<name>: { command, no_params, keep_existing_recovery_conf, recovery_conf, <other>: value }`;
+ * every other key is passed to the command as `--<key>=<value>`.
+ */
 export interface CustomBootstrapMethod {
   command: string;
+  /** Run `command` as written, without `--scope=` and `--datadir=`. */
+  no_params?: boolean;
+  /** Keep the recovery settings the command wrote (recovery.signal, postgresql.auto.conf). */
+  keep_existing_recovery_conf?: boolean;
+  /** The targeted recovery the agent writes before the first start (a point-in-time restore). */
+  recovery_conf?: BootstrapRecoveryConfig;
   [other: string]: unknown;
 }
 
@@ -150,9 +161,17 @@ export interface AgentConfig {
     pg_hba: string[];
     /** Programs run on database events, as lists of words (src/node/local/callbacks.ts); absent: none. */
     callbacks?: Partial<Record<CallbackName, string[]>>;
+    /** Replica creation methods in the order tried (default `[basebackup]`; docs/backups.md). */
+    create_replica_methods: string[];
+    /** The sections of the methods other than `basebackup`, by name. */
+    replica_methods: Record<string, ReplicaMethodConfig>;
+    /** restore_command, archive_cleanup_command, recovery_min_apply_delay of every replica (empty: none). */
+    recovery_conf: ReplicaRecoveryConfig;
   };
   /** Member tags; when `nofailover: true` and `failover_priority` are both set, nofailover wins. */
   tags: Tags;
+  /** The backup commands `hactl backup` runs on this member (docs/backups.md); absent: none configured. */
+  backup?: BackupConfig;
   /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/lock/fencing.ts). */
   watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number };
   log: { level: LogLevel };

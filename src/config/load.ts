@@ -21,6 +21,7 @@ import { fileProblem, translateFile, type FileTranslation } from './local-dialec
 import { FileSchema, fileKeysAt, type FileConfig } from './schema.ts';
 import { unknownKeyProblem } from './suggest.ts';
 import { DYNAMIC_TOP_KEYS } from './dynamic-keys.ts';
+import { BUILTIN_REPLICA_METHOD, type ReplicaMethodConfig } from './archive-keys.ts';
 
 /**
  * Reads and validates the configuration.
@@ -174,6 +175,17 @@ function definedCallbacks(c: Partial<Record<CallbackName, string[] | undefined>>
   return out;
 }
 
+/** `create_replica_methods` (default `[basebackup]`) and the sections of the methods it names. */
+function replicaMethodsOf(db: FileConfig['database']): Pick<AgentConfig['database'], 'create_replica_methods' | 'replica_methods'> {
+  const list = db.create_replica_methods ?? [BUILTIN_REPLICA_METHOD];
+  const sections: Record<string, ReplicaMethodConfig> = {};
+  for (const m of list) {
+    const s = (db as Record<string, unknown>)[m];
+    if (m !== BUILTIN_REPLICA_METHOD && typeof s === 'object' && s !== null) sections[m] = s as ReplicaMethodConfig;
+  }
+  return { create_replica_methods: list, replica_methods: sections };
+}
+
 /** Fills the derived fields; the input has passed the schema and the cross-key rules. */
 function toAgentConfig(f: FileConfig): AgentConfig {
   const { dcs, method, initdb, pg_hba, ...custom } = f.bootstrap;
@@ -202,7 +214,10 @@ function toAgentConfig(f: FileConfig): AgentConfig {
       parameters: db.parameters,
       pg_hba: db.pg_hba,
       ...(db.callbacks !== undefined ? { callbacks: definedCallbacks(db.callbacks) } : {}),
+      ...replicaMethodsOf(db),
+      recovery_conf: db.recovery_conf ?? {},
     },
+    ...(f.backup !== undefined ? { backup: f.backup } : {}),
     tags: f.tags,
     watchdog: { mode: f.watchdog.mode, safety_margin: f.watchdog.safety_margin },
     log: { level: f.log.level },

@@ -14,7 +14,7 @@
  *    to native meaning the same (src/domain/config-dialect.ts `convertDocument`: the reference's
  *    defaults written out where they differ from ours).
  * 4. Keys of the reference implemented under another shape: `etcd3.host: h:p` → `etcd3.hosts:
- *    [h:p]`; `create_replica_methods: [basebackup]` (what the agent always does) dropped;
+ *    [h:p]`; `create_replica_method` (its older name) → `create_replica_methods`;
  *    `use_unix_socket: true` and `use_unix_socket_repl: false` (what the agent always does)
  *    dropped, the other values refused.
  * 5. Keys of the reference not implemented (src/config/reference-keys.ts) and keys of
@@ -104,6 +104,7 @@ const WALKED: readonly string[][] = [
   ['database'],
   ['database', 'authentication'],
   ['database', 'authentication', '*'],
+  ['database', 'recovery_conf'],
   ['watchdog'],
   ['log'],
 ];
@@ -228,13 +229,11 @@ export function translateFile(raw: Doc): FileTranslation {
   }
   const db = getIn(doc, ['database']);
   if (isMapping(db)) {
-    for (const key of ['create_replica_methods', 'create_replica_method']) {
-      if (!Object.hasOwn(db, key)) continue;
-      const v = db[key];
-      if (!(Array.isArray(v) && v.length > 0 && v.every((m) => m === 'basebackup'))) {
-        problems.push(`database.${key}: not implemented: replicas are made with pg_basebackup only (create_replica_methods: [basebackup]), got ${JSON.stringify(v)}`);
-      }
-      run({ op: 'delete', path: ['database', key] });
+    // The reference's older name of create_replica_methods (docs/backups.md "Replica creation").
+    if (Object.hasOwn(db, 'create_replica_method')) {
+      if (Object.hasOwn(db, 'create_replica_methods')) problems.push('database.create_replica_method: give create_replica_methods or create_replica_method, not both');
+      else run({ op: 'rename', path: ['database', 'create_replica_method'], to: 'create_replica_methods' });
+      if (Object.hasOwn(db, 'create_replica_method')) run({ op: 'delete', path: ['database', 'create_replica_method'] });
     }
     for (const [key, always, why] of [
       ['use_unix_socket', true, 'the agent always connects to its PostgreSQL through the unix socket in socket_dir'],

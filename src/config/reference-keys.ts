@@ -14,17 +14,18 @@ const OTHER_DCS = 'not implemented: the only DCS is etcd v3 (section etcd3)';
 /** Why a cluster-wide setting is refused in a member's file. */
 const CLUSTER_WIDE =
   "a cluster-wide setting here: set it in bootstrap.dcs's database (postgresql) section for a new cluster, or change the cluster's with PATCH /config or hactl edit-config; a member's file does not override the dynamic configuration";
+/** Why a recovery target is refused for replicas. */
+const REPLICA_TARGET =
+  "not honoured for replicas: a replica that stops at a recovery target stops following its leader; a point-in-time restore is a custom bootstrap method's recovery_conf (docs/backups.md)";
 /** Why TLS and GSS options of the agent's database connections are refused. */
 const CONNECTION_OPTION = "not implemented: the agent's database connections take a username and a password only";
 /** Why log options other than the level are refused. */
 const LOG_OPTION = 'not implemented: the agent writes JSON lines to standard error; only log.level is read';
-/** Why the reference's options of a custom bootstrap method are refused. */
-const BOOTSTRAP_OPTION = 'not implemented: the command runs with --scope and --datadir, and the agent writes the recovery settings itself';
 
 /**
  * Native path (dot-separated, `*` for any key) -> why it is refused. Keys the agent implements
  * under another shape are not here (src/config/local-dialect.ts converts them: `etcd3.host`,
- * `create_replica_methods: [basebackup]`, `use_unix_socket: true`, `use_unix_socket_repl: false`).
+ * `create_replica_method`, `use_unix_socket: true`, `use_unix_socket_repl: false`).
  */
 export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   etcd: "not implemented: this agent speaks the etcd v3 API only (section etcd3, the same keys); the reference's etcd section uses the v2 API, whose keys etcd v3 does not see",
@@ -48,9 +49,6 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'bootstrap.users': 'not implemented: create the roles once the cluster runs (the reference deprecated bootstrap.users too)',
   'bootstrap.post_bootstrap': 'not implemented: no program runs after the bootstrap',
   'bootstrap.post_init': 'not implemented: no program runs after the bootstrap',
-  'bootstrap.*.no_params': BOOTSTRAP_OPTION,
-  'bootstrap.*.recovery_conf': BOOTSTRAP_OPTION,
-  'bootstrap.*.keep_existing_recovery_conf': BOOTSTRAP_OPTION,
   'database.proxy_address': 'not implemented: members publish no address of a connection pooler',
   'database.config_dir': "not implemented: PostgreSQL's configuration files live in data_dir",
   'database.bin_name': 'not implemented: the PostgreSQL programs are found under their own names in bin_dir',
@@ -72,7 +70,18 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'database.remove_data_directory_on_rewind_failure': CLUSTER_WIDE,
   'database.remove_data_directory_on_diverged_timelines': CLUSTER_WIDE,
   'database.basebackup': "not implemented: pg_basebackup runs with the agent's own options",
-  'database.recovery_conf': 'not implemented: the agent writes the recovery settings itself',
+  'database.recovery_conf.recovery_target': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_time': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_lsn': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_name': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_xid': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_inclusive': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_action': REPLICA_TARGET,
+  'database.recovery_conf.recovery_target_timeline': 'not implemented: replicas always follow the latest timeline (recovery_target_timeline = latest)',
+  'database.recovery_conf.recovery_end_command': 'not implemented: no program runs at the end of recovery',
+  'database.recovery_conf.primary_conninfo': "not implemented: the agent writes primary_conninfo itself, from the leader's (or replicatefrom member's) address",
+  'database.recovery_conf.primary_slot_name': 'not implemented: the agent names the slot after the member (use_slots), or standby_cluster.primary_slot_name',
+  'database.recovery_conf.standby_mode': 'not implemented: replicas always run in standby mode (standby.signal)',
   'database.pre_promote': 'not implemented: no program runs before a promotion (the fence guards it: docs/ha.md "Fencing")',
   'database.before_stop': 'not implemented: no program runs before PostgreSQL stops',
   'database.pg_ctl_timeout': "not implemented: the agent's own start and stop timeouts apply",

@@ -11,6 +11,7 @@ import { DynamicConfigSchema } from './dynamic-schema.ts';
 import { Bool, HbaLines, isMapping, mapping, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
 import { InitdbOptionSchema } from './initdb.ts';
 import { CALLBACK_NAMES, splitCommandLine, type CallbackName } from './command-line.ts';
+import { BackupSection, BootstrapRecoveryConf, CreateReplicaMethods, OneLineCommand, ReplicaRecoveryConf, replicaMethodIssues } from './archive-keys.ts';
 
 const mappingMessage = (i: { received: string }) => `must be a mapping, got ${i.received}`;
 
@@ -132,7 +133,25 @@ const Tags = mapping(v.looseObject(
 /** Keys of `bootstrap` that are not custom method sections. */
 const BOOTSTRAP_KEYS: readonly string[] = ['dcs', 'method', 'initdb', 'pg_hba'];
 
-const CustomMethod = mapping(v.looseObject({ command: NonEmptyString }, mappingMessage));
+/**
+ * A custom bootstrap method (patroni.md §3.10; docs/backups.md "Disaster recovery"): `command`
+ * run with `--scope= --datadir=` unless `no_params`; `recovery_conf`: the targeted recovery the
+ * agent writes before the first start; `keep_existing_recovery_conf`: the recovery settings the
+ * command wrote (recovery.signal, postgresql.auto.conf) are kept instead. Every other key is passed
+ * as `--<key>=<value>`.
+ */
+const CustomMethod = mapping(
+  v.objectWithRest(
+    {
+      command: OneLineCommand,
+      no_params: v.optional(Bool),
+      keep_existing_recovery_conf: v.optional(Bool),
+      recovery_conf: v.optional(BootstrapRecoveryConf),
+    },
+    v.union([v.string(), v.number(), v.boolean()], (i) => `must be a string, number or boolean (passed as --key=value), got ${i.received}`),
+    mappingMessage,
+  ),
+);
 
 const Bootstrap = v.pipe(
   v.custom<Record<string, unknown>>(isMapping, mappingMessage),
@@ -183,20 +202,38 @@ const Callbacks = mapping(v.strictObject(
   mappingMessage,
 ));
 
-const Database = mapping(v.strictObject(
-  {
-    listen: HostPortString,
-    connect_address: v.optional(HostPortString),
-    data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
-    bin_dir: v.optional(NonEmptyString),
-    socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
-    authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
-    parameters: v.optional(Parameters, {}),
-    pg_hba: v.optional(HbaLines, []),
-    callbacks: v.optional(Callbacks),
-  },
-  mappingMessage,
-));
+const DatabaseEntries = {
+  listen: HostPortString,
+  connect_address: v.optional(HostPortString),
+  data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
+  bin_dir: v.optional(NonEmptyString),
+  socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
+  authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
+  parameters: v.optional(Parameters, {}),
+  pg_hba: v.optional(HbaLines, []),
+  callbacks: v.optional(Callbacks),
+  // docs/backups.md: how replicas are made, and what they recover from the archive with.
+  create_replica_methods: v.optional(CreateReplicaMethods),
+  recovery_conf: v.optional(ReplicaRecoveryConf),
+};
+
+/**
+ * The database section: strict, except the sections of the replica creation methods that
+ * `create_replica_methods` names (`database.<method>`, archive-keys.ts replicaMethodIssues); any
+ * other key is unknown.
+ */
+const Database = v.pipe(
+  v.custom<Record<string, unknown>>(isMapping, mappingMessage),
+  v.objectWithRest(DatabaseEntries, v.unknown(), mappingMessage),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const value = dataset.value as Record<string, unknown>;
+    for (const p of replicaMethodIssues(value, Object.keys(DatabaseEntries))) {
+      const [first, ...rest] = (p.key ?? '').split('.').map((key) => ({ type: 'object' as const, origin: 'value' as const, input: value, key, value: undefined }));
+      addIssue(p.key === undefined || !first ? { message: p.message } : { message: p.message, path: [first, ...rest] });
+    }
+  }),
+);
 
 /**
  * `watchdog` (patroni.md §3.12; docs/ha.md "Fencing"): the software fence of this member's
@@ -232,6 +269,7 @@ export const FileSchema = v.strictObject(
     database: Database,
     tags: v.optional(Tags, {}),
     watchdog: v.optional(Watchdog, {}),
+    backup: v.optional(BackupSection),
     log: v.optional(
       mapping(v.strictObject(
         { level: v.optional(v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`), 'info') },
