@@ -4,7 +4,9 @@
  *   initdb wrote, moved aside on the first configure) followed by the enforced and configured
  *   parameters, and the recovery parameters for a replica;
  * - pg_hba.conf: the agent's entries followed by the configured lines;
- * - standby.signal: present exactly when the node is configured as a replica.
+ * - standby.signal: present exactly when the node is configured as a replica; recovery.signal
+ *   exactly for the targeted recovery of a restore's first start (ConfigureOptions.targetRecovery);
+ * - postgresql.auto.conf: kept, without the recovery parameters (RECOVERY_PARAMETERS).
  * Copies of these files that pg_basebackup brought from the leader are overwritten, never trusted.
  *
  * The render functions are pure; writeAgentConfig() does the I/O.
@@ -12,7 +14,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ConfigureOptions, RoleAuth } from './types.ts';
+import type { ConfigureOptions, RoleAuth, WrittenRecovery } from './types.ts';
 import { chownToPg } from './os-user.ts';
 
 /** First line of every file the agent writes; tells the agent's file from the one initdb wrote. */
@@ -173,8 +175,73 @@ export function effectiveParameters(node: NodeConf, opts: ConfigureOptions): Map
     if (opts.upstream) p.set('primary_conninfo', primaryConninfo(node, opts.upstream));
     if (opts.slotName) p.set('primary_slot_name', opts.slotName);
     p.set('recovery_target_timeline', 'latest');
+  } else if (opts.targetRecovery) {
+    for (const [k, v] of Object.entries(opts.targetRecovery)) p.set(k, v);
   }
   return p;
+}
+
+/**
+ * The recovery parameters (PostgreSQL ≥ 12) the agent owns: stripped from postgresql.auto.conf,
+ * where a restore tool (pgBackRest, pg_basebackup -R) or ALTER SYSTEM may write them, so that
+ * only the agent's postgresql.conf says how a member recovers (as the reference does). A
+ * recovery target left there would stop a replica at the target.
+ */
+export const RECOVERY_PARAMETERS: ReadonlySet<string> = new Set([
+  'archive_cleanup_command',
+  'restore_command',
+  'recovery_end_command',
+  'recovery_target',
+  'recovery_target_name',
+  'recovery_target_time',
+  'recovery_target_xid',
+  'recovery_target_lsn',
+  'recovery_target_inclusive',
+  'recovery_target_timeline',
+  'recovery_target_action',
+  'recovery_min_apply_delay',
+  'primary_conninfo',
+  'primary_slot_name',
+  'promote_trigger_file',
+  'standby_mode',
+]);
+
+/** A postgresql.conf value as written: `'…'` unquoted (`''` and backslash escapes), else as is. */
+export function unquoteConfValue(raw: string): string {
+  const t = raw.trim();
+  if (!t.startsWith("'")) return t.replace(/\s+#.*$/, '');
+  let out = '';
+  for (let i = 1; i < t.length; i++) {
+    const c = t[i]!;
+    if (c === '\\' && i + 1 < t.length) {
+      out += t[++i];
+    } else if (c === "'") {
+      if (t[i + 1] === "'") {
+        out += "'";
+        i++;
+      } else break;
+    } else out += c;
+  }
+  return out;
+}
+
+/**
+ * postgresql.auto.conf split: its text without the recovery parameters (RECOVERY_PARAMETERS), and
+ * those parameters (name lower-cased, value unquoted; the last one wins). Pure.
+ */
+export function splitAutoConf(text: string): { text: string; recovery: Record<string, string> } {
+  const kept: string[] = [];
+  const recovery: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=?\s*(.*)$/.exec(line);
+    const name = m?.[1]?.toLowerCase();
+    if (m && name && RECOVERY_PARAMETERS.has(name)) {
+      recovery[name] = unquoteConfValue(m[2] ?? '');
+      continue;
+    }
+    kept.push(line);
+  }
+  return { text: kept.join('\n'), recovery };
 }
 
 /** Full text of the agent's postgresql.conf (see effectiveParameters). */
@@ -247,7 +314,41 @@ export async function writeAgentConfig(node: NodeConf, opts: ConfigureOptions): 
   if (opts.role === 'replica' && opts.upstream) await writeOwnedFile(node.passfile, renderPassfile(node));
   await writeOwnedFile(conf, postgresqlConf);
   await writeOwnedFile(join(dir, 'pg_hba.conf'), hba);
+  await sanitizeAutoConf(dir);
   const signal = join(dir, 'standby.signal');
   if (opts.role === 'replica') await writeOwnedFile(signal, '');
   else await rm(signal, { force: true });
+  // recovery.signal exactly for a targeted recovery (a restore to a point in time): a restore
+  // tool's (pgBackRest writes one) never turns a replica's or a primary's start into one.
+  const recoverySignal = join(dir, 'recovery.signal');
+  if (opts.role === 'primary' && opts.targetRecovery) await writeOwnedFile(recoverySignal, '');
+  else await rm(recoverySignal, { force: true });
+}
+
+/** Removes the recovery parameters from `<dir>/postgresql.auto.conf` (splitAutoConf), when it holds any. */
+async function sanitizeAutoConf(dir: string): Promise<void> {
+  const auto = join(dir, 'postgresql.auto.conf');
+  let text: string;
+  try {
+    text = await readFile(auto, 'utf8');
+  } catch {
+    return;
+  }
+  const split = splitAutoConf(text);
+  if (Object.keys(split.recovery).length > 0) await writeOwnedFile(auto, split.text);
+}
+
+/**
+ * The recovery settings a restore left in `dir` (before the agent's configure rewrites them):
+ * the signal file and the recovery parameters of postgresql.auto.conf.
+ */
+export async function readWrittenRecovery(dir: string): Promise<WrittenRecovery> {
+  const signal = existsSync(join(dir, 'standby.signal')) ? 'standby' : existsSync(join(dir, 'recovery.signal')) ? 'recovery' : undefined;
+  let parameters: Record<string, string> = {};
+  try {
+    parameters = splitAutoConf(await readFile(join(dir, 'postgresql.auto.conf'), 'utf8')).recovery;
+  } catch {
+    // no postgresql.auto.conf: nothing written there
+  }
+  return { signal, parameters };
 }

@@ -8,7 +8,7 @@ import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, writeFile } fr
 import postgres from 'postgres';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
-import { renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
+import { readWrittenRecovery, renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
 import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
@@ -26,11 +26,11 @@ import {
   type ProcIdentity,
 } from './postmaster.ts';
 import { runProbe } from './probe.ts';
-import { PgToolError, runAsPg } from './run-as-pg.ts';
+import { PgToolError, runAsPg, runShellAsPg } from './run-as-pg.ts';
 import { pgRewindMayRetry, RewindNotStartedError } from './rewind-error.ts';
 import { planSlots } from './slots.ts';
 import { quoteIdent, quoteLiteral } from './sql-quote.ts';
-import type { ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream, WalEnd } from './types.ts';
+import type { CommandOptions, ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream, WalEnd, WrittenRecovery } from './types.ts';
 import { formatLsn, parseLsn } from '../domain/lsn.ts';
 import type { WalRecord } from '../domain/discarded.ts';
 import { readWalEnd, readWalRange } from './waldump.ts';
@@ -201,10 +201,44 @@ export class LocalPostgres implements PgControl {
     await this.query(`${verb} ROLE ${quoteIdent(repl.username)} WITH REPLICATION LOGIN PASSWORD ${quoteLiteral(repl.password)}`);
   }
 
-  async customBootstrap(command: string): Promise<void> {
+  /**
+   * `<command> --scope=<scope> --datadir=<data directory>` (without them: `noParams`), then
+   * `args` as `--<key>=<value>`, through /bin/sh as the PostgreSQL OS user, with HA_SCOPE,
+   * HA_NAME and HA_DATADIR in its environment.
+   */
+  async customBootstrap(command: string, opts: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void } = {}): Promise<void> {
     await this.ensureDirs();
-    const line = `${command} --scope=${shellQuote(this.opts.scope)} --datadir=${shellQuote(this.dataDir)}`;
-    await runAsPg('/bin/sh', ['-c', line]);
+    const words = opts.noParams ? [] : [`--scope=${this.opts.scope}`, `--datadir=${this.dataDir}`];
+    for (const [k, v] of Object.entries(opts.args ?? {})) words.push(`--${k}=${String(v)}`);
+    const line = [command, ...words.map(shellQuote)].join(' ');
+    await runShellAsPg(line, { env: this.commandEnv(), ...(opts.onOutput ? { onOutput: opts.onOutput } : {}) });
+  }
+
+  /** The environment of an operator's command: HA_SCOPE, HA_NAME, HA_DATADIR (docs/backups.md). */
+  private commandEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return { HA_SCOPE: this.opts.scope, HA_NAME: this.opts.name, HA_DATADIR: this.dataDir, ...extra };
+  }
+
+  /** PgControl.runCommand: /bin/sh -c as the PostgreSQL OS user, HA_* (commandEnv) and `opts.env` in its environment. */
+  async runCommand(commandLine: string, opts: CommandOptions = {}): Promise<void> {
+    await this.ensureDirs();
+    const env = this.commandEnv({ ...(opts.env ?? {}), ...(opts.replicationPassword ? { PGPASSWORD: this.opts.replication.password } : {}) });
+    await runShellAsPg(commandLine, { env, ...(opts.onOutput ? { onOutput: opts.onOutput } : {}) });
+  }
+
+  /** PgControl.sourceConninfo: host, port, the replication user and dbname=postgres; no password. */
+  sourceConninfo(from: Upstream): string {
+    return renderConninfo([
+      ['host', from.host],
+      ['port', String(from.port)],
+      ['user', this.opts.replication.username],
+      ['dbname', 'postgres'],
+    ]);
+  }
+
+  /** PgControl.writtenRecovery (conf-files.ts readWrittenRecovery). */
+  writtenRecovery(): Promise<WrittenRecovery> {
+    return readWrittenRecovery(this.dataDir);
   }
 
   async configure(opts: ConfigureOptions): Promise<void> {
@@ -422,7 +456,7 @@ export class LocalPostgres implements PgControl {
    *         Error when the data directory is not empty (nothing is touched in both cases);
    *         PgToolError with pg_basebackup's stderr.
    */
-  async basebackup(from: Upstream): Promise<void> {
+  async basebackup(from: Upstream, opts: { onOutput?: (text: string) => void } = {}): Promise<void> {
     await this.ensureDirs();
     const running = await this.liveServerProblem();
     if (running) throw new PostmasterRunningError(`basebackup: refusing to write into data directory ${this.dataDir}: ${running} (ensureNoPostmaster() first)`);
@@ -443,8 +477,13 @@ export class LocalPostgres implements PgControl {
           // No fsync here: a base backup's pg_control says "in production", so PostgreSQL fsyncs
           // the whole data directory when it first starts (StartupXLOG → SyncDataDirectory).
           '--no-sync',
+          // "copied/total kB (N%)" as it goes: the clone's progress in /ha (docs/backups.md "Progress").
+          '--progress',
         ],
-        { env: { PGPASSWORD: this.opts.replication.password, PGAPPNAME: `${this.opts.name}-basebackup`, PGCONNECT_TIMEOUT: '10' } },
+        {
+          env: { PGPASSWORD: this.opts.replication.password, PGAPPNAME: `${this.opts.name}-basebackup`, PGCONNECT_TIMEOUT: '10' },
+          ...(opts.onOutput ? { onOutput: opts.onOutput } : {}),
+        },
       );
     } catch (e) {
       await this.removeData();
@@ -462,7 +501,7 @@ export class LocalPostgres implements PgControl {
    * @throws PostmasterRunningError; Error (no wal_log_hints nor checksums); PgToolError
    *         (single-user recovery or pg_rewind failed, with its stderr).
    */
-  async rewind(from: Upstream): Promise<void> {
+  async rewind(from: Upstream, opts: { onOutput?: (text: string) => void } = {}): Promise<void> {
     const running = await this.liveServerProblem();
     if (running) throw new RewindNotStartedError(`pg_rewind: refusing to rewrite data directory ${this.dataDir}: ${running}`);
     const cd = await this.controlData();
@@ -474,7 +513,7 @@ export class LocalPostgres implements PgControl {
     const t1 = Date.now();
     await this.checkpointOn(from);
     const t2 = Date.now();
-    const { stdout, stderr } = await this.runPgRewind(from);
+    const { stdout, stderr } = await this.runPgRewind(from, opts.onOutput);
     await chmod(this.dataDir, 0o700);
     const outcome = /no rewind required/.test(stdout + stderr) ? 'no rewind required' : 'rewound';
     const copy = /need to copy (\d+) MB \(total source directory size is (\d+) MB\)/.exec(stdout + stderr);
@@ -497,7 +536,7 @@ export class LocalPostgres implements PgControl {
    * the file lists were compared) is a RewindNotStartedError, which the agent may retry; any other
    * failure is pg_rewind's PgToolError.
    */
-  private async runPgRewind(from: Upstream): Promise<{ stdout: string; stderr: string }> {
+  private async runPgRewind(from: Upstream, onOutput?: (text: string) => void): Promise<{ stdout: string; stderr: string }> {
     try {
       return await runAsPg(
         join(this.binDir, 'pg_rewind'),
@@ -514,7 +553,7 @@ export class LocalPostgres implements PgControl {
             ['application_name', `${this.opts.name}-rewind`],
           ])}`,
         ],
-        { env: { PGPASSWORD: this.opts.superuser.password, LC_ALL: 'C', LANG: 'C' } },
+        { env: { PGPASSWORD: this.opts.superuser.password, LC_ALL: 'C', LANG: 'C' }, ...(onOutput ? { onOutput } : {}) },
       );
     } catch (e) {
       const output = e instanceof PgToolError ? e.stderr : '';

@@ -32,6 +32,8 @@ export interface RunAsPgOptions {
   env?: Record<string, string>;
   /** Kill the tool (SIGKILL) after this many ms and reject. Default: no limit. */
   timeoutMs?: number;
+  /** Told every chunk of output (stdout and stderr) as it comes, e.g. to read a tool's progress. */
+  onOutput?: (text: string) => void;
 }
 
 /** The environment for PostgreSQL tools: process.env without PG* variables, plus HOME and `extra`. */
@@ -59,8 +61,23 @@ export function runAsPg(cmd: string, args: string[], opts: RunAsPgOptions = {}):
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const tell = (text: string) => {
+      try {
+        opts.onOutput?.(text);
+      } catch {
+        // A reader of progress never fails the tool.
+      }
+    };
+    child.stdout.on('data', (d: Buffer) => {
+      const text = d.toString();
+      stdout += text;
+      tell(text);
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      const text = d.toString();
+      stderr += text;
+      tell(text);
+    });
     const timer =
       opts.timeoutMs === undefined
         ? undefined
@@ -81,4 +98,14 @@ export function runAsPg(cmd: string, args: string[], opts: RunAsPgOptions = {}):
       reject(new PgToolError(`${name} ${why}${detail ? `: ${detail}` : ''}`, code, stderr));
     });
   });
+}
+
+/**
+ * Runs one command line through `/bin/sh -c` as the PostgreSQL OS user (runAsPg's environment and
+ * working directory): an operator's command (a replica creation method, a custom bootstrap, a
+ * backup). Resolves with its output on exit code 0.
+ * @throws PgToolError (`sh exited N: <stderr tail>`) on a non-zero exit, a signal or timeout.
+ */
+export function runShellAsPg(line: string, opts: RunAsPgOptions = {}): Promise<ToolResult> {
+  return runAsPg('/bin/sh', ['-c', line], opts);
 }

@@ -73,6 +73,31 @@ export interface ConfigureOptions {
   slotName?: string;
   /** Parameters from the local config and the dynamic config (dynamic wins). */
   parameters: Record<string, string | number>;
+  /**
+   * Primary only: the first start after a custom bootstrap recovers to a target before it
+   * becomes the primary (docs/backups.md "Disaster recovery"): these parameters
+   * (restore_command, recovery_target*, recovery_target_action) are written and `recovery.signal`
+   * created. Absent: no recovery.signal.
+   */
+  targetRecovery?: Record<string, string>;
+}
+
+/** The recovery settings a restore left in the data directory (PgControl.writtenRecovery). */
+export interface WrittenRecovery {
+  /** The signal file present: `standby` (standby.signal), `recovery` (recovery.signal), or none. */
+  signal: 'standby' | 'recovery' | undefined;
+  /** Recovery parameters found in postgresql.auto.conf (restore_command, recovery_target*, …), values unquoted. */
+  parameters: Record<string, string>;
+}
+
+/** Options of an operator's command run as the PostgreSQL OS user (PgControl.runCommand). */
+export interface CommandOptions {
+  /** Extra environment (e.g. HA_DATADIR for a command line that names it). */
+  env?: Record<string, string>;
+  /** Give the replication user's password as PGPASSWORD (a method that connects to the source). */
+  replicationPassword?: boolean;
+  /** Told every chunk of output as it comes (progress). */
+  onOutput?: (text: string) => void;
 }
 
 /**
@@ -111,7 +136,27 @@ export interface PgControl {
    * Runs a custom bootstrap command (`<command> --scope=<scope> --datadir=<dir>`); rejects when it
    * exits non-zero.
    */
-  customBootstrap(command: string): Promise<void>;
+  customBootstrap(command: string, opts?: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void }): Promise<void>;
+
+  /**
+   * Runs an operator's command line through /bin/sh as the PostgreSQL OS user, in `/` (a replica
+   * creation method, a backup). Rejects (PgToolError with the output's tail) on a non-zero exit.
+   * Optional: without it only the built-in basebackup makes replicas and no backup runs.
+   */
+  runCommand?(commandLine: string, opts?: CommandOptions): Promise<void>;
+
+  /**
+   * The libpq connection string of `from` as the replication user, without the password
+   * (`host=… port=… user=… dbname=postgres`): a replica creation method's `--connstring`.
+   */
+  sourceConninfo?(from: Upstream): string;
+
+  /**
+   * The recovery settings a restore wrote into the stopped data directory (signal file and
+   * postgresql.auto.conf), read before the agent's first configure() rewrites them
+   * (`keep_existing_recovery_conf`). Optional.
+   */
+  writtenRecovery?(): Promise<WrittenRecovery>;
 
   /**
    * Writes the agent-owned configuration: postgresql.conf (including the original as
@@ -142,8 +187,11 @@ export interface PgControl {
   /** pg_ctl reload (SIGHUP). */
   reload(): Promise<void>;
 
-  /** pg_basebackup -X stream from the upstream into the (empty) data directory, as the replication user. */
-  basebackup(from: Upstream): Promise<void>;
+  /**
+   * pg_basebackup -X stream from the upstream into the (empty) data directory, as the replication
+   * user. `onOutput` is told its `--progress` output as it comes.
+   */
+  basebackup(from: Upstream, opts?: { onOutput?: (text: string) => void }): Promise<void>;
 
   /**
    * Rewinds the stopped data directory onto the timeline of `from` (docs/ha.md "Rewind"):
@@ -158,7 +206,7 @@ export interface PgControl {
    * Rejects (the data directory may be left unusable) when a postmaster runs, the source cannot
    * be reached, the data has neither wal_log_hints nor checksums, or pg_rewind fails.
    */
-  rewind(from: Upstream): Promise<void>;
+  rewind(from: Upstream, opts?: { onOutput?: (text: string) => void }): Promise<void>;
 
   /** Removes the data directory's content (reinitialize, diverged timeline). */
   removeData(): Promise<void>;
