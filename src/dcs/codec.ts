@@ -51,6 +51,7 @@ export const MemberDataSchema = v.looseObject({
   pause: v.optional(v.boolean()),
   not_streaming_since: v.optional(v.string()),
   diverged: v.optional(v.string()),
+  failure: v.optional(v.string()),
 });
 
 /** Schema of `status`. */

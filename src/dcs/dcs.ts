@@ -174,8 +174,12 @@ export interface Dcs {
    */
   initialize(sysid: string, opts: { create: boolean }): Promise<boolean>;
 
-  /** Deletes `initialize` (bootstrap failed). */
-  cancelInitialize(): Promise<void>;
+  /**
+   * Deletes `initialize` while it is still empty (a bootstrap that failed before its winner wrote
+   * the system identifier): compare-and-delete on the value ''. False when the key holds a system
+   * identifier or is gone.
+   */
+  cancelInitialize(): Promise<boolean>;
 
   /**
    * Writes `config` (compact JSON). With `expectedRevision`: compare-and-set on mod_revision

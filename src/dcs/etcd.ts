@@ -306,9 +306,12 @@ export class EtcdDcs implements Dcs {
     return res.succeeded;
   }
 
-  async cancelInitialize(): Promise<void> {
+  async cancelInitialize(): Promise<boolean> {
     const key = this.abs(KEY.initialize);
-    await this.call('initialize delete', (deadline) => this.client.delete().key(key).options({ deadline }).exec());
+    const res = await this.call('initialize delete', (deadline) =>
+      this.client.if(key, 'Value', '==', '').then(this.client.delete().key(key)).options({ deadline }).commit(),
+    );
+    return res.succeeded;
   }
 
   async setConfig(value: Record<string, unknown>, expectedRevision?: string): Promise<boolean> {

@@ -193,8 +193,13 @@ export class InMemoryDcs implements Dcs {
     });
   }
 
-  async cancelInitialize(): Promise<void> {
-    await this.call(() => this.store.delete(this.abs(KEY.initialize)));
+  async cancelInitialize(): Promise<boolean> {
+    return this.call(() => {
+      const key = this.abs(KEY.initialize);
+      if (this.store.get(key)?.value !== '') return false;
+      this.store.delete(key);
+      return true;
+    });
   }
 
   async setConfig(value: Record<string, unknown>, expectedRevision?: string): Promise<boolean> {

@@ -112,6 +112,12 @@ export interface CycleInput {
   rewindFailure?: RewindFailure;
   /** This agent won the `initialize` race in this process lifetime. */
   initializedByMe: boolean;
+  /**
+   * The bootstrap this member won failed (initdb, the custom bootstrap or its first start):
+   * `<action> failed: <reason>`. The `initialize` key is then given back (as the reference's
+   * cancel_initialization), so the cluster bootstraps once the cause is fixed.
+   */
+  bootstrapFailed?: string;
   /** System identifier of the local data, when known. */
   sysid?: string;
   tags: Tags;
@@ -128,6 +134,8 @@ export interface CycleInput {
 export type CycleAction =
   | { kind: 'bootstrap' }
   | { kind: 'finishBootstrap' }
+  /** The bootstrap this member won failed: delete the `initialize` key it holds (still empty), so the race can run again. */
+  | { kind: 'cancelBootstrap' }
   | { kind: 'clone'; from: string }
   /** `remote`: the standby leader of a standby cluster, streaming from `standby_cluster` host:port. */
   | { kind: 'start'; role: 'primary' | 'replica'; leader?: string; remote?: true }
@@ -314,6 +322,14 @@ export function decideCycle(i: CycleInput): CycleDecision {
     return d(`${db.state} in progress`);
   }
 
+  // The bootstrap this member won failed and nobody leads: the `initialize` key it holds (still
+  // empty: no system identifier published) is given back, with the reason in the log; the race
+  // runs again after the start back-off, so the cluster bootstraps once the cause is fixed
+  // (issue 30, item 1; the reference's cancel_initialization).
+  if (i.bootstrapFailed !== undefined && i.initializedByMe && view.initialize === '' && !leader && !sc) {
+    return d(`removing initialize key after failed attempt to bootstrap the cluster: ${i.bootstrapFailed}`, { kind: 'cancelBootstrap' });
+  }
+
   // The view names this member, but this agent released or lost that lock: the view is stale
   // (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
   // follow it: a released lock is won back only through the leader race.
@@ -334,6 +350,9 @@ export function decideCycle(i: CycleInput): CycleDecision {
       return d(`trying to bootstrap from ${from === leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
     }
     if (view.initialize === undefined && !paused && mayPromote(i.tags)) {
+      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+        return d(`bootstrap failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+      }
       if (sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
       return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
     }

@@ -48,6 +48,8 @@ export interface MemberData {
   not_streaming_since?: string;
   /** Ours: why this member's WAL diverged from the leader's timeline; it does not run as a replica. */
   diverged?: string;
+  /** Ours: the last failed database action and why (`initdb failed: …`), until an attempt starts again or the database runs. */
+  failure?: string;
 }
 
 /** A member as seen in the cluster view: its name plus its data. */

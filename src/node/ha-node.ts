@@ -219,6 +219,8 @@ export class HaNode {
     let prevKey = '';
     let prevValue = '';
     db.subscribe((s) => {
+      const c = s.context;
+      p.failures.observe({ value: s.value as DatabaseState, role: c.role, promoting: c.promoting, replicaMethod: c.replicaMethod, lastError: c.lastError }, clock.now());
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
@@ -270,14 +272,16 @@ export class HaNode {
         await waitOn(this.deps.clock, db, (s) => !isBusy(String(s.value)), 60_000);
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
-        } else if (db.getSnapshot().value !== 'stopped') {
+        } else if (db.getSnapshot().value !== 'stopped' && db.getSnapshot().can({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: 0 })) {
+          // A state that takes no stop (a failed initdb or custom bootstrap) has nothing running
+          // that the machine knows of: a leftover postmaster is stopped below.
           release.request(iLead);
           db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.deps.clock.now() });
           await waitOn(this.deps.clock, db, (s) => s.value === 'stopped' || s.value === 'stop_failed', 60_000);
         }
         if (iLead && (await pg.postmasterPid()) === undefined && release.requested) await release.releaseWithStatus();
       } catch (e) {
-        log.error({ err: e }, 'error while shutting down');
+        log.error(`error while shutting down: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
     // Whatever state the machine was left in (a failed bootstrap, a stop that timed out), the

@@ -19,6 +19,7 @@ import { ConfigApplier } from './local/config-apply.ts';
 import { LocalWatch } from './local/local-watch.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from './local/receipts.ts';
 import { RewindRecord } from './local/rewind-record.ts';
+import { FailureRecord } from './local/failure-record.ts';
 import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
 import { Fencing, type WatchdogSettings } from './lock/fencing.ts';
 import { LeaderDeadline } from './lock/leader-deadline.ts';
@@ -89,7 +90,7 @@ export function buildParts(deps: NodeDeps, state: NodeState, opts: PartsOptions,
     hooks,
     now,
     notice: (type, text) => {
-      deps.log.warn({ member: deps.name, notice: type }, text);
+      deps.log.warn({ notice: type }, text);
       deps.journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: now() } });
     },
     db: () => {
@@ -153,7 +154,7 @@ function buildLock(c: Ctx) {
   return { fencing, lock, duties, release };
 }
 
-/** local/: the probe and crash watcher, the rewind record, the receipts. */
+/** local/: the probe and crash watcher, the rewind record, the failure record, the receipts. */
 function buildLocal(c: Ctx) {
   const { state, opts, hooks } = c;
   const watch = new LocalWatch({
@@ -175,6 +176,7 @@ function buildLocal(c: Ctx) {
     },
   });
   const rewinds = new RewindRecord(c);
+  const failures = new FailureRecord(c);
   const receipts = new ReceiptKeeper({
     name: c.name,
     pg: opts.rawPg,
@@ -184,7 +186,7 @@ function buildLocal(c: Ctx) {
     leaderUpstream: (leader) => upstreamOf(c.dcs.view(), leader),
     changed: c.emitChange,
   });
-  return { watch, rewinds, receipts };
+  return { watch, rewinds, failures, receipts };
 }
 
 /** replication/: synchronous replication, the replication source, the replica's slots. */
@@ -202,7 +204,7 @@ type Built = ReturnType<typeof buildLock> & ReturnType<typeof buildLocal> & Retu
 /** member/ and the configuration: the trackers (read by the member key), the member key, the config applier. */
 function buildMember(c: Ctx, b: Built) {
   const trackers = new CycleTrackers(c);
-  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe });
+  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures });
   const config = new ConfigApplier({ ...c, sync: b.sync, source: b.source, rewinds: b.rewinds, republish: () => memberKey.publish(true) });
   const deadline = new LeaderDeadline({ ...c, lock: b.lock });
   const failsafe = new Failsafe({ ...c, lock: b.lock, fencing: b.fencing, deadline, probe: b.probe, ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}) });

@@ -851,7 +851,8 @@ export class World {
       dcs,
       pg,
       journal: m.journal,
-      log: SILENT,
+      // The member's name on every line, as the agent's base logger has it (src/node/agent/agent.ts).
+      log: SILENT.child({ member: m.name }),
       clock: view,
       fetchStatus: (url) => this.fetchStatus(m.name, view, url),
       postFailsafe: (url, body, timeoutMs) => this.postFailsafe(m.name, view, url, body, timeoutMs),

@@ -96,9 +96,14 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(a.lastKeepaliveMs()).toBeLessThanOrEqual(h.now());
     });
 
-    it('lets exactly one member win the bootstrap race on initialize', async () => {
+    it('lets exactly one member win the bootstrap race on initialize; an empty key is given back, a system identifier never', async () => {
       setup();
       const [a, b, c] = await Promise.all([client('a'), client('b'), client('c')]);
+      const first = await Promise.all([a, b, c].map((d) => d.initialize('', { create: true })));
+      expect(first.filter(Boolean)).toHaveLength(1);
+      // The winner's bootstrap failed: the empty key is given back and the race runs again.
+      expect(await [a, b, c][first.indexOf(true)]!.cancelInitialize()).toBe(true);
+      expect((await a.refresh()).initialize).toBeUndefined();
       const results = await Promise.all([a, b, c].map((d) => d.initialize('', { create: true })));
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = [a, b, c][results.indexOf(true)]!;
@@ -106,8 +111,8 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect((await a.refresh()).initialize).toBe('7412345678901234567');
       expect(await h.raw(key('initialize'))).toMatchObject({ value: '7412345678901234567', lease: '0' });
       expect(await b.initialize('', { create: true })).toBe(false);
-      await winner.cancelInitialize();
-      expect((await a.refresh()).initialize).toBeUndefined();
+      expect(await winner.cancelInitialize()).toBe(false);
+      expect((await a.refresh()).initialize).toBe('7412345678901234567');
     });
 
     it('lets exactly one member win the leader race; the losers learn the holder', async () => {

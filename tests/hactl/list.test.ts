@@ -125,6 +125,19 @@ describe('list', () => {
     expect(pretty).toContain('stopped, diverged');
   });
 
+  it('a failed database action: its reason under the table, and as Failure in json (issue 30, item 2)', () => {
+    const v = threeNodeView();
+    const failure = "initdb failed: the PostgreSQL user 'postgres' cannot reach /var/tmp/ha-demo/n3/data";
+    v.members[2]!.data = memberData(5434, { state: 'initdb_failed', role: 'uninitialized', failure });
+    const pretty = renderList(v, 'demo', { format: 'pretty', extended: false });
+    expect(pretty.some((l) => l.includes('initdb failed |') || l.includes('initdb failed '))).toBe(true);
+    expect(pretty).toContain(` node3: ${failure}`);
+    const json = JSON.parse(renderList(v, 'demo', { format: 'json', extended: false })[0]!) as Array<Record<string, unknown>>;
+    expect(json[2]!['Failure']).toBe(failure);
+    expect(json[0]!['Failure']).toBeUndefined();
+    expect(listFooter(threeNodeView(), 'demo')).toEqual([]);
+  });
+
   it('topology: replicas under the leader, replicatefrom under their upstream', () => {
     const v = threeNodeView();
     v.members.push({ name: 'node0', data: memberData(5435, { tags: { replicatefrom: 'node3' } }) });

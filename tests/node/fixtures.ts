@@ -74,6 +74,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     bootstrapDcs: {},
     dcs: {
       initialize: unexpected('dcs.initialize'),
+      cancelInitialize: unexpected('dcs.cancelInitialize'),
       setConfig: unexpected('dcs.setConfig'),
       setHistory: unexpected('dcs.setHistory'),
       setFailover: unexpected('dcs.setFailover'),

@@ -69,7 +69,7 @@ export class HaCycle {
     void d.fencing.sync();
     await d.admin.runDueRestart();
     if (decision.message !== this.lastMessage) {
-      d.log.info({ member: d.name, actions: decision.actions.map((a) => a.kind) }, decision.message);
+      d.log.info({ actions: decision.actions.map((a) => a.kind) }, decision.message);
       this.lastMessage = decision.message;
     }
     if (g.dcsOk) await d.memberKey.publish().catch((e) => d.log.warn({ err: String(e) }, 'publishing the member key failed'));

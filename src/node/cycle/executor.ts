@@ -30,7 +30,7 @@ import type { CycleTrackers } from './trackers.ts';
 
 /** What the executor reads and calls (HaNode wires it). */
 export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | 'customBootstrapCommand'> {
-  dcs: Pick<Dcs, 'initialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
+  dcs: Pick<Dcs, 'initialize' | 'cancelInitialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
   pg: Pick<PgControl, 'controlData' | 'query' | 'listSlots' | 'syncSlots'>;
   log: Pick<Logger, 'info' | 'warn'>;
   /** The node's facts: this module is the one writer of initializedByMe and demoted. */
@@ -67,6 +67,8 @@ export class Executor {
         return this.bootstrap();
       case 'finishBootstrap':
         return this.finishBootstrap();
+      case 'cancelBootstrap':
+        return this.cancelBootstrap();
       case 'clone':
         return this.clone(view, a.from, 'cmd.clone', `cloning from ${a.from}`);
       case 'reinitialize':
@@ -122,6 +124,19 @@ export class Executor {
       if (this.d.customBootstrapCommand) db.send({ type: 'cmd.customBootstrap', reason: 'won the bootstrap race', at });
       else db.send({ type: 'cmd.bootstrap', reason: 'won the bootstrap race', at });
     }
+  }
+
+  /**
+   * The bootstrap this member won failed: the `initialize` key is given back while still empty
+   * (compare-and-delete), so any member may win the race again once the cause is fixed. The
+   * failed attempt left nothing of its own behind (the initdb effect removes what it made).
+   */
+  private async cancelBootstrap(): Promise<void> {
+    const { dcs, log, state: st } = this.d;
+    const given = await dcs.cancelInitialize();
+    st.initializedByMe = false;
+    log.warn(given ? 'removed the initialize key after the failed bootstrap: the race runs again after the start back-off' : 'the initialize key was not empty any more: not removed');
+    this.d.emitChange();
   }
 
   /** The bootstrap winner's database runs: the system identifier and the configuration in the DCS, then the lock. */

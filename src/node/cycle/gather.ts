@@ -17,6 +17,7 @@ import type { Tags } from '../../domain/member.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
+import type { FailureRecord } from '../local/failure-record.ts';
 import type { RewindRecord } from '../local/rewind-record.ts';
 import { walOf } from '../member/member-data.ts';
 import type { ReplicationSource } from '../replication/replication-source.ts';
@@ -44,6 +45,8 @@ export interface GatherDeps extends Omit<LockFactsDeps, 'pg'>, Omit<LocalFactsDe
   sync: Pick<SyncManager, 'reset'>;
   failsafe?: Pick<Failsafe, 'dcsBack' | 'facts'>;
   rewinds: Pick<RewindRecord, 'failure' | 'forget'>;
+  /** The last failed database action (a failed bootstrap this member won gives the `initialize` key back). */
+  failures: Pick<FailureRecord, 'bootstrapFailure'>;
   source: Pick<ReplicationSource, 'configuredFor'>;
   trackers: CycleTrackers;
   /** A probe started at or after `tMs` (LocalWatch.probeStartedAfter). */
@@ -174,6 +177,7 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
   const t = d.trackers.facts;
   const { lock, local } = p;
   const rewindFailure = d.rewinds.failure;
+  const bootstrapFailed = d.failures.bootstrapFailure;
   return {
     ...p.failsafe,
     name: d.name,
@@ -209,6 +213,7 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
     ...(t.ghostLeader ? { ghostLeaderSinceMs: t.ghostLeader.sinceMs } : {}),
     ...(t.noLeaderSinceMs !== undefined ? { noLeaderSinceMs: t.noLeaderSinceMs } : {}),
     ...(rewindFailure ? { rewindFailure } : {}),
+    ...(bootstrapFailed !== undefined ? { bootstrapFailed } : {}),
     ...(p.leaderWal ? { leaderWal: p.leaderWal } : {}),
     ...(t.sameNumberFork ? { sameNumberFork: t.sameNumberFork } : {}),
   };

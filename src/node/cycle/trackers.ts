@@ -138,12 +138,12 @@ export class CycleTrackers {
   startOutcome(prev: string, value: string, config: DynamicConfig, nowMs: number): void {
     if (value === 'running') {
       this.resetStartBackoff();
-    } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
+    } else if (value === 'start_failed' || value === 'initdb_failed' || value === 'custom_bootstrap_failed' || (prev === 'creating_replica' && value === 'stopped')) {
       this.s.startFailures += 1;
       const capMs = Math.max(config.ttl, 4 * config.loop_wait) * 1000;
       const waitMs = Math.min(config.loop_wait * 1000 * 2 ** Math.min(this.s.startFailures - 1, 16), capMs);
       this.s.nextStartAtMs = nowMs + waitMs;
-      if (this.s.startFailures > 1) this.deps.notice('start.backoff', `start or clone failed ${this.s.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
+      if (this.s.startFailures > 1) this.deps.notice('start.backoff', `bootstrap, start or clone failed ${this.s.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
     }
   }
 

@@ -124,6 +124,18 @@ async function promoteMarked(pg: PgControl, ctx: EffectContext): Promise<void> {
   await markPromotion(pg, ctx);
 }
 
+/**
+ * A new cluster is made whole or not at all: after initdb, a failed configuration, start or
+ * post-bootstrap stops the postmaster of this data directory (immediate; never another server's)
+ * and empties the directory, so the next attempt, here or on another member once the `initialize`
+ * key is given back, starts from nothing (issue 30, item 1). The directory held only what this
+ * initdb made: initdb itself refuses a directory that is not empty.
+ */
+async function undoInitdb(pg: PgControl, ctx: EffectContext): Promise<void> {
+  if ((await pg.postmasterPid()) !== undefined) await pg.stop('immediate', ctx.stopTimeoutMs());
+  await pg.removeData();
+}
+
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
@@ -131,9 +143,14 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
     actors: {
       initdb: fromPromise(async () => {
         await pg.initdb(ctx.initdbOptions());
-        await ctx.configure('primary');
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
-        await pg.postBootstrap();
+        try {
+          await ctx.configure('primary');
+          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+          await pg.postBootstrap();
+        } catch (e) {
+          await undoInitdb(pg, ctx).catch(() => undefined);
+          throw e;
+        }
       }),
       customBootstrap: fromPromise(async () => {
         const cmd = ctx.customBootstrapCommand();

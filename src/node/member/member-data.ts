@@ -40,6 +40,8 @@ export interface MemberFacts {
   notStreamingSinceMs?: number;
   /** Why the local WAL diverged from the leader's timeline. */
   diverged?: string;
+  /** The last failed database action and why (`<action> failed: <reason>`, src/domain/database-failure.ts). */
+  failure?: string;
 }
 
 /** The member key's value. LSNs as integer bytes. */
@@ -66,5 +68,6 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(f.paused ? { pause: true } : {}),
     ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
     ...(f.diverged ? { diverged: f.diverged } : {}),
+    ...(f.failure !== undefined ? { failure: f.failure } : {}),
   };
 }
