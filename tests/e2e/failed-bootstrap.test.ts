@@ -72,8 +72,16 @@ describe('a failed bootstrap does not wedge the cluster', () => {
   }, 180_000);
 
   it('SIGTERM to an agent whose initdb failed exits at once, without a stack trace', async () => {
-    const n = c.nodes[2]!;
-    await waitFor(async () => (await c.get(n.name, '/ha')).json()?.state === 'initdb failed', 60_000, `${n.name} in initdb failed`);
+    // Whichever member's last attempt failed (the others may not have won a race yet).
+    const n = await waitFor(
+      async () => {
+        for (const x of c.nodes) if ((await c.get(x.name, '/ha')).json()?.state === 'initdb_failed') return x;
+        return undefined;
+      },
+      60_000,
+      'a member in initdb_failed',
+      200,
+    );
     const t0 = Date.now();
     await c.stopAgent(n.name, 30_000);
     const tookMs = Date.now() - t0;
