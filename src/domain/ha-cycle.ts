@@ -5,7 +5,7 @@
  * shared/docs/dcs-layout.md; each result carries the one sentence the cycle logs.
  */
 import { clusterTimeline, type ClusterView } from './cluster.ts';
-import type { DynamicConfig } from './dynamic-config.ts';
+import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
 import { isEligibleCandidate, isHealthiest, publishedPositions, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
@@ -252,7 +252,8 @@ function remoteText(sc: StandbyClusterConfig): string {
 
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
-  return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
+  const { loopWaitMs, retryTimeoutMs } = timingOf(config);
+  return Math.max(2 * loopWaitMs, retryTimeoutMs);
 }
 
 /**
@@ -410,7 +411,7 @@ function onGhostLeader(i: CycleInput, c: CycleContext): CycleDecision | undefine
   if (c.iLead || !leader || i.view.members.some((m) => m.name === leader)) return undefined;
   const since = i.ghostLeaderSinceMs ?? i.nowMs;
   const waitedMs = i.nowMs - since;
-  if (!c.paused && waitedMs >= i.config.ttl * 1000) {
+  if (!c.paused && waitedMs >= timingOf(i.config).ttlMs) {
     return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
   }
   const demote: CycleAction[] = i.db.role === 'primary' && i.db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
@@ -777,7 +778,7 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   if (req.member === i.name) return d('I am already the leader: clearing the failover key', { kind: 'clearFailover' }, duties);
   if (req.scheduled_at) {
     const atMs = Date.parse(req.scheduled_at);
-    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, i.config.loop_wait * 1000).kind;
+    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, timingOf(i.config).loopWaitMs).kind;
     const timing = i.switchoverPhase === undefined ? derived : i.switchoverPhase === 'run' ? 'runNow' : i.switchoverPhase;
     if (timing === 'wait') return d(`Awaiting switchover at ${req.scheduled_at}`, duties);
     if (timing === 'stale') return d('scheduled switchover is stale: clearing the failover key', { kind: 'clearFailover' }, duties);

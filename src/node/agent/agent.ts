@@ -14,6 +14,7 @@ import { createDcs, type Dcs } from '../../dcs/index.ts';
 import { etcdBackendOf } from '../../dcs/etcd-settings.ts';
 import type { InMemoryStore } from '../../dcs/memory.ts';
 import { buildClusterDocument } from '../../domain/cluster-document.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { createNodeApp } from '../../http/app.ts';
 import { createObserveRoutes } from '../../observe/app.ts';
 import { detectBinDir } from '../../postgres/bin-dir.ts';
@@ -147,7 +148,7 @@ function localPostgres(config: AgentConfig, binDir: string, log: Logger): LocalP
 /** The DCS client: etcd (`etcd3`), or the in-process `memoryStore` when given. */
 async function dcsOf(config: AgentConfig, memoryStore: InMemoryStore | undefined): Promise<Dcs> {
   const ttlSeconds = config.bootstrap.dcs.ttl;
-  const retryTimeoutMs = config.bootstrap.dcs.retry_timeout * 1000;
+  const { retryTimeoutMs } = timingOf(config.bootstrap.dcs);
   const dcsBase = { namespace: config.namespace, scope: config.scope, name: config.name, ttlSeconds, retryTimeoutMs };
   return memoryStore ? createDcs({ kind: 'memory', store: memoryStore, ...dcsBase }) : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
 }

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import type { CycleAction } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
@@ -282,7 +283,7 @@ export class Executor {
    */
   private async checkpointBeforeStop(): Promise<void> {
     const { pg, log, state } = this.d;
-    const timeoutMs = Math.max(500, Math.min(5000, (state.config.ttl * 1000) / 4));
+    const timeoutMs = Math.max(500, Math.min(5000, timingOf(state.config).ttlMs / 4));
     const t0 = this.d.now();
     try {
       await pg.query('CHECKPOINT', timeoutMs);

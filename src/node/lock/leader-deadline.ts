@@ -8,6 +8,7 @@
  *
  * All time is the node's clock (simulated in `ha simulate`).
  */
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { FAILSAFE_ROUND_RESERVE_MS, leaderDeadlineMs } from '../../domain/leader-deadline.ts';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { DynamicConfig } from '../../domain/dynamic-config.ts';
@@ -71,8 +72,8 @@ export class LeaderDeadline {
     return leaderDeadlineMs({
       lastRenewalMs: dcs.lastKeepaliveMs(),
       failsafeSentMs: this.failsafeSentMs,
-      ttlSeconds: state.config.ttl,
-      retryTimeoutSeconds: state.config.retry_timeout,
+      ttlMs: timingOf(state.config).ttlMs,
+      retryTimeoutMs: timingOf(state.config).retryTimeoutMs,
     });
   }
 
