@@ -34,8 +34,8 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   dcs: Pick<Dcs, 'initialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
   pg: Pick<PgControl, 'controlData' | 'query' | 'listSlots' | 'syncSlots'>;
   log: Pick<Logger, 'info' | 'warn'>;
-  /** The node's facts: this module is the one writer of initializedByMe and demoted. */
-  state: Pick<NodeState, 'config' | 'initializedByMe' | 'demoted'>;
+  /** The node's facts: this module is the one writer of initializedByMe and demoted; the configuration it only reads. */
+  state: Pick<NodeState, 'initializedByMe' | 'demoted'> & Readonly<Pick<NodeState, 'config'>>;
   lock: Pick<LeaderLock, 'acquire' | 'release'>;
   fencing: Pick<Fencing, 'beforeAcquire'>;
   duties: Pick<LeaderDuties, 'historyWritten' | 'run'>;
