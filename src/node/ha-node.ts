@@ -116,6 +116,7 @@ export interface NodeChange {
   leader: boolean;
 }
 
+/** One member's node agent (see the module comment). */
 export class HaNode {
   private readonly deps: NodeDeps;
   private readonly state: NodeState;

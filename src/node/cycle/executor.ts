@@ -58,6 +58,7 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   emitChange(): void;
 }
 
+/** Carries out decideCycle's actions, one method per action kind. */
 export class Executor {
   constructor(private readonly d: ExecutorDeps) {}
 

@@ -31,6 +31,7 @@ export interface StalledReplica {
   config: DynamicConfig;
 }
 
+/** The background read of the leader's position while this replica does not stream. */
 export class LeaderPositionRead {
   /** The last background read of the leader's position while this replica did not stream. */
   private read: Read | undefined;

@@ -54,6 +54,7 @@ export interface LocalSeen {
 /** CycleFacts as this module writes them. */
 type Tracked = { -readonly [K in keyof CycleFacts]: CycleFacts[K] };
 
+/** The facts carried between cycles (CycleFacts), and their one writer. */
 export class CycleTrackers {
   private readonly s: Tracked = {
     ghostLeader: undefined,

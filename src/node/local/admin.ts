@@ -45,6 +45,7 @@ export interface AdminDeps {
   receipts?: Pick<ReceiptKeeper, 'take'>;
 }
 
+/** The API's commands on the local database: restart, scheduled restart, reinitialize. */
 export class AdminCommands {
   constructor(private readonly d: AdminDeps) {}
 

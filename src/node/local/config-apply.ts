@@ -56,6 +56,7 @@ export interface ConfigApplierDeps {
   republish(): Promise<void>;
 }
 
+/** The dynamic and local configuration applied, and PostgreSQL's configuration written (one write at a time). */
 export class ConfigApplier {
   private lastProblem = '';
   private lastDropped = '';

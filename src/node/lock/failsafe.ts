@@ -59,6 +59,7 @@ export interface FailsafeDeps {
   post?: FailsafePost;
 }
 
+/** Failsafe mode on both sides: the leader's rounds of POST /failsafe and a replica's acceptances. */
 export class Failsafe {
   /** Replica side: the last accepted POST /failsafe and when (node clock). */
   private accepted: { req: FailsafeRequest; atMs: number } | undefined;

@@ -78,6 +78,7 @@ export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, re
  */
 export const LAUNCH_SLACK_MS = 1000;
 
+/** What the fence reads and calls (HaNode wires it). */
 export interface FencingDeps {
   settings: WatchdogSettings;
   /** The fence; undefined: no fence (the mode is then reported, never armed; `required` fails). */
@@ -96,6 +97,7 @@ export interface FencingDeps {
   mono?: () => number;
 }
 
+/** When the fence is armed, fed and disarmed (see the module comment). */
 export class Fencing {
   private lastStamp: number | undefined;
   private failed = false;

@@ -31,6 +31,7 @@ export interface LeaderDeadlineDeps {
   wake(): void;
 }
 
+/** The leader cycle's deadline for DCS calls, and the wake-up when it passes. */
 export class LeaderDeadline {
   /** Send time of the last failsafe round every member accepted in time; 0 when none since leading. */
   private failsafeSentMs = 0;

@@ -20,6 +20,7 @@ export interface StopReleaseDeps extends Pick<LeaderDutiesDeps, 'dcs' | 'log'> {
   emitChange(): void;
 }
 
+/** The lock release asked for with a stop, carried out once the database stopped. */
 export class StopRelease {
   /** The stop in progress releases the lock when done. */
   private pending = false;

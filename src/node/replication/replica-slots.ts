@@ -57,6 +57,7 @@ export function hasPermanentLogicalSlots(config: Record<string, unknown> | undef
   return [...permanentSlots(config).values()].some((s) => s.type === 'logical');
 }
 
+/** A running replica's slots, each cycle it follows a leader. */
 export class ReplicaSlots {
   private nextCopyAtMs = 0;
   private copyInterval = COPY_INTERVAL_MS;

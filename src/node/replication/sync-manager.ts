@@ -60,6 +60,7 @@ export interface SyncManagerDeps {
   probe(): PgStatus | undefined;
 }
 
+/** The leader's synchronous replication, one step at a time (see the module comment). */
 export class SyncManager {
   /** The set this agent wrote or found; undefined while it does not manage one (not leader, mode off). */
   private configured: SyncSet | undefined;
