@@ -5,7 +5,7 @@
  * shared/docs/dcs-layout.md; each result carries the one sentence the cycle logs.
  */
 import { clusterTimeline, type ClusterView } from './cluster.ts';
-import type { DynamicConfig } from './dynamic-config.ts';
+import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
 import { isEligibleCandidate, isHealthiest, publishedPositions, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
@@ -260,7 +260,8 @@ function remoteText(sc: StandbyClusterConfig): string {
 
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
-  return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
+  const { loopWaitMs, retryTimeoutMs } = timingOf(config);
+  return Math.max(2 * loopWaitMs, retryTimeoutMs);
 }
 
 /**
@@ -295,204 +296,269 @@ export function ghostSighting(previous: GhostSighting | undefined, view: Cluster
   return { name: key.name, revision: key.revision, sinceMs: seenMs };
 }
 
-/** The decision of one HA cycle. */
+/** What every phase of decideCycle reads besides the input. */
+interface CycleContext {
+  paused: boolean;
+  /** This agent holds the leader lock (CycleInput.holdsLock). */
+  iLead: boolean;
+  /** The leader: this member when it holds the lock, else the view's leader key. */
+  leader: string | undefined;
+  /**
+   * A standby cluster (docs/ha.md "Standby cluster"): its leader replicates from the remote and
+   * is never promoted; its other members follow the standby leader without divergence checks
+   * (the remote's timelines are not described by this cluster's history key).
+   */
+  sc: StandbyClusterConfig | undefined;
+  standby: boolean;
+}
+
+/**
+ * The decision of one HA cycle: the first phase that decides, in the reference's order
+ * (patroni.md §3.2): the DCS, an effect in progress, a lock this agent released, an empty data
+ * directory, another cluster's data, the bootstrap winner, a ghost leader key, a stopped
+ * database, the leader race, the lock holder, a replica.
+ */
 export function decideCycle(i: CycleInput): CycleDecision {
-  const { name, view, config, db } = i;
-  const paused = config.pause === true;
-  const iLead = i.holdsLock;
-  const leader = iLead ? name : view.leader?.name;
-  // A standby cluster (docs/ha.md "Standby cluster"): its leader replicates from the remote and
-  // is never promoted; its other members follow the standby leader without divergence checks
-  // (the remote's timelines are not described by this cluster's history key).
-  const sc = standbyClusterOf(config);
-  const standby = sc !== undefined;
+  const sc = standbyClusterOf(i.config);
+  const c: CycleContext = { paused: i.config.pause === true, iLead: i.holdsLock, leader: i.holdsLock ? i.name : i.view.leader?.name, sc, standby: sc !== undefined };
+  return (
+    whileDcsDown(i, c) ??
+    whileBusy(i, c) ??
+    afterFailedBootstrap(i, c) ??
+    onReleasedLock(i, c) ??
+    withoutData(i, c) ??
+    otherSystem(i) ??
+    afterBootstrap(i, c) ??
+    onGhostLeader(i, c) ??
+    whileStopped(i, c) ??
+    (!c.leader ? leaderRace(i, c) : c.iLead ? asLockHolder(i, c) : asReplica(i, c.leader))
+  );
+}
 
-  if (!i.dcsOk) {
-    if (!paused && db.role === 'primary' && db.state === 'running') {
-      if (i.failsafeAccepted === true) return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
-      return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
-    }
-    return d('DCS is not accessible');
+/** The DCS did not answer this cycle: a running primary demotes, unless failsafe mode keeps it. */
+function whileDcsDown(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.dcsOk) return undefined;
+  if (!c.paused && i.db.role === 'primary' && i.db.state === 'running') {
+    if (i.failsafeAccepted === true) return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
+    return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
   }
+  return d('DCS is not accessible');
+}
 
-  if (db.busy) {
-    if (iLead && i.lockRenewal === 'failed' && db.role === 'primary') {
-      return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    return d(`${db.state} in progress`);
+/** An effect runs: wait, except that a primary whose lock renewal failed demotes at once. */
+function whileBusy(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (!i.db.busy) return undefined;
+  if (c.iLead && i.lockRenewal === 'failed' && i.db.role === 'primary') {
+    return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
+  return d(`${i.db.state} in progress`);
+}
 
-  // The bootstrap this member won failed and nobody leads: the `initialize` key it holds (still
-  // empty: no system identifier published) is given back, with the reason in the log; the race
-  // runs again after the start back-off, so the cluster bootstraps once the cause is fixed
-  // (issue 30, item 1; the reference's cancel_initialization).
-  if (i.bootstrapFailed !== undefined && i.initializedByMe && view.initialize === '' && !leader && !sc) {
-    return d(`removing initialize key after failed attempt to bootstrap the cluster: ${i.bootstrapFailed}`, { kind: 'cancelBootstrap' });
+/**
+ * The bootstrap this member won failed and nobody leads: the `initialize` key it holds (still
+ * empty: no system identifier published) is given back, with the reason in the log; the race
+ * runs again after the start back-off, so the cluster bootstraps once the cause is fixed
+ * (issue 30, item 1; the reference's cancel_initialization).
+ */
+function afterFailedBootstrap(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.bootstrapFailed === undefined || !i.initializedByMe || i.view.initialize !== '' || c.leader || c.sc) return undefined;
+  return d(`removing initialize key after failed attempt to bootstrap the cluster: ${i.bootstrapFailed}`, { kind: 'cancelBootstrap' });
+}
+
+/**
+ * The view names this member, but this agent released or lost that lock: the view is stale
+ * (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
+ * follow it: a released lock is won back only through the leader race.
+ */
+function onReleasedLock(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (c.iLead || c.leader !== i.name) return undefined;
+  if (i.db.role === 'primary' && i.db.state === 'running') {
+    return d('demoting self because I do not hold the leader lock the view shows for me', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
+  return d('the leader key still names me but I released or lost it: waiting for it to clear');
+}
 
-  // The view names this member, but this agent released or lost that lock: the view is stale
-  // (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
-  // follow it: a released lock is won back only through the leader race.
-  if (!iLead && leader === name) {
-    if (db.role === 'primary' && db.state === 'running') {
-      return d('demoting self because I do not hold the leader lock the view shows for me', { kind: 'demote', mode: 'immediate', releaseLock: false });
+/** An empty data directory: release the lock, clone from the leader, win the bootstrap race, or wait. */
+function withoutData(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.hasData) return undefined;
+  const { view, name } = i;
+  if (c.iLead) return d('released leader key voluntarily as data dir empty and currently leader', { kind: 'releaseLock' });
+  if (c.leader) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
-    return d('the leader key still names me but I released or lost it: waiting for it to clear');
+    const from = cloneSource(view, name) ?? c.leader;
+    return d(`trying to bootstrap from ${from === c.leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
   }
-
-  if (!i.hasData) {
-    if (iLead) return d('released leader key voluntarily as data dir empty and currently leader', { kind: 'releaseLock' });
-    if (leader) {
-      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-      }
-      const from = cloneSource(view, name) ?? leader;
-      return d(`trying to bootstrap from ${from === leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
+  if (view.initialize === undefined && !c.paused && mayPromote(i.tags)) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`bootstrap failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
-    if (view.initialize === undefined && !paused && mayPromote(i.tags)) {
-      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-        return d(`bootstrap failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-      }
-      if (sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
-      return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
-    }
-    // This agent won the race of a standby cluster and its clone from the remote failed: clone again.
-    if (sc && i.initializedByMe && view.initialize === '' && !paused) {
-      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-      }
-      return d(`trying again to bootstrap the standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
-    }
-    return d('waiting for leader to bootstrap');
+    if (c.sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(c.sc)}`, { kind: 'bootstrap' });
+    return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
   }
-
-  if (i.sysid && view.initialize && view.initialize !== i.sysid) {
-    return d(`system identifier ${i.sysid} differs from the cluster's ${view.initialize}: not joining`);
+  // This agent won the race of a standby cluster and its clone from the remote failed: clone again.
+  if (c.sc && i.initializedByMe && view.initialize === '' && !c.paused) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
+    return d(`trying again to bootstrap the standby cluster from ${remoteText(c.sc)}`, { kind: 'bootstrap' });
   }
+  return d('waiting for leader to bootstrap');
+}
 
-  // The bootstrap winner's database runs: publish the identifier and the configuration, take the lock.
-  if (i.initializedByMe && !leader && db.state === 'running' && (db.role === 'primary' || (standby && db.role === 'replica')) && view.initialize === '') {
+/** Data of another cluster (another system identifier): never joins. */
+function otherSystem(i: CycleInput): CycleDecision | undefined {
+  if (i.sysid && i.view.initialize && i.view.initialize !== i.sysid) {
+    return d(`system identifier ${i.sysid} differs from the cluster's ${i.view.initialize}: not joining`);
+  }
+  return undefined;
+}
+
+/** The bootstrap winner's database runs: publish the identifier and the configuration, take the lock. */
+function afterBootstrap(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  const { db } = i;
+  if (i.initializedByMe && !c.leader && db.state === 'running' && (db.role === 'primary' || (c.standby && db.role === 'replica')) && i.view.initialize === '') {
     return d('initialized a new cluster', { kind: 'finishBootstrap' });
   }
+  return undefined;
+}
 
-  // A leader key naming a member that has no member key: nobody renews it as a live agent would
-  // (the member key shares the holder's lease and is re-published every cycle). After ttl it is
-  // deleted with a compare-and-set on its revision, and the race follows (docs/ha.md).
-  if (!iLead && leader && !view.members.some((m) => m.name === leader)) {
-    const since = i.ghostLeaderSinceMs ?? i.nowMs;
-    const waitedMs = i.nowMs - since;
-    if (!paused && waitedMs >= config.ttl * 1000) {
-      return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
-    }
-    const demote: CycleAction[] = db.role === 'primary' && db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
-    return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
+/**
+ * A leader key naming a member that has no member key: nobody renews it as a live agent would
+ * (the member key shares the holder's lease and is re-published every cycle). After ttl it is
+ * deleted with a compare-and-set on its revision, and the race follows (docs/ha.md).
+ */
+function onGhostLeader(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  const { leader } = c;
+  if (c.iLead || !leader || i.view.members.some((m) => m.name === leader)) return undefined;
+  const since = i.ghostLeaderSinceMs ?? i.nowMs;
+  const waitedMs = i.nowMs - since;
+  if (!c.paused && waitedMs >= timingOf(i.config).ttlMs) {
+    return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
   }
+  const demote: CycleAction[] = i.db.role === 'primary' && i.db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
+  return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
+}
 
-  if (!RUNNING_STATES.includes(db.state)) {
-    if (paused) {
-      if (iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
-      if (!i.demoted || !leader) return d('database is not running: paused, not starting it');
-    }
-    if (iLead) {
-      if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
-      if (sc) {
-        if (db.state === 'start_failed') return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
-        return d(`starting as the standby leader, replicating from ${remoteText(sc)}`, { kind: 'start', role: 'replica', remote: true });
-      }
-      if (db.state === 'start_failed' && db.role === 'primary') {
-        return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
-      }
-      // A data directory that last ran as a replica (a promotion cut short by a crash) starts as a
-      // replica and is promoted by the next cycle, so this leader makes its own timeline instead
-      // of writing on one another member made.
-      if (i.local && /recovery/.test(i.local.clusterState)) {
-        return d('starting as a replica to finish the promotion cut short', { kind: 'start', role: 'replica' });
-      }
-      return d('starting primary after failure', { kind: 'start', role: 'primary' });
-    }
-    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-      return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-    }
-    if (leader) {
-      if (!i.local) {
-        // A rewind that failed may leave pg_controldata unreadable: still no loop, and still wiped when allowed.
-        if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
-        return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
-      }
-      if (!leaderReady(view, standby)) return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
-      if (!standby) {
-        const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
-        if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
-        const fork = i.sameNumberFork;
-        if (verdict.kind === 'ok' && fork && fork.leader === leader && fork.timeline === leaderTimeline(view) && i.local.timeline === fork.timeline) {
-          return diverged(i, leader, sameNumberForkText(fork), false);
-        }
-        if (verdict.kind === 'unknown') {
-          if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
-            return diverged(i, leader, verdict.reason, false);
-          }
-          return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
-        }
-      }
-      return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
-    }
-    return d('starting as a secondary (no leader)', { kind: 'start', role: 'replica' });
+/** The database does not run: in pause only a demoted member starts; else start as the lock holder or as a replica (after the back-off). */
+function whileStopped(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (RUNNING_STATES.includes(i.db.state)) return undefined;
+  if (c.paused) {
+    if (c.iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
+    if (!i.demoted || !c.leader) return d('database is not running: paused, not starting it');
   }
-
-  // The database runs.
-  if (!leader) {
-    const failover = view.failover?.value;
-    // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
-    if (paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
-    const failsafeVeto = failsafeRaceVeto({
-      name,
-      config,
-      view,
-      ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}),
-      ...(i.failsafeRestartGraceMs !== undefined ? { restartGraceMs: i.failsafeRestartGraceMs } : {}),
-    });
-    if (failsafeVeto) {
-      if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
-      return d(`following no leader: ${failsafeVeto}`);
-    }
-    const verdict = isHealthiest({
-      self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
-      peers: i.peers,
-      published: publishedPositions(view.members, name),
-      leaderOptimeBytes: BigInt(view.status?.optime ?? 0),
-      maxLagBytes: config.maximum_lag_on_failover,
-      checkTimeline: config.check_timeline,
-      clusterTimeline: clusterTimeline(view),
-      ...(failover && (failover.member || failover.leader) ? { failover } : {}),
-      ...syncRule(i),
-      ...(config.failsafe_mode === true ? { failsafeListed: (n: string) => failsafeListed(config, view, n) } : {}),
-    });
-    if (verdict.healthy) {
-      if (standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });
-      return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
-    }
-    if (db.role === 'primary') {
-      return d(`demoting self because ${verdict.reason}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    return d(`following no leader: ${verdict.reason}`);
+  if (c.iLead) return startAsLockHolder(i, c);
+  if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+    return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
   }
+  if (c.leader) return startAsReplica(i, c.leader, c.standby);
+  return d('starting as a secondary (no leader)', { kind: 'start', role: 'replica' });
+}
 
-  if (iLead) {
-    if (i.lockRenewal === 'failed') {
-      if (paused) return d('continue to run as primary after failing to update leader lock in DCS');
-      return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    if (sc) return decideStandbyLeader(i, sc);
-    if (db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
-    if (view.failoverInvalid) {
-      return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
-    }
-    const sw = decideSwitchover(i);
-    if (sw) return sw;
-    return d(`no action. I am (${name}), the leader with the lock`, { kind: 'leaderDuties' });
+/** The lock holder's database does not run: start it as primary (or as the standby leader), or give the lock up. */
+function startAsLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
+  const { db } = i;
+  if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
+  if (c.sc) {
+    if (db.state === 'start_failed') return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
+    return d(`starting as the standby leader, replicating from ${remoteText(c.sc)}`, { kind: 'start', role: 'replica', remote: true });
   }
+  if (db.state === 'start_failed' && db.role === 'primary') {
+    return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
+  }
+  // A data directory that last ran as a replica (a promotion cut short by a crash) starts as a
+  // replica and is promoted by the next cycle, so this leader makes its own timeline instead
+  // of writing on one another member made.
+  if (i.local && /recovery/.test(i.local.clusterState)) {
+    return d('starting as a replica to finish the promotion cut short', { kind: 'start', role: 'replica' });
+  }
+  return d('starting primary after failure', { kind: 'start', role: 'primary' });
+}
 
-  if (db.role === 'primary') {
+/** A stopped member with a leader: start as its replica once its data is known not to have diverged (docs/ha.md "Divergence"). */
+function startAsReplica(i: CycleInput, leader: string, standby: boolean): CycleDecision {
+  const { view } = i;
+  if (!i.local) {
+    // A rewind that failed may leave pg_controldata unreadable: still no loop, and still wiped when allowed.
+    if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
+    return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+  }
+  if (!leaderReady(view, standby)) return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
+  if (!standby) {
+    const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
+    if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
+    const fork = i.sameNumberFork;
+    if (verdict.kind === 'ok' && fork && fork.leader === leader && fork.timeline === leaderTimeline(view) && i.local.timeline === fork.timeline) {
+      return diverged(i, leader, sameNumberForkText(fork), false);
+    }
+    if (verdict.kind === 'unknown') {
+      if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
+        return diverged(i, leader, verdict.reason, false);
+      }
+      return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
+    }
+  }
+  return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
+}
+
+/** The database runs and there is no leader: the leader race (isHealthiest), unless paused or failsafe mode vetoes it. */
+function leaderRace(i: CycleInput, c: CycleContext): CycleDecision {
+  const { name, view, config, db } = i;
+  const failover = view.failover?.value;
+  // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
+  if (c.paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
+  const failsafeVeto = failsafeRaceVeto({
+    name,
+    config,
+    view,
+    ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}),
+    ...(i.failsafeRestartGraceMs !== undefined ? { restartGraceMs: i.failsafeRestartGraceMs } : {}),
+  });
+  if (failsafeVeto) {
+    if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
+    return d(`following no leader: ${failsafeVeto}`);
+  }
+  const verdict = isHealthiest({
+    self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
+    peers: i.peers,
+    published: publishedPositions(view.members, name),
+    leaderOptimeBytes: BigInt(view.status?.optime ?? 0),
+    maxLagBytes: config.maximum_lag_on_failover,
+    checkTimeline: config.check_timeline,
+    clusterTimeline: clusterTimeline(view),
+    ...(failover && (failover.member || failover.leader) ? { failover } : {}),
+    ...syncRule(i),
+    ...(config.failsafe_mode === true ? { failsafeListed: (n: string) => failsafeListed(config, view, n) } : {}),
+  });
+  if (verdict.healthy) {
+    if (c.standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });
+    return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
+  }
+  if (db.role === 'primary') return d(`demoting self because ${verdict.reason}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
+  return d(`following no leader: ${verdict.reason}`);
+}
+
+/** The lock holder's database runs: renewal failed → demote (not in pause); promote a replica; switchover requests; the leader's duties. */
+function asLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
+  const { view, name } = i;
+  if (i.lockRenewal === 'failed') {
+    if (c.paused) return d('continue to run as primary after failing to update leader lock in DCS');
+    return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
+  }
+  if (c.sc) return decideStandbyLeader(i, c.sc);
+  if (i.db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
+  if (view.failoverInvalid) {
+    return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
+  }
+  const sw = decideSwitchover(i);
+  if (sw) return sw;
+  return d(`no action. I am (${name}), the leader with the lock`, { kind: 'leaderDuties' });
+}
+
+/** Another member leads and the database runs: a primary demotes; a replica follows the leader (decideFollow). */
+function asReplica(i: CycleInput, leader: string): CycleDecision {
+  if (i.db.role === 'primary') {
     return d('demoting self because I do not have the lock and I was a leader', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
   return decideFollow(i, leader);
@@ -735,7 +801,7 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   if (req.member === i.name) return d('I am already the leader: clearing the failover key', { kind: 'clearFailover' }, duties);
   if (req.scheduled_at) {
     const atMs = Date.parse(req.scheduled_at);
-    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, i.config.loop_wait * 1000).kind;
+    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, timingOf(i.config).loopWaitMs).kind;
     const timing = i.switchoverPhase === undefined ? derived : i.switchoverPhase === 'run' ? 'runNow' : i.switchoverPhase;
     if (timing === 'wait') return d(`Awaiting switchover at ${req.scheduled_at}`, duties);
     if (timing === 'stale') return d('scheduled switchover is stale: clearing the failover key', { kind: 'clearFailover' }, duties);

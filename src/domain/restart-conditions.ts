@@ -36,6 +36,11 @@ const ROLES: readonly string[] = ['primary', 'standby_leader', 'replica'];
 /** Seconds per unit of a `timeout` string (PostgreSQL time units, as the reference's `parse_int`). */
 const SECONDS_PER_UNIT: Readonly<Record<string, number>> = { ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 };
 
+/** The restart's timeout in ms (the request carries the reference's `timeout`, seconds); undefined: the caller's default. */
+export function restartTimeoutMs(req: Pick<RestartRequest, 'timeoutSeconds'>): number | undefined {
+  return req.timeoutSeconds !== undefined ? req.timeoutSeconds * 1000 : undefined;
+}
+
 /**
  * Validate a POST /restart body (patroni.md §1.9). Keys are checked in the body's order and the
  * first failure wins, as in the reference:

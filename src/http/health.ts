@@ -19,6 +19,7 @@
  *   `/readiness`.
  * - `lag` that does not parse → 400 naming `lag`; `mode` other than apply/write → 400.
  */
+import { timingOf } from '../domain/dynamic-config.ts';
 import type { Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { isStandbyCluster } from '../domain/standby-cluster.ts';
@@ -193,7 +194,7 @@ function livenessOk(s: NodeSnapshot, f: NodeFacts, nowMs: number): boolean {
 /** The last HA loop finished at most ttl (primary) or 2 × ttl seconds (other roles) before `nowMs`. */
 function loopRecent(s: NodeSnapshot, nowMs: number): boolean {
   if (s.lastLoopMs <= 0) return false;
-  const thresholdMs = (s.role === 'primary' ? 1 : 2) * s.config.ttl * 1000;
+  const thresholdMs = (s.role === 'primary' ? 1 : 2) * timingOf(s.config).ttlMs;
   return nowMs - s.lastLoopMs <= thresholdMs;
 }
 

@@ -12,7 +12,7 @@
  */
 import type { Hono } from 'hono';
 import type { ScheduledRestartData } from '../domain/member.ts';
-import { parseRestartRequest, restartConditionsData, restartConditionsHold } from '../domain/restart-conditions.ts';
+import { parseRestartRequest, restartConditionsData, restartConditionsHold, restartTimeoutMs } from '../domain/restart-conditions.ts';
 import { formatScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, orFail, parseFailure, refuse } from './api-error.ts';
@@ -46,7 +46,8 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
       pendingRestart: s.pg !== undefined && Object.keys(s.pg.pendingRestart).length > 0,
     });
     if (!held.ok) return refuse('refused', held.reason);
-    const timeoutMs = req.timeoutSeconds !== undefined ? Math.round(req.timeoutSeconds * 1000) : undefined;
+    const ms = restartTimeoutMs(req);
+    const timeoutMs = ms !== undefined ? Math.round(ms) : undefined;
     const outcome = await orFail(() => deps.commands.restart(timeoutMs), 'command_failed', () => 'restart failed');
     return outcome.ok ? message(200, 'restarted successfully') : refuse('command_failed', outcome.reason);
   });

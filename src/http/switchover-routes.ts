@@ -16,6 +16,7 @@
  */
 import type { Hono } from 'hono';
 import type { ClusterView, FailoverRequest } from '../domain/cluster.ts';
+import { timingOf } from '../domain/dynamic-config.ts';
 import { mayPromote, type Tags } from '../domain/member.ts';
 import { formatScheduledAt, parseScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
@@ -213,8 +214,8 @@ async function poll(
   revisionBefore: string | undefined,
   deps: ResolvedDeps,
 ): Promise<Response> {
-  const loopWait = deps.snapshot().config.loop_wait;
-  const timeoutMs = deps.switchoverPoll.timeoutMs ?? 2 * Math.max(10, loopWait) * 1000;
+  const { loopWaitMs } = timingOf(deps.snapshot().config);
+  const timeoutMs = deps.switchoverPoll.timeoutMs ?? 2 * Math.max(10_000, loopWaitMs);
   const intervalMs = Math.max(1, deps.switchoverPoll.intervalMs ?? 25);
   const rounds = Math.max(1, Math.ceil(timeoutMs / intervalMs));
   let seen = false;

@@ -16,7 +16,7 @@ import type { Actor, AnyStateMachine } from 'xstate';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
 import type { Receipt } from '../domain/discarded.ts';
-import { withDefaults } from '../domain/dynamic-config.ts';
+import { timingOf, withDefaults } from '../domain/dynamic-config.ts';
 import type { FailsafeAnswer } from '../domain/failsafe.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
@@ -116,6 +116,7 @@ export interface NodeChange {
   leader: boolean;
 }
 
+/** One member's node agent (see the module comment). */
 export class HaNode {
   private readonly deps: NodeDeps;
   private readonly state: NodeState;
@@ -232,7 +233,7 @@ export class HaNode {
         this.wake();
       }
     });
-    const schedules = new ScheduledWork({ journal, loopWaitMs: state.config.loop_wait * 1000, clock, wake: () => this.wake(), term });
+    const schedules = new ScheduledWork({ journal, loopWaitMs: timingOf(state.config).loopWaitMs, clock, wake: () => this.wake(), term });
     this.schedules = schedules;
     // A scheduled restart survives an agent restart in this member's key (still there within ttl).
     const mine = dcs.view().members.find((m) => m.name === this.deps.name)?.data.scheduled_restart;

@@ -5,6 +5,7 @@
  * machine, the scheduled machines, the loop) is reached through NodeHooks, set by HaNode.start.
  * No I/O here: this file only builds objects.
  */
+import { timingOf } from '../domain/dynamic-config.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { HaCycle } from './cycle/cycle.ts';
@@ -145,7 +146,7 @@ function buildLock(c: Ctx) {
     dcs: c.dcs,
     name: c.name,
     now: c.now,
-    ttlMs: () => state.config.ttl * 1000,
+    ttlMs: () => timingOf(state.config).ttlMs,
     leaseId: () => c.dcs.currentLeaseId(),
     ...(fencing.mode !== 'off' ? { fence: { stamp: () => fencing.stamp(), held: (sent: number) => fencing.renewed(sent) } } : {}),
   });
@@ -163,7 +164,7 @@ function buildLocal(c: Ctx) {
       const s = hooks.actor()?.getSnapshot();
       return s ? { value: String(s.value), promoting: s.context.promoting, sinceMs: s.context.sinceMs } : undefined;
     },
-    probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
+    probeTimeoutMs: () => Math.min(2000, timingOf(state.config).retryTimeoutMs),
     ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),
     clock: c.clock,
     onDied: () => hooks.actor()?.send({ type: 'pg.died', reason: 'postmaster is not running', at: c.now() }),
@@ -227,7 +228,7 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
   const cycle = new HaCycle({ ...c, ...b, gather, executor, admin, stopped: () => loop.isStopped });
   const loop: HaLoop = new HaLoop({
     clock: c.clock,
-    loopWaitMs: () => c.state.config.loop_wait * 1000,
+    loopWaitMs: () => timingOf(c.state.config).loopWaitMs,
     // One deadline per leader cycle, shared by every DCS call of it (src/node/lock/leader-deadline.ts).
     cycle: async () => {
       b.deadline.begin();

@@ -41,6 +41,7 @@ export interface HaCycleDeps {
   receipts?: Pick<ReceiptKeeper, 'take'>;
 }
 
+/** One HA cycle: gather → decideCycle → the executor, then the cycle's tail (see the module comment). */
 export class HaCycle {
   private lastMessage = '';
 

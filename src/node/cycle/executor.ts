@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import type { CycleAction } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
@@ -33,8 +34,8 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   dcs: Pick<Dcs, 'initialize' | 'cancelInitialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
   pg: Pick<PgControl, 'controlData' | 'query' | 'listSlots' | 'syncSlots'>;
   log: Pick<Logger, 'info' | 'warn'>;
-  /** The node's facts: this module is the one writer of initializedByMe and demoted. */
-  state: Pick<NodeState, 'config' | 'initializedByMe' | 'demoted'>;
+  /** The node's facts: this module is the one writer of initializedByMe and demoted; the configuration it only reads. */
+  state: Pick<NodeState, 'initializedByMe' | 'demoted'> & Readonly<Pick<NodeState, 'config'>>;
   lock: Pick<LeaderLock, 'acquire' | 'release'>;
   fencing: Pick<Fencing, 'beforeAcquire'>;
   duties: Pick<LeaderDuties, 'historyWritten' | 'run'>;
@@ -57,6 +58,7 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   emitChange(): void;
 }
 
+/** Carries out decideCycle's actions, one method per action kind. */
 export class Executor {
   constructor(private readonly d: ExecutorDeps) {}
 
@@ -297,7 +299,7 @@ export class Executor {
    */
   private async checkpointBeforeStop(): Promise<void> {
     const { pg, log, state } = this.d;
-    const timeoutMs = Math.max(500, Math.min(5000, (state.config.ttl * 1000) / 4));
+    const timeoutMs = Math.max(500, Math.min(5000, timingOf(state.config).ttlMs / 4));
     const t0 = this.d.now();
     try {
       await pg.query('CHECKPOINT', timeoutMs);

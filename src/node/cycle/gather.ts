@@ -67,6 +67,7 @@ export interface Gathered {
   local: LocalFacts;
 }
 
+/** The gather step: `collect` returns one cycle's facts; `afterDecision` updates the trackers the decision feeds. */
 export class CycleGather {
   private readonly leaderRead: LeaderPositionRead;
 

@@ -6,7 +6,7 @@
  * leader is often the one that is gone, and the race must not wait for its timeout).
  */
 import type { ClusterView } from '../../domain/cluster.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { notStreamingGraceMs, type CycleInput } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import { walOf } from '../member/member-data.ts';
@@ -32,6 +32,7 @@ export interface StalledReplica {
   config: DynamicConfig;
 }
 
+/** The background read of the leader's position while this replica does not stream. */
 export class LeaderPositionRead {
   /** The last background read of the leader's position while this replica did not stream. */
   private read: Read | undefined;
@@ -65,12 +66,13 @@ export class LeaderPositionRead {
       return undefined;
     }
     const read = this.read;
-    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= config.loop_wait * 1000)) {
+    const { loopWaitMs } = timingOf(config);
+    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= loopWaitMs)) {
       const url = view.members.find((m) => m.name === leader)?.data.api_url;
       if (url) this.start(leader, url, nowMs, read?.leader === leader ? read.answer : undefined);
     }
     const a = this.read?.leader === leader ? this.read.answer : undefined;
-    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * config.loop_wait * 1000) return undefined;
+    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * loopWaitMs) return undefined;
     return { timeline: a.timeline, walBytes: a.walBytes };
   }
 

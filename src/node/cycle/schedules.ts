@@ -17,6 +17,7 @@ import { startJournaledActor } from '@ha/machines';
 /** Where the leader stands with a switchover request (input of decideCycle). */
 export type SwitchoverPhase = 'wait' | 'run' | 'stale';
 
+/** The scheduled switchover and restart machines, ticked by the cycle and woken at their instants. */
 export class ScheduledWork {
   readonly switchover: Actor<typeof switchoverMachine>;
   readonly restart: Actor<typeof restartMachine>;

@@ -10,7 +10,7 @@
  */
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { DiscardPlan } from '../../domain/discarded.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { ghostSighting, leaderTimeline, type CycleDecision, type GhostSighting, type SameNumberFork } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseState } from '../../domain/states.ts';
@@ -54,6 +54,7 @@ export interface LocalSeen {
 /** CycleFacts as this module writes them. */
 type Tracked = { -readonly [K in keyof CycleFacts]: CycleFacts[K] };
 
+/** The facts carried between cycles (CycleFacts), and their one writer. */
 export class CycleTrackers {
   private readonly s: Tracked = {
     ghostLeader: undefined,
@@ -140,8 +141,9 @@ export class CycleTrackers {
       this.resetStartBackoff();
     } else if (value === 'start_failed' || value === 'initdb_failed' || value === 'custom_bootstrap_failed' || (prev === 'creating_replica' && value === 'stopped')) {
       this.s.startFailures += 1;
-      const capMs = Math.max(config.ttl, 4 * config.loop_wait) * 1000;
-      const waitMs = Math.min(config.loop_wait * 1000 * 2 ** Math.min(this.s.startFailures - 1, 16), capMs);
+      const { ttlMs, loopWaitMs } = timingOf(config);
+      const capMs = Math.max(ttlMs, 4 * loopWaitMs);
+      const waitMs = Math.min(loopWaitMs * 2 ** Math.min(this.s.startFailures - 1, 16), capMs);
       this.s.nextStartAtMs = nowMs + waitMs;
       if (this.s.startFailures > 1) this.deps.notice('start.backoff', `bootstrap, start or clone failed ${this.s.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
     }

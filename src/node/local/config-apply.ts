@@ -6,7 +6,7 @@
  */
 import { sanitizeDynamicConfig } from '../../config/dynamic-sanitize.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { Tags } from '../../domain/member.ts';
 import { filterParameters } from '../../domain/pg-parameters.ts';
 import { syncSettings } from '../../domain/sync-standby.ts';
@@ -56,6 +56,7 @@ export interface ConfigApplierDeps {
   republish(): Promise<void>;
 }
 
+/** The dynamic and local configuration applied, and PostgreSQL's configuration written (one write at a time). */
 export class ConfigApplier {
   private lastProblem = '';
   private lastDropped = '';
@@ -112,7 +113,7 @@ export class ConfigApplier {
     state.config = next;
     // A failed pg_rewind is tried again after the operator changes the rewind settings (docs/ha.md "Rewind").
     if (rewindSettings(next) !== rewindSettings(prev)) this.d.rewinds.forget();
-    if (next.loop_wait !== prev.loop_wait) this.d.schedules()?.setLoopWait(next.loop_wait * 1000);
+    if (next.loop_wait !== prev.loop_wait) this.d.schedules()?.setLoopWait(timingOf(next).loopWaitMs);
     const syncChanged = JSON.stringify(syncSettings(next)) !== JSON.stringify(syncSettings(prev));
     if (syncChanged || JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters)) {
       this.reconfigureRunning('applying parameters failed');
@@ -139,7 +140,7 @@ export class ConfigApplier {
     const { dcs, log } = this.d;
     if (c.retry_timeout !== this.clientRetryTimeout) {
       this.clientRetryTimeout = c.retry_timeout;
-      dcs.setRetryTimeout(c.retry_timeout * 1000);
+      dcs.setRetryTimeout(timingOf(c).retryTimeoutMs);
     }
     if (c.ttl === this.leaseTtl || this.ttlChanging) return;
     const ttl = c.ttl;

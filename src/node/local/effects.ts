@@ -136,22 +136,25 @@ async function undoInitdb(pg: PgControl, ctx: EffectContext): Promise<void> {
   await pg.removeData();
 }
 
+/** initdb, then configure, start and post-bootstrap; any failure after initdb undoes it (undoInitdb). */
+async function initdbWhole(pg: PgControl, ctx: EffectContext): Promise<void> {
+  await pg.initdb(ctx.initdbOptions());
+  try {
+    await ctx.configure('primary');
+    await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+    await pg.postBootstrap();
+  } catch (e) {
+    await undoInitdb(pg, ctx).catch(() => undefined);
+    throw e;
+  }
+}
+
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
   return databaseMachine.provide({
     actors: {
-      initdb: fromPromise(async () => {
-        await pg.initdb(ctx.initdbOptions());
-        try {
-          await ctx.configure('primary');
-          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
-          await pg.postBootstrap();
-        } catch (e) {
-          await undoInitdb(pg, ctx).catch(() => undefined);
-          throw e;
-        }
-      }),
+      initdb: fromPromise(() => initdbWhole(pg, ctx)),
       customBootstrap: fromPromise(async () => {
         const cmd = ctx.customBootstrapCommand();
         if (!cmd) throw new Error('no custom bootstrap command configured');

@@ -10,6 +10,7 @@
 import type { RewindFailure } from '../../domain/ha-cycle.ts';
 import type { RewindOutcome } from './effects.ts';
 
+/** The rewind under way and the last one that failed. */
 export class RewindRecord {
   private attempt: { leader: string; timeline: number } | undefined;
   private failed: RewindFailure | undefined;

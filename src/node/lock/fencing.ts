@@ -22,7 +22,7 @@
  * whose fence cannot be (re)armed demotes and gives the lock up (`watchdog_failed` in /ha).
  */
 import type { Logger } from 'pino';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { FenceDevice, FenceEvent } from '../../watchdog/process-fence.ts';
 import { monoNowMs } from '../../watchdog/protocol.ts';
 
@@ -78,6 +78,7 @@ export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, re
  */
 export const LAUNCH_SLACK_MS = 1000;
 
+/** What the fence reads and calls (HaNode wires it). */
 export interface FencingDeps {
   settings: WatchdogSettings;
   /** The fence; undefined: no fence (the mode is then reported, never armed; `required` fails). */
@@ -96,6 +97,7 @@ export interface FencingDeps {
   mono?: () => number;
 }
 
+/** When the fence is armed, fed and disarmed (see the module comment). */
 export class Fencing {
   private lastStamp: number | undefined;
   private failed = false;
@@ -230,7 +232,8 @@ export class Fencing {
   marginMs(): number {
     if (this.mode === 'off' || !this.deps.device) return 0;
     const cfg = this.deps.config();
-    return effectiveMarginMs(this.deps.settings.safety_margin, cfg.ttl * 1000, cfg.retry_timeout * 1000).marginMs;
+    const t = timingOf(cfg);
+    return effectiveMarginMs(this.deps.settings.safety_margin, t.ttlMs, t.retryTimeoutMs).marginMs;
   }
 
   /**
@@ -252,8 +255,8 @@ export class Fencing {
   /** The fence deadline of a renewal sent at `stampMono`. */
   private deadline(stampMono: number): { remainingMs: number; deadlineMonoMs: number } {
     const cfg = this.deps.config();
-    const ttlMs = cfg.ttl * 1000;
-    const { marginMs, adjusted } = effectiveMarginMs(this.deps.settings.safety_margin, ttlMs, cfg.retry_timeout * 1000);
+    const { ttlMs, loopWaitMs, retryTimeoutMs } = timingOf(cfg);
+    const { marginMs, adjusted } = effectiveMarginMs(this.deps.settings.safety_margin, ttlMs, retryTimeoutMs);
     const key = `${cfg.ttl}/${cfg.loop_wait}/${cfg.retry_timeout}/${marginMs}`;
     if (key !== this.warnedTiming) {
       this.warnedTiming = key;
@@ -264,7 +267,7 @@ export class Fencing {
         );
       }
       const fenceAfter = ttlMs - marginMs;
-      const ownDemotion = (cfg.loop_wait + 2 * cfg.retry_timeout) * 1000;
+      const ownDemotion = loopWaitMs + 2 * retryTimeoutMs;
       if (fenceAfter < ownDemotion) {
         this.deps.log.warn(
           { ttl: cfg.ttl, loop_wait: cfg.loop_wait, retry_timeout: cfg.retry_timeout, safety_margin_ms: marginMs },

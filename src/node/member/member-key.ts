@@ -32,6 +32,7 @@ export interface MemberKeyDeps extends Pick<NodeDeps, 'name' | 'connUrl' | 'apiU
   schedules(): Pick<ScheduledWork, 'scheduledRestart'> | undefined;
 }
 
+/** This member's key, built and published when it changed. */
 export class MemberKey {
   private lastJson = '';
 

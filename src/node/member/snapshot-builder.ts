@@ -43,6 +43,7 @@ export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version
   discarded?(): ReceiptSummary;
 }
 
+/** The node snapshot the API and the metrics read, the same object while nothing in it changed. */
 export class SnapshotBuilder {
   private memo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
 

@@ -27,6 +27,7 @@ export interface LeaderDutiesDeps {
   now: () => number;
 }
 
+/** The leader's per-cycle duties: status, slots, history. */
 export class LeaderDuties {
   private readonly listing = new QuietSlotListing();
   private lastStatusJson = '';

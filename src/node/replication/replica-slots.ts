@@ -17,6 +17,7 @@
  * Failures are logged; the next cycle tries again.
  */
 import type { ClusterView } from '../../domain/cluster.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { formatLsn } from '../../domain/lsn.ts';
 import { ignoreSlots, permanentSlots, planSlotSync, type PermanentSlot } from '../../domain/slots.ts';
 import { slotMembers } from '../../domain/upstream.ts';
@@ -56,6 +57,7 @@ export function hasPermanentLogicalSlots(config: Record<string, unknown> | undef
   return [...permanentSlots(config).values()].some((s) => s.type === 'logical');
 }
 
+/** A running replica's slots, each cycle it follows a leader. */
 export class ReplicaSlots {
   private nextCopyAtMs = 0;
   private copyInterval = COPY_INTERVAL_MS;
@@ -137,7 +139,7 @@ export class ReplicaSlots {
     // A slot copied before and still missing (PostgreSQL did not load it): back off, doubling up to
     // MAX_COPY_INTERVAL_MS, so a slot file the server refuses cannot restart it every cycle.
     const again = wanted.some((w) => this.copied.has(w.name));
-    this.copyInterval = again ? Math.min(this.copyInterval * 2, MAX_COPY_INTERVAL_MS) : Math.max(COPY_INTERVAL_MS, state.config.loop_wait * 5000);
+    this.copyInterval = again ? Math.min(this.copyInterval * 2, MAX_COPY_INTERVAL_MS) : Math.max(COPY_INTERVAL_MS, 5 * timingOf(state.config).loopWaitMs);
     this.nextCopyAtMs = now + this.copyInterval;
     const byName = new Map<string, PermanentSlot>(wanted.map((w) => [w.name, { type: 'logical', database: w.database, plugin: w.plugin }]));
     const rows = await pg.readPrimarySlots(up, [...byName.keys()]);

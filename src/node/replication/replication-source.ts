@@ -39,6 +39,7 @@ export type StreamSource =
    */
   | { kind: 'remote'; upstream: Upstream | undefined; configuredFor: string | undefined };
 
+/** The one owner of the clone source and of what primary_conninfo points at. */
 export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
