@@ -246,7 +246,7 @@ function leaderIsPrimary(view: ClusterView): boolean {
  * The leader may be followed: running as primary, or in a standby cluster running as the standby
  * leader (or still as primary, while a demote-cluster is under way).
  */
-function leaderReady(view: ClusterView, standby: boolean): boolean {
+export function leaderReady(view: ClusterView, standby: boolean): boolean {
   if (!standby) return leaderIsPrimary(view);
   const leader = view.leader?.name;
   const m = view.members.find((x) => x.name === leader);

@@ -31,6 +31,7 @@ import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
 import { fetchStatusDocument } from './cycle/peers.ts';
+import { LeaderReadyWatch } from './cycle/leader-ready-watch.ts';
 import { ScheduledWork } from './cycle/schedules.ts';
 import type { AdminOutcome } from './local/admin.ts';
 import { isBusy } from './local/busy.ts';
@@ -125,6 +126,8 @@ export class HaNode {
   private schedules: ScheduledWork | undefined;
   private unsubscribeDcs: (() => void) | undefined;
   private stopping = false;
+  /** Wakes the loop when a new leader first runs as primary (the replicas follow it at once). */
+  private readonly leaderReady: LeaderReadyWatch;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
   constructor(opts: HaNodeOptions) {
@@ -148,6 +151,7 @@ export class HaNode {
       startTimeoutMs: opts.startTimeoutMs ?? 60_000,
       ...(opts.settingsCatalogue ? { settingsCatalogue: opts.settingsCatalogue } : {}),
     };
+    this.leaderReady = new LeaderReadyWatch(opts.name);
     this.state = new NodeState({
       config: sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config,
       tags: opts.tags,
@@ -370,6 +374,7 @@ export class HaNode {
         schedules?.observeLeader(e.leader);
         // A new leader is a new clone source and upstream: failed starts and clones start over.
         this.parts.trackers.resetStartBackoff();
+        this.leaderReady.observe(this.deps.dcs.view(), this.state.config);
         this.wake();
         break;
       case 'dcs.failoverChanged':
@@ -380,8 +385,15 @@ export class HaNode {
       case 'dcs.initializeChanged':
         this.wake();
         break;
-      case 'dcs.memberChanged':
-        if (!this.deps.dcs.view().leader) this.wake();
+      case 'dcs.memberChanged': {
+        const view = this.deps.dcs.view();
+        // No leader: a member's key may decide the race. A leader that just ran as primary: follow it now.
+        if (!view.leader || this.leaderReady.observe(view, this.state.config)) this.wake();
+        break;
+      }
+      case 'dcs.historyChanged':
+        // A replica may be waiting for the new timeline's history before it follows the leader.
+        this.wake();
         break;
       default:
         break;

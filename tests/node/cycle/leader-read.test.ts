@@ -16,11 +16,22 @@ const view: ClusterView = {
   leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' },
   history: [],
   members: [{ name: 'n1', data: { api_url: 'http://n1:8008/ha', conn_url: 'postgres://n1/postgres', state: 'running', role: 'primary', version: '0', timeline: 1 } }],
-} as unknown as ClusterView;
+};
 
 /** A stalled replica's probe at `atMs` whose WAL ends at `wal`. */
-const probe = (atMs: number, wal: bigint): PgStatus =>
-  ({ atMs, inRecovery: true, serverVersion: 150000, postmasterStartTime: '', timeline: 1, receiveLsn: wal, replayLsn: wal, streaming: false, replication: [] }) as unknown as PgStatus;
+const probe = (atMs: number, wal: bigint): PgStatus => ({
+  atMs,
+  inRecovery: true,
+  serverVersion: 150000,
+  postmasterStartTime: '',
+  timeline: 1,
+  receiveLsn: wal,
+  replayLsn: wal,
+  streaming: false,
+  replication: [],
+  pendingRestart: {},
+  slots: {},
+});
 
 /** The leader answers with its flush position `leaderWal()` at the time of each request. */
 function reader(leaderWal: () => number) {
