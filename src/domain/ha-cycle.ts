@@ -7,7 +7,7 @@
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
-import { isEligibleCandidate, isHealthiest, publishedPositions, type PeerStatus } from './leader-race.ts';
+import { candidateRefusal, isEligibleCandidate, isHealthiest, publishedPositions, type CandidateOptions, type PeerStatus } from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
@@ -150,7 +150,8 @@ export type CycleAction =
   /** The standby leader: point primary_conninfo (and slot, recovery settings) at the `standby_cluster` remote. */
   | { kind: 'followRemote' }
   | { kind: 'leaderDuties' }
-  | { kind: 'clearFailover' }
+  /** `refused`: why the leader refused the request (published in its member key for the API's answer). */
+  | { kind: 'clearFailover'; refused?: string }
   /** Stop the local database (a replica whose WAL diverged from the leader's timeline). */
   | { kind: 'stop'; reason: string }
   /** Delete a leader key naming a member that has had no member key for longer than ttl. */
@@ -790,6 +791,19 @@ function discardPlan(i: CycleInput, leader: string, action: DiscardPlan['action'
   return ranges.length > 0 ? { action, leader, leaderTimeline: leaderTl, reason, ranges } : undefined;
 }
 
+/**
+ * Why no peer may take over: for a named candidate, its own reason (not a member, candidateRefusal,
+ * not in the sync key); else "no healthy members found" (the reference's words).
+ */
+function handoverRefusal(i: CycleInput, member: string | undefined, opts: CandidateOptions, allowed: string[] | undefined): string {
+  if (!member) return 'no healthy members found';
+  const p = i.peers.find((x) => x.name === member);
+  const why = !p
+    ? `${member} is not a member of the cluster`
+    : (candidateRefusal(p, opts) ?? (allowed && !allowed.includes(member) ? `${member} is not a synchronous standby (sync key: ${allowed.join(', ') || 'none'})` : `${member} is not healthy`));
+  return `${opts.failover ? 'failover' : 'switchover'} to ${member} refused: ${why}`;
+}
+
 /** The leader's handling of the `failover` key (patroni.md §3.5); undefined when there is nothing to do. */
 function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   const req = i.view.failover?.value;
@@ -822,7 +836,10 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   const candidates = i.peers.filter(
     (p) => (req.member ? p.name === req.member : p.name !== i.name) && isEligibleCandidate(p, opts) && syncOk(p),
   );
-  if (candidates.length === 0) return d('no healthy members found: clearing the failover key', { kind: 'clearFailover' }, duties);
+  if (candidates.length === 0) {
+    const refused = handoverRefusal(i, req.member, opts, allowed);
+    return d(`${refused}: clearing the failover key`, { kind: 'clearFailover', refused }, duties);
+  }
   // Failsafe mode: a member the `failsafe` key does not list can never win the race (patroni.md
   // §3.7), so handing over to it would leave the cluster without a leader. The key is rewritten
   // from the member keys after this cycle (src/node/lock/failsafe.ts afterCycle): wait for it.

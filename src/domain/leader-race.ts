@@ -412,20 +412,40 @@ function newerTimelineAhead(cand: { name: string; timeline?: number; walBytes?: 
   return undefined;
 }
 
+/** What the leader knows of a handover: its own position, the lag bound, the cluster timeline, and whether it is a failover. */
+export interface CandidateOptions {
+  leaderOptimeBytes: bigint;
+  maxLagBytes: number;
+  checkTimeline: boolean;
+  clusterTimeline: number;
+  failover: boolean;
+}
+
 /**
  * Is a peer eligible to take over in a switchover or failover the leader carries out
  * (seed 000 healthy-member rules 1, 2, 4, 5)? Its timeline must not be behind the cluster's;
  * `failover` skips the lag rule.
  */
-export function isEligibleCandidate(
-  p: PeerStatus,
-  opts: { leaderOptimeBytes: bigint; maxLagBytes: number; checkTimeline: boolean; clusterTimeline: number; failover: boolean },
-): boolean {
-  if (!p.reachable || p.state !== 'running') return false;
-  if (failoverPriority(p.tags) <= 0) return false;
+export function isEligibleCandidate(p: PeerStatus, opts: CandidateOptions): boolean {
+  return candidateRefusal(p, opts) === undefined;
+}
+
+/**
+ * Why a peer may not take over in a handover the leader carries out (isEligibleCandidate's rules,
+ * in its order), as a sentence for the log and the API's answer (issue 30, item 5: a refused
+ * switchover answers with its reason); undefined when it may.
+ */
+export function candidateRefusal(p: PeerStatus, opts: CandidateOptions): string | undefined {
+  if (!p.reachable) return `${p.name} did not answer the leader's status request`;
+  if (p.state !== 'running') return `${p.name} is not running (${p.state ?? 'state unknown'})`;
+  if (failoverPriority(p.tags) <= 0) return `${p.name} is tagged nofailover (or failover_priority 0)`;
   // A candidate behind the cluster timeline would fork a second timeline with a used number.
-  if (p.timeline !== undefined && p.timeline < opts.clusterTimeline) return false;
-  if (opts.failover) return true;
-  if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) return false;
-  return true;
+  if (p.timeline !== undefined && p.timeline < opts.clusterTimeline) {
+    return `${p.name} is on timeline ${p.timeline}, behind the cluster's ${opts.clusterTimeline} (it has not followed the current leader yet)`;
+  }
+  if (opts.failover) return undefined;
+  if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) {
+    return `${p.name} is ${opts.leaderOptimeBytes - p.walBytes} bytes behind the leader (maximum_lag_on_failover ${opts.maxLagBytes})`;
+  }
+  return undefined;
 }

@@ -50,6 +50,11 @@ export interface MemberData {
   diverged?: string;
   /** Ours: the last failed database action and why (`initdb failed: …`), until an attempt starts again or the database runs. */
   failure?: string;
+  /**
+   * Ours: the last switchover or failover this leader refused and why (`at`: ISO 8601, the
+   * leader's clock), so the API that took the request answers with the reason.
+   */
+  switchover_refused?: { at: string; reason: string };
 }
 
 /** A member as seen in the cluster view: its name plus its data. */

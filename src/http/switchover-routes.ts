@@ -198,6 +198,31 @@ function tagsOf(doc: Record<string, unknown>): Tags | undefined {
   return typeof t === 'object' && t !== null && !Array.isArray(t) ? (t as Tags) : undefined;
 }
 
+/**
+ * 503 `<Action> failed`, with the reason the leader published in its member key
+ * (`switchover_refused`, at or after the request: issue 30, item 5) when it arrives within
+ * REFUSAL_WAIT_MS (the leader publishes its key at the end of the cycle that cleared the
+ * failover key); without it, the bare answer.
+ */
+async function failed(action: Action, leader: string | undefined, startedMs: number, deps: ResolvedDeps): Promise<Response> {
+  const reasonNow = (): string | undefined => {
+    const m = deps.snapshot().cluster.members.find((x) => x.name === leader);
+    const r = m?.data.switchover_refused;
+    return r && Date.parse(r.at) >= startedMs - CLOCK_SKEW_MS ? r.reason : undefined;
+  };
+  let reason = reasonNow();
+  for (let waited = 0; reason === undefined && waited < REFUSAL_WAIT_MS; waited += 50) {
+    await sleep(50);
+    reason = reasonNow();
+  }
+  return refuse('command_failed', reason === undefined ? `${capitalized(action)} failed` : `${capitalized(action)} failed: ${reason}`);
+}
+
+/** How long a failed request's answer waits for the leader's reason (ms). */
+const REFUSAL_WAIT_MS = 2000;
+/** Allowed difference between the leader's clock and this member's (ms). */
+const CLOCK_SKEW_MS = 1000;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -219,6 +244,7 @@ async function poll(
   const intervalMs = Math.max(1, deps.switchoverPoll.intervalMs ?? 25);
   const rounds = Math.max(1, Math.ceil(timeoutMs / intervalMs));
   let seen = false;
+  const startedMs = deps.now();
   for (let i = 0; i < rounds; i++) {
     await sleep(intervalMs);
     const cluster = deps.snapshot().cluster;
@@ -235,7 +261,7 @@ async function poll(
     const pending = current !== undefined && (current.value.leader !== undefined || current.value.member !== undefined);
     if (pending && current.value.leader === written.leader && current.value.member === written.member) seen = true;
     const changed = seen || (current?.revision ?? undefined) !== revisionBefore;
-    if (changed && !pending && holder === oldLeader) return refuse('command_failed', `${capitalized(action)} failed`);
+    if (changed && !pending && holder === oldLeader) return failed(action, oldLeader, startedMs, deps);
   }
   const seconds = Math.round(timeoutMs / 1000);
   return refuse('command_failed', `${capitalized(action)} status unknown after ${seconds} seconds; operation may still be in progress`);

@@ -21,6 +21,7 @@ import { LocalWatch } from './local/local-watch.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from './local/receipts.ts';
 import { RewindRecord } from './local/rewind-record.ts';
 import { FailureRecord } from './local/failure-record.ts';
+import { HandoverRefusals } from './cycle/handover-refusal.ts';
 import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
 import { Fencing, type WatchdogSettings } from './lock/fencing.ts';
 import { LeaderDeadline } from './lock/leader-deadline.ts';
@@ -205,11 +206,12 @@ type Built = ReturnType<typeof buildLock> & ReturnType<typeof buildLocal> & Retu
 /** member/ and the configuration: the trackers (read by the member key), the member key, the config applier. */
 function buildMember(c: Ctx, b: Built) {
   const trackers = new CycleTrackers(c);
-  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures });
+  const refusals = new HandoverRefusals();
+  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures, refusals });
   const config = new ConfigApplier({ ...c, sync: b.sync, source: b.source, rewinds: b.rewinds, republish: () => memberKey.publish(true) });
   const deadline = new LeaderDeadline({ ...c, lock: b.lock });
   const failsafe = new Failsafe({ ...c, lock: b.lock, fencing: b.fencing, deadline, probe: b.probe, ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}) });
-  return { trackers, memberKey, config, deadline, failsafe };
+  return { trackers, refusals, memberKey, config, deadline, failsafe };
 }
 
 /** cycle/: the executor, the admin commands, the snapshot, the gather step, the cycle and the loop. */

@@ -114,6 +114,19 @@ describe('decideCycle', () => {
     ])('%s', (_n, i, expected) => {
       expect(kinds(i)).toEqual(expected);
     });
+
+    it.each([
+      ['unreachable', [{ name: 'n2', reachable: false }], "switchover to n2 refused: n2 did not answer the leader's status request"],
+      ['behind in WAL', [{ ...healthy[0]!, walBytes: -2_000_000n }], /^switchover to n2 refused: n2 is \d+ bytes behind the leader \(maximum_lag_on_failover 1048576\)$/],
+      ['on an older timeline', [{ ...healthy[0]!, timeline: 0 }], /^switchover to n2 refused: n2 is on timeline 0, behind the cluster's 1 \(it has not followed the current leader yet\)$/],
+      ['not a member', [], 'switchover to n2 refused: n2 is not a member of the cluster'],
+      ['stopped', [{ ...healthy[0]!, state: 'stopped' }], 'switchover to n2 refused: n2 is not running (stopped)'],
+    ] as const)('a refused switchover says why (%s) in the sentence and the action (issue 30, item 5)', (_n, peers, why) => {
+      const dec = decideCycle(leaderIn({ leader: 'n1', member: 'n2' }, [...peers] as CycleInput['peers']));
+      const clear = dec.actions.find((a) => a.kind === 'clearFailover');
+      expect(clear && 'refused' in clear ? clear.refused : undefined).toMatch(why);
+      expect(dec.message).toMatch(/: clearing the failover key$/);
+    });
   });
 });
 

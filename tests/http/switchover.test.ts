@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ClusterView } from '../../src/domain/cluster.ts';
 import type { NodeSnapshot } from '../../src/domain/snapshot.ts';
-import { appFor, clusterView, config, FakeCommands, member, primaryLeader, send } from './fixtures.ts';
+import { appFor, clusterView, config, FakeCommands, member, NOW, primaryLeader, send } from './fixtures.ts';
 
 const FAST = { intervalMs: 5, timeoutMs: 2000 };
 
@@ -216,6 +216,25 @@ describe('immediate switchover / failover: polling the snapshot', () => {
     const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), ours({})]);
     const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
     expect(res.status).toBe(503);
+    expect(await res.text()).toBe('Switchover failed');
+  });
+
+  it('answers 503 with the reason the leader published for its refusal (switchover_refused in its member key)', async () => {
+    const members = clusterView().members.map((m) =>
+      m.name === 'pg-1' ? { ...m, data: { ...m.data, switchover_refused: { at: new Date(NOW).toISOString(), reason: 'switchover to pg-2 refused: pg-2 is on timeline 1, behind the cluster\'s 2 (it has not followed the current leader yet)' } } } : m,
+    );
+    const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), ours({}), { failover: { value: {}, revision: '50' }, members }]);
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe("Switchover failed: switchover to pg-2 refused: pg-2 is on timeline 1, behind the cluster's 2 (it has not followed the current leader yet)");
+  });
+
+  it('a refusal published before the request is not its reason', async () => {
+    const members = clusterView().members.map((m) =>
+      m.name === 'pg-1' ? { ...m, data: { ...m.data, switchover_refused: { at: new Date(NOW - 60_000).toISOString(), reason: 'an old one' } } } : m,
+    );
+    const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), { failover: { value: {}, revision: '50' }, members }]);
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
     expect(await res.text()).toBe('Switchover failed');
   });
 

@@ -2,6 +2,7 @@
  * Typed fixtures of the node's tests: complete values of the domain's types (a probe, a member)
  * and of the modules' deps, built from the fields a test cares about, so no test needs a cast.
  */
+import { HandoverRefusals } from '../../src/node/cycle/handover-refusal.ts';
 import { withDefaults } from '../../src/domain/dynamic-config.ts';
 import type { Member, MemberData } from '../../src/domain/member.ts';
 import type { PgStatus } from '../../src/domain/pg-status.ts';
@@ -95,6 +96,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     release: { request: () => undefined },
     config: { writeAndReload: unexpected('config.writeAndReload') },
     replicaSlots: { run: unexpected('replicaSlots.run') },
+    refusals: new HandoverRefusals(),
     db: () => ({ ...databaseAt('stopped', 'replica'), send: () => undefined }),
     probe: () => undefined,
     now: () => 0,

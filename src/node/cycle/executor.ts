@@ -27,6 +27,7 @@ import type { LeaderDuties } from '../replication/leader-duties.ts';
 import type { ReplicaSlots } from '../replication/replica-slots.ts';
 import { upstreamOf, type ReplicationSource } from '../replication/replication-source.ts';
 import type { SyncManager } from '../replication/sync-manager.ts';
+import type { HandoverRefusals } from './handover-refusal.ts';
 import type { CycleTrackers } from './trackers.ts';
 
 /** What the executor reads and calls (HaNode wires it). */
@@ -45,6 +46,8 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   trackers: Pick<CycleTrackers, 'noteSystemIdentifier'>;
   release: Pick<StopRelease, 'request'>;
   config: Pick<ConfigApplier, 'writeAndReload'>;
+  /** Where a refused handover is recorded (this module is its one writer). */
+  refusals: Pick<HandoverRefusals, 'record'>;
   /** A running replica's slots (permanent slots, cascading members), when the PgControl lists slots. */
   replicaSlots: Pick<ReplicaSlots, 'run'>;
   /** The database machine actor (throws before the node started). */
@@ -98,6 +101,7 @@ export class Executor {
       case 'leaderDuties':
         return this.leaderDuties(view);
       case 'clearFailover':
+        if (a.refused !== undefined) this.d.refusals.record(a.refused, this.d.now());
         return this.clearFailover(view);
     }
   }

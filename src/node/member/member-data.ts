@@ -42,6 +42,8 @@ export interface MemberFacts {
   diverged?: string;
   /** The last failed database action and why (`<action> failed: <reason>`, src/domain/database-failure.ts). */
   failure?: string;
+  /** The last handover this leader refused (HandoverRefusals). */
+  switchoverRefused?: { reason: string; atMs: number };
 }
 
 /** The member key's value. LSNs as integer bytes. */
@@ -69,5 +71,6 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
     ...(f.diverged ? { diverged: f.diverged } : {}),
     ...(f.failure !== undefined ? { failure: f.failure } : {}),
+    ...(f.switchoverRefused ? { switchover_refused: { at: new Date(f.switchoverRefused.atMs).toISOString(), reason: f.switchoverRefused.reason } } : {}),
   };
 }

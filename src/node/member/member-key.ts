@@ -10,6 +10,7 @@ import type { Dcs } from '../../dcs/dcs.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { CycleFacts } from '../cycle/trackers.ts';
 import type { ScheduledWork } from '../cycle/schedules.ts';
+import type { HandoverRefusals } from '../cycle/handover-refusal.ts';
 import type { FailureRecord } from '../local/failure-record.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { DatabaseView, NodeDeps, NodeState } from '../node-core.ts';
@@ -24,6 +25,8 @@ export interface MemberKeyDeps extends Pick<NodeDeps, 'name' | 'connUrl' | 'apiU
   lock: Pick<LeaderLock, 'held'>;
   /** The last failed database action (`failure` in the key). */
   failures: Pick<FailureRecord, 'text'>;
+  /** The last handover this leader refused (`switchover_refused` in the key). */
+  refusals: Pick<HandoverRefusals, 'last'>;
   /** The database machine actor (throws before the node started). */
   db(): DatabaseView;
   /** The latest probe while the database runs. */
@@ -57,6 +60,7 @@ export class MemberKey {
     const scheduled = this.scheduledRestart();
     const probe = this.d.probe();
     const failure = this.d.failures.text;
+    const refused = this.d.refusals.last;
     return buildMemberData({
       connUrl: deps.connUrl,
       apiUrl: deps.apiUrl,
@@ -70,6 +74,7 @@ export class MemberKey {
       ...(t.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: t.notStreamingSinceMs } : {}),
       ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
       ...(failure !== undefined ? { failure } : {}),
+      ...(refused ? { switchoverRefused: refused } : {}),
     });
   }
 
