@@ -154,6 +154,7 @@ export interface AgentConfig {
   /** Member tags; when `nofailover: true` and `failover_priority` are both set, nofailover wins. */
   tags: Tags;
   /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/lock/fencing.ts). */
-  watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number };
+  /** `safety_margin_set`: the file wrote `safety_margin` (absent: the default 5 s). */
+  watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number; safety_margin_set?: true };
   log: { level: LogLevel };
 }

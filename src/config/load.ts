@@ -175,6 +175,14 @@ function definedCallbacks(c: Partial<Record<CallbackName, string[] | undefined>>
 }
 
 /** Fills the derived fields; the input has passed the schema and the cross-key rules. */
+/** `watchdog.safety_margin` when the file does not set it (the reference's default), seconds. */
+const DEFAULT_SAFETY_MARGIN = 5;
+
+/** The `watchdog` section: the default margin filled in, and whether the file wrote one (an adjustment of the default is no warning). */
+function watchdogOf(w: FileConfig['watchdog']): AgentConfig['watchdog'] {
+  return { mode: w.mode, safety_margin: w.safety_margin ?? DEFAULT_SAFETY_MARGIN, ...(w.safety_margin !== undefined ? { safety_margin_set: true as const } : {}) };
+}
+
 function toAgentConfig(f: FileConfig): AgentConfig {
   const { dcs, method, initdb, pg_hba, ...custom } = f.bootstrap;
   const db = f.database;
@@ -204,7 +212,7 @@ function toAgentConfig(f: FileConfig): AgentConfig {
       ...(db.callbacks !== undefined ? { callbacks: definedCallbacks(db.callbacks) } : {}),
     },
     tags: f.tags,
-    watchdog: { mode: f.watchdog.mode, safety_margin: f.watchdog.safety_margin },
+    watchdog: watchdogOf(f.watchdog),
     log: { level: f.log.level },
   };
 }

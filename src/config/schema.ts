@@ -213,7 +213,6 @@ const Watchdog = mapping(v.strictObject(
         v.integer((i) => `must be an integer number of seconds, got ${i.received}`),
         v.check((n) => n === -1 || n >= 1, (i) => `must be at least 1 second (or -1 for ttl / 2), got ${String(i.input)}`),
       ),
-      5,
     ),
   },
   mappingMessage,

@@ -91,8 +91,8 @@ export function buildParts(deps: NodeDeps, state: NodeState, opts: PartsOptions,
     state,
     hooks,
     now,
-    notice: (type, text) => {
-      deps.log.warn({ notice: type }, text);
+    notice: (type, text, level) => {
+      deps.log[level ?? 'warn']({ notice: type }, text);
       deps.journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: now() } });
     },
     db: () => {

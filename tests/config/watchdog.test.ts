@@ -15,13 +15,14 @@ function problemsOf(fn: () => unknown): string[] {
 }
 
 describe('watchdog', () => {
-  it('defaults to mode automatic with safety_margin 5, as the reference', () => {
+  it('defaults to mode automatic with safety_margin 5, as the reference (not marked as written: fitting it to the timing is no warning)', () => {
     expect(parseConfig(GOOD_YAML, {}).watchdog).toEqual({ mode: 'automatic', safety_margin: 5 });
+    expect(parseConfig(`${GOOD_YAML}watchdog: { mode: required }\n`, {}).watchdog).toEqual({ mode: 'required', safety_margin: 5 });
   });
 
   it('accepts off, automatic, required and -1 (ttl / 2)', () => {
     for (const mode of ['off', 'automatic', 'required']) {
-      expect(parseConfig(`${GOOD_YAML}watchdog: { mode: ${mode}, safety_margin: 3 }\n`, {}).watchdog).toEqual({ mode, safety_margin: 3 });
+      expect(parseConfig(`${GOOD_YAML}watchdog: { mode: ${mode}, safety_margin: 3 }\n`, {}).watchdog).toEqual({ mode, safety_margin: 3, safety_margin_set: true });
     }
     expect(parseConfig(`${GOOD_YAML}watchdog: { safety_margin: -1 }\n`, {}).watchdog.safety_margin).toBe(-1);
   });

@@ -87,7 +87,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     log: { info: () => undefined, warn: () => undefined },
     state: new NodeState({ config: withDefaults({}), tags: {}, localParameters: {} }),
     lock: { acquire: unexpected('lock.acquire'), release: unexpected('lock.release') },
-    fencing: { beforeAcquire: unexpected('fencing.beforeAcquire') },
+    fencing: { beforeAcquire: unexpected('fencing.beforeAcquire'), afterAcquire: unexpected('fencing.afterAcquire') },
     duties: { historyWritten: () => undefined, run: unexpected('duties.run') },
     sync: { keyBeforePromotion: () => undefined, promoting: () => undefined, run: unexpected('sync.run') },
     source: new ReplicationSource(),

@@ -38,7 +38,7 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   /** The node's facts: this module is the one writer of initializedByMe and demoted; the configuration it only reads. */
   state: Pick<NodeState, 'initializedByMe' | 'demoted'> & Readonly<Pick<NodeState, 'config'>>;
   lock: Pick<LeaderLock, 'acquire' | 'release'>;
-  fencing: Pick<Fencing, 'beforeAcquire'>;
+  fencing: Pick<Fencing, 'beforeAcquire' | 'afterAcquire'>;
   duties: Pick<LeaderDuties, 'historyWritten' | 'run'>;
   sync: Pick<SyncManager, 'keyBeforePromotion' | 'promoting' | 'run'>;
   source: ReplicationSource;
@@ -194,18 +194,21 @@ export class Executor {
     db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
   }
 
-  /** The leader race won: the fence first, then the lock, then the promotion (not in a standby cluster) and the failover key cleared. */
+  /** The leader race: the lock, the fence (before the race in required mode), then the promotion (not in a standby cluster) and the failover key cleared. */
   private async acquireLock(view: ClusterView): Promise<void> {
     const { dcs, log, state: st } = this.d;
     const db = this.d.db();
     const at = this.d.now();
-    // The fence is armed before the lock is taken (patroni.md §3.12); required: no fence, no race.
+    // required: the fence is armed before the lock is taken, no fence, no race. automatic: the
+    // won lock arms it, and it is armed before the promotion (patroni.md §3.12), so a member that
+    // loses the race never arms and disarms it.
     if (!(await this.d.fencing.beforeAcquire())) return;
     const r = await this.d.lock.acquire();
     if (!r.acquired) {
       log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
       return;
     }
+    await this.d.fencing.afterAcquire();
     // In a standby cluster the winner stays a replica: the standby leader (next cycle: followRemote).
     if (db.getSnapshot().context.role !== 'primary' && !standbyClusterOf(st.config)) {
       if (!(await this.prepareSyncForPromotion(view))) return;

@@ -6,7 +6,10 @@
  * The fence itself is a FenceDevice (a separate process in production, started idle with the
  * agent, src/watchdog/process-fence.ts; none in the simulator and in unit tests). This module
  * decides when it is armed, fed and disarmed (disarmed, the process stays, idle):
- * - armed before a promotion (the leader race) and whenever this agent holds the lock while a
+ * - armed before a promotion: once the leader race is won (automatic mode, as the reference
+ *   activates its watchdog after taking the lock and before promoting: a member that loses the
+ *   race never arms), or before the race (required mode: a member that cannot arm it does not
+ *   race); and whenever this agent holds the lock while a
  *   postmaster runs (adopted key, bootstrap, a primary started after a failure) — or, with a
  *   device that fences a data directory, whenever it holds the lock at all: armed on the data
  *   directory it stops whatever postmaster runs there when it fires, so a primary this agent
@@ -34,6 +37,11 @@ export interface WatchdogSettings {
   mode: WatchdogMode;
   /** Seconds before the lease can expire at which the fence fires; −1 = ttl / 2 (the reference's). */
   safety_margin: number;
+  /**
+   * The operator wrote `safety_margin` (not the default): an adjustment of it is a warning; the
+   * default adjusted to the cluster's timing is logged at info.
+   */
+  safety_margin_set?: boolean;
 }
 
 /** Default of the `watchdog` section (the reference's: automatic, 5 s). */
@@ -91,7 +99,8 @@ export interface FencingDeps {
   lockHeld: () => boolean;
   /** The local database runs (or stops) as a primary: a postmaster that may acknowledge writes. */
   primaryRunning: () => boolean;
-  notice: (type: string, text: string) => void;
+  /** Logs (at warn, or at `level`) and journals `ha.<type>`. */
+  notice: (type: string, text: string, level?: 'info') => void;
   log: Logger;
   /** Monotonic ms (default CLOCK_MONOTONIC). */
   mono?: () => number;
@@ -150,12 +159,14 @@ export class Fencing {
   }
 
   /**
-   * Before the leader race (patroni.md §3.12: activated before promotion): arms the fence on the
-   * running postmaster with the deadline counted from now. False only when `required` and it
-   * could not be armed: the member must not take the lock.
+   * Before the leader race, `required` only: arms the fence on the running postmaster with the
+   * deadline counted from now. False when it could not be armed: the member must not take the
+   * lock. In `automatic` mode nothing is armed before the race (a member that loses it would arm
+   * and disarm for nothing): the won lock arms it (`renewed`), and `afterAcquire` waits for that
+   * before the promotion.
    */
   async beforeAcquire(): Promise<boolean> {
-    if (this.mode === 'off' || this.deps.config().pause === true) return true;
+    if (this.mode !== 'required' || this.deps.config().pause === true) return true;
     const stamp = this.stamp();
     const ok = await this.serial(async () => {
       if (this.deps.device?.armed) return true;
@@ -168,6 +179,16 @@ export class Fencing {
       return false;
     }
     return true;
+  }
+
+  /**
+   * After the leader race was won, before the promotion (patroni.md §3.12: activated before
+   * promotion): resolves once the arming the won lock started (`renewed`) is done. An arming that
+   * failed was reported by it (automatic mode goes on without a fence).
+   */
+  async afterAcquire(): Promise<void> {
+    if (this.mode === 'off') return;
+    await this.sync();
   }
 
   /**
@@ -255,23 +276,18 @@ export class Fencing {
   /** The fence deadline of a renewal sent at `stampMono`. */
   private deadline(stampMono: number): { remainingMs: number; deadlineMonoMs: number } {
     const cfg = this.deps.config();
-    const { ttlMs, loopWaitMs, retryTimeoutMs } = timingOf(cfg);
+    const { ttlMs, retryTimeoutMs } = timingOf(cfg);
     const { marginMs, adjusted } = effectiveMarginMs(this.deps.settings.safety_margin, ttlMs, retryTimeoutMs);
-    const key = `${cfg.ttl}/${cfg.loop_wait}/${cfg.retry_timeout}/${marginMs}`;
+    const key = `${cfg.ttl}/${cfg.retry_timeout}/${marginMs}`;
     if (key !== this.warnedTiming) {
       this.warnedTiming = key;
+      // The default margin fitted to the cluster's timing is no fault of the file: info. A margin
+      // the operator wrote and the agent does not use as written is a warning.
       if (adjusted) {
         this.deps.notice(
           'watchdog.adjusted',
-          `watchdog.safety_margin ${this.deps.settings.safety_margin} s with ttl ${cfg.ttl} s and retry_timeout ${cfg.retry_timeout} s: using ${marginMs / 1000} s (at most ttl / 2 and retry_timeout / 2, so the agent's own demotion comes first)`,
-        );
-      }
-      const fenceAfter = ttlMs - marginMs;
-      const ownDemotion = loopWaitMs + 2 * retryTimeoutMs;
-      if (fenceAfter < ownDemotion) {
-        this.deps.log.warn(
-          { ttl: cfg.ttl, loop_wait: cfg.loop_wait, retry_timeout: cfg.retry_timeout, safety_margin_ms: marginMs },
-          `the fence fires ${fenceAfter / 1000} s after the last renewal, before the agent's own demotion after failed renewals may start (loop_wait + 2 × retry_timeout = ${ownDemotion / 1000} s): a slow DCS can end in an immediate stop instead of a fast demotion`,
+          `watchdog.safety_margin ${this.deps.settings.safety_margin} s${this.deps.settings.safety_margin_set === true ? '' : ' (the default)'} with ttl ${cfg.ttl} s and retry_timeout ${cfg.retry_timeout} s: using ${marginMs / 1000} s (at most ttl / 2 and retry_timeout / 2, so the agent's own demotion comes first)`,
+          ...(this.deps.settings.safety_margin_set === true ? [] : (['info'] as const)),
         );
       }
     }
@@ -300,7 +316,7 @@ export class Fencing {
       return false;
     }
     this.failed = false;
-    this.deps.notice('watchdog.armed', `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`);
+    this.deps.notice('watchdog.armed', `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`, 'info');
     return true;
   }
 
@@ -309,7 +325,7 @@ export class Fencing {
     if (!d) return;
     const was = d.armed;
     await d.disarm().catch((e) => this.deps.log.warn({ err: String(e) }, 'disarming the fence failed'));
-    if (was) this.deps.notice('watchdog.disarmed', `fence disarmed: ${why}`);
+    if (was) this.deps.notice('watchdog.disarmed', `fence disarmed: ${why}`, 'info');
   }
 
   private onDeviceEvent(e: FenceEvent): void {
