@@ -134,7 +134,10 @@ function haValue(variable: string, raw: string): Read {
     // Echo only the hosts list; another variable's value is never echoed (a secret set by mistake).
     return {
       ok: false,
-      problem: variable === 'HA_ETCD3_HOSTS' ? `${variable} is neither a comma list nor a YAML flow list: ${raw}` : `${variable} is not valid YAML`,
+      problem:
+        variable === 'HA_ETCD3_HOSTS'
+          ? `${variable} is neither a comma list nor a YAML flow list: ${raw}`
+          : `${variable} is not valid YAML`,
     };
   }
 }
@@ -159,7 +162,10 @@ function patroniValue(variable: string, raw: string): Read {
   try {
     return { ok: true, value: YAML.parse(text) as unknown };
   } catch {
-    return { ok: false, problem: variable === 'PATRONI_ETCD3_HOSTS' ? `${variable} is not a list of hosts: ${raw}` : `${variable} is not valid YAML` };
+    return {
+      ok: false,
+      problem: variable === 'PATRONI_ETCD3_HOSTS' ? `${variable} is not a list of hosts: ${raw}` : `${variable} is not valid YAML`,
+    };
   }
 }
 

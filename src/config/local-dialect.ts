@@ -153,7 +153,8 @@ export function fileProblem(problem: string, dialect: ConfigDialect, dcsDialect:
   const at = problem.indexOf(': ');
   if (at < 0 || problem.startsWith('(root)')) return problem;
   const path = problem.slice(0, at).split('.');
-  const text = dialect === 'patroni' && path[0] === 'database' ? problem.slice(at).replace(/\bdatabase\./g, 'postgresql.') : problem.slice(at);
+  const text =
+    dialect === 'patroni' && path[0] === 'database' ? problem.slice(at).replace(/\bdatabase\./g, 'postgresql.') : problem.slice(at);
   return `${filePath(path, dialect, dcsDialect).join('.')}${text}`;
 }
 
@@ -172,7 +173,7 @@ export function translateFile(raw: Doc): FileTranslation {
   const written = writtenDialect(raw);
   const dialect: ConfigDialect = written === 'patroni' ? 'patroni' : 'native';
   if (written === 'both') {
-    problems.push('(root): postgresql (the reference\'s name) and database name the same section: write one');
+    problems.push("(root): postgresql (the reference's name) and database name the same section: write one");
     run({ op: 'delete', path: ['postgresql'] });
   } else if (written === 'patroni') {
     run({ op: 'rename', path: ['postgresql'], to: 'database' });
@@ -180,7 +181,8 @@ export function translateFile(raw: Doc): FileTranslation {
 
   for (const path of EMPTY_MAPPINGS) {
     const parent = getIn(doc, path.slice(0, -1));
-    if (isMapping(parent) && Object.hasOwn(parent, path[path.length - 1]!) && parent[path[path.length - 1]!] === null) run({ op: 'delete', path });
+    if (isMapping(parent) && Object.hasOwn(parent, path[path.length - 1]!) && parent[path[path.length - 1]!] === null)
+      run({ op: 'delete', path });
   }
 
   // bootstrap.dcs: its keys, then its dialect.
@@ -189,12 +191,13 @@ export function translateFile(raw: Doc): FileTranslation {
   if (isMapping(dcs)) {
     const dcsWritten = writtenDialect(dcs);
     if (dcsWritten === 'both') {
-      problems.push('bootstrap.dcs: postgresql (the reference\'s name) and database name the same section: write one');
+      problems.push("bootstrap.dcs: postgresql (the reference's name) and database name the same section: write one");
     } else {
       dcsDialect = dcsWritten === 'patroni' ? 'patroni' : 'native';
       const section = dcs[DIALECT_NAMES[dcsDialect].section];
       if (section === null) run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section] });
-      else if (isMapping(section) && section['parameters'] === null) run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section, 'parameters'] });
+      else if (isMapping(section) && section['parameters'] === null)
+        run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section, 'parameters'] });
       const current = getIn(doc, ['bootstrap', 'dcs']) as Doc;
       for (const u of unreadKeys(current)) {
         problems.push(`bootstrap.dcs.${formatUnread(u)}`);
@@ -211,7 +214,8 @@ export function translateFile(raw: Doc): FileTranslation {
         const db = after['database'];
         if (isMapping(db)) {
           for (const [k, v] of Object.entries(db)) {
-            if (getIn(doc, ['bootstrap', 'dcs', 'database', k]) === undefined) run({ op: 'set', path: ['bootstrap', 'dcs', 'database', k], value: v });
+            if (getIn(doc, ['bootstrap', 'dcs', 'database', k]) === undefined)
+              run({ op: 'set', path: ['bootstrap', 'dcs', 'database', k], value: v });
           }
         }
       }
@@ -232,7 +236,9 @@ export function translateFile(raw: Doc): FileTranslation {
       if (!Object.hasOwn(db, key)) continue;
       const v = db[key];
       if (!(Array.isArray(v) && v.length > 0 && v.every((m) => m === 'basebackup'))) {
-        problems.push(`database.${key}: not implemented: replicas are made with pg_basebackup only (create_replica_methods: [basebackup]), got ${JSON.stringify(v)}`);
+        problems.push(
+          `database.${key}: not implemented: replicas are made with pg_basebackup only (create_replica_methods: [basebackup]), got ${JSON.stringify(v)}`,
+        );
       }
       run({ op: 'delete', path: ['database', key] });
     }
@@ -241,7 +247,8 @@ export function translateFile(raw: Doc): FileTranslation {
       ['use_unix_socket_repl', false, "replicas always stream over TCP from the leader's connect_address"],
     ] as const) {
       if (!Object.hasOwn(db, key)) continue;
-      if (db[key] !== always) problems.push(`database.${key}: only ${String(always)} is implemented: ${why}, got ${JSON.stringify(db[key])}`);
+      if (db[key] !== always)
+        problems.push(`database.${key}: only ${String(always)} is implemented: ${why}, got ${JSON.stringify(db[key])}`);
       run({ op: 'delete', path: ['database', key] });
     }
   }

@@ -68,17 +68,61 @@ export function parsePatroniBool(raw: string): boolean | undefined {
 
 /** Suffixes the reference reads as DCS settings (`PATRONI_<DCS>_<SUFFIX>`, Patroni 3.0.2). */
 const DCS_SUFFIXES = new Set([
-  'HOST', 'HOSTS', 'PORT', 'USE_PROXIES', 'PROTOCOL', 'SRV', 'SRV_SUFFIX', 'URL', 'PROXY', 'CACERT', 'CERT', 'KEY', 'VERIFY', 'TOKEN',
-  'CHECKS', 'DC', 'CONSISTENCY', 'REGISTER_SERVICE', 'SERVICE_CHECK_INTERVAL', 'SERVICE_CHECK_TLS_SERVER_NAME', 'SERVICE_TAGS',
-  'NAMESPACE', 'CONTEXT', 'USE_ENDPOINTS', 'SCOPE_LABEL', 'ROLE_LABEL', 'POD_IP', 'PORTS', 'LABELS', 'BYPASS_API_SERVICE',
-  'RETRIABLE_HTTP_CODES', 'KEY_PASSWORD', 'USE_SSL', 'SET_ACLS', 'GROUP', 'DATABASE', 'USERNAME', 'PASSWORD',
+  'HOST',
+  'HOSTS',
+  'PORT',
+  'USE_PROXIES',
+  'PROTOCOL',
+  'SRV',
+  'SRV_SUFFIX',
+  'URL',
+  'PROXY',
+  'CACERT',
+  'CERT',
+  'KEY',
+  'VERIFY',
+  'TOKEN',
+  'CHECKS',
+  'DC',
+  'CONSISTENCY',
+  'REGISTER_SERVICE',
+  'SERVICE_CHECK_INTERVAL',
+  'SERVICE_CHECK_TLS_SERVER_NAME',
+  'SERVICE_TAGS',
+  'NAMESPACE',
+  'CONTEXT',
+  'USE_ENDPOINTS',
+  'SCOPE_LABEL',
+  'ROLE_LABEL',
+  'POD_IP',
+  'PORTS',
+  'LABELS',
+  'BYPASS_API_SERVICE',
+  'RETRIABLE_HTTP_CODES',
+  'KEY_PASSWORD',
+  'USE_SSL',
+  'SET_ACLS',
+  'GROUP',
+  'DATABASE',
+  'USERNAME',
+  'PASSWORD',
 ]);
 
 /** DCS sections of the reference other than etcd3 (each refused as a whole). */
 const OTHER_DCS = new Set(['ETCD', 'CONSUL', 'ZOOKEEPER', 'EXHIBITOR', 'KUBERNETES', 'CITUS', 'RAFT']);
 
 /** The reference's connection options of a role besides username and password. */
-const ROLE_OPTIONS = new Set(['SSLMODE', 'SSLCERT', 'SSLKEY', 'SSLPASSWORD', 'SSLROOTCERT', 'SSLCRL', 'SSLCRLDIR', 'GSSENCMODE', 'CHANNEL_BINDING']);
+const ROLE_OPTIONS = new Set([
+  'SSLMODE',
+  'SSLCERT',
+  'SSLKEY',
+  'SSLPASSWORD',
+  'SSLROOTCERT',
+  'SSLCRL',
+  'SSLCRLDIR',
+  'GSSENCMODE',
+  'CHANNEL_BINDING',
+]);
 
 /** Variables of the reference's settings of the sections below that are not implemented, as `<variable suffix>` -> reference path. */
 const SECTION_REFUSALS: Readonly<Record<string, string>> = {

@@ -30,7 +30,8 @@ export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Pro
   let port: number | undefined;
   if (o.port !== undefined) {
     port = Number(o.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw usageError(`invalid --port ${JSON.stringify(o.port)}: expected 1..65535`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw usageError(`invalid --port ${JSON.stringify(o.port)}: expected 1..65535`);
   }
   const view = await readView(s);
   if (!view.config) throw new CtlError(`cluster "${s.scope}" has no config key in the DCS`);

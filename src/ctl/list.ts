@@ -186,7 +186,10 @@ export function renderList(view: ClusterView, scope: string, opts: ListOptions):
     case 'yaml':
       return rows.length === 0 ? ['[]'] : YAML.stringify(rows).trimEnd().split('\n');
     case 'tsv':
-      return renderTsv(columns, rows.map((r) => columns.map((c) => r[c])));
+      return renderTsv(
+        columns,
+        rows.map((r) => columns.map((c) => r[c])),
+      );
     case 'pretty': {
       const shown = columns.slice(1);
       const headers = shown.map((c) => (c === 'Receive Lag' || c === 'Replay Lag' ? 'Lag' : c));

@@ -24,7 +24,8 @@ export async function runPause(s: Session, paused: boolean, o: { wait: boolean; 
       s.io.err(unreachableText(m, r.error));
       continue;
     }
-    if (r.status !== 200) throw new CtlError(`Failed: ${paused ? 'pause' : 'resume'} on member ${m.name}, status code=${r.status}, (${r.text})`);
+    if (r.status !== 200)
+      throw new CtlError(`Failed: ${paused ? 'pause' : 'resume'} on member ${m.name}, status code=${r.status}, (${r.text})`);
     done = true;
     break;
   }

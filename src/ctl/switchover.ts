@@ -73,7 +73,9 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
     if (!candidates.includes(candidate)) {
       const synchronous = syncAllowed(view, withDefaults(view.config?.value), 'switchover');
       if (synchronous && members.some((m) => m.name === candidate && mayPromote(m.data.tags))) {
-        throw new CtlError(`Member ${candidate} is not a synchronous standby of cluster ${s.scope} (sync key: ${synchronous.join(', ') || 'none'})`);
+        throw new CtlError(
+          `Member ${candidate} is not a synchronous standby of cluster ${s.scope} (sync key: ${synchronous.join(', ') || 'none'})`,
+        );
       }
       throw new CtlError(`Member ${candidate} does not exist in cluster ${s.scope} or is tagged as nofailover`);
     }
@@ -103,7 +105,11 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
   if (reply.reachable) return report(s, 'switchover', reply);
   s.io.err(`${target ? unreachableText(target, reply.error) : reply.error}; writing the failover key in the DCS instead`);
   const ok = await s.dcs.setFailover(
-    { leader, ...(candidate !== undefined ? { member: candidate } : {}), ...(scheduledAt !== undefined ? { scheduled_at: scheduledAt } : {}) },
+    {
+      leader,
+      ...(candidate !== undefined ? { member: candidate } : {}),
+      ...(scheduledAt !== undefined ? { scheduled_at: scheduledAt } : {}),
+    },
     view.failover?.revision ?? '0',
   );
   if (!ok) throw new CtlError('Switchover failed: the failover key was modified concurrently');
@@ -140,7 +146,9 @@ export async function runFailover(s: Session, o: FailoverOptions): Promise<void>
   }
   const timeoutMs = actionTimeoutMs(config);
   const lead = leaderMember(view);
-  let reply: MemberReply = lead ? await callMember(lead, 'POST', '/failover', { candidate }, timeoutMs) : { reachable: false, error: 'no leader' };
+  let reply: MemberReply = lead
+    ? await callMember(lead, 'POST', '/failover', { candidate }, timeoutMs)
+    : { reachable: false, error: 'no leader' };
   if (!reply.reachable) {
     if (lead) s.io.err(`${unreachableText(lead, reply.error)}; asking ${candidate} instead`);
     reply = await callMember(target, 'POST', '/failover', { candidate }, timeoutMs);

@@ -44,9 +44,7 @@ export const MemberDataSchema = v.looseObject({
   timeline: v.optional(int()),
   tags: v.optional(TagsSchema),
   pending_restart: v.optional(v.boolean()),
-  pending_restart_reason: v.optional(
-    v.record(v.string(), v.object({ old_value: v.string(), new_value: v.string() })),
-  ),
+  pending_restart_reason: v.optional(v.record(v.string(), v.object({ old_value: v.string(), new_value: v.string() }))),
   scheduled_restart: v.optional(ScheduledRestartSchema),
   pause: v.optional(v.boolean()),
   not_streaming_since: v.optional(v.string()),
@@ -80,8 +78,7 @@ function scheduledAtProblem(text: string): string | undefined {
   return parsed.status === 400 ? 'has no timezone offset' : 'is not an ISO 8601 date-time';
 }
 
-const failoverString = (field: string) =>
-  v.string((i) => `${field}: must be a string, got ${shown(i.input)}`);
+const failoverString = (field: string) => v.string((i) => `${field}: must be a string, got ${shown(i.input)}`);
 
 /**
  * Schema of a `failover` value: a JSON object whose `leader` and `member`, when present, are
@@ -113,13 +110,7 @@ export const SyncSchema = v.looseObject({
   quorum: v.optional(int()),
 });
 
-const HistoryEntrySchema = v.tuple([
-  int(),
-  int(),
-  v.string(),
-  v.optional(v.nullable(v.string())),
-  v.optional(v.nullable(v.string())),
-]);
+const HistoryEntrySchema = v.tuple([int(), int(), v.string(), v.optional(v.nullable(v.string())), v.optional(v.nullable(v.string()))]);
 
 /** Schema of `history`: a list of `[timeline, switch_lsn, reason, timestamp?, new_leader?]`. */
 export const HistorySchema = v.array(HistoryEntrySchema);

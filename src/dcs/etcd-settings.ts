@@ -13,7 +13,9 @@ import { securedHosts, type EtcdSecurity } from './etcd-client.ts';
  * is set, unless given), the paths of the PEM files (CA bundle, client certificate for etcd's
  * `--client-cert-auth`, its key) and the etcd user with its password (secret).
  */
-export type EtcdSettings = { hosts: string[]; protocol?: 'http' | 'https' } & Partial<Record<'cacert' | 'cert' | 'key' | 'username' | 'password', string>>;
+export type EtcdSettings = { hosts: string[]; protocol?: 'http' | 'https' } & Partial<
+  Record<'cacert' | 'cert' | 'key' | 'username' | 'password', string>
+>;
 
 /**
  * Reads the files named by `etcd3.cacert`, `etcd3.cert`, `etcd3.key`.

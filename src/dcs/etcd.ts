@@ -201,7 +201,8 @@ export class EtcdDcs implements Dcs {
     if (res.succeeded && kv) return { acquired: true, createRevision: String(kv.create_revision) };
     const holder = kv ? kv.value.toString('utf8') : undefined;
     // A repeated attempt after an ambiguous failure may find our own key: that is a win.
-    if (kv && holder === this.name && String(kv.lease) === this.leaseId) return { acquired: true, createRevision: String(kv.create_revision) };
+    if (kv && holder === this.name && String(kv.lease) === this.leaseId)
+      return { acquired: true, createRevision: String(kv.create_revision) };
     return { acquired: false, holder: holder || undefined };
   }
 

@@ -12,7 +12,16 @@
 import type { DatabaseState, Role } from './states.ts';
 
 /** The action that failed, as the log and `hactl list` name it. */
-export type FailedAction = 'initdb' | 'custom bootstrap' | 'start after custom bootstrap' | 'start' | 'restart' | 'stop' | 'clone' | 'pg_rewind' | 'promote';
+export type FailedAction =
+  | 'initdb'
+  | 'custom bootstrap'
+  | 'start after custom bootstrap'
+  | 'start'
+  | 'restart'
+  | 'stop'
+  | 'clone'
+  | 'pg_rewind'
+  | 'promote';
 
 /** What a snapshot of the database machine says about failures. */
 export interface DatabaseSnap {
@@ -29,7 +38,14 @@ export interface DatabaseSnap {
 export const BOOTSTRAP_ACTIONS: ReadonlySet<FailedAction> = new Set(['initdb', 'custom bootstrap', 'start after custom bootstrap']);
 
 /** States in which a failure is still the member's situation (shown until an attempt starts again or the database runs). */
-const FAILURE_STATES: ReadonlySet<DatabaseState> = new Set(['initdb_failed', 'custom_bootstrap_failed', 'start_failed', 'restart_failed', 'stop_failed', 'stopped']);
+const FAILURE_STATES: ReadonlySet<DatabaseState> = new Set([
+  'initdb_failed',
+  'custom_bootstrap_failed',
+  'start_failed',
+  'restart_failed',
+  'stop_failed',
+  'stopped',
+]);
 
 /** The action whose failure took the machine from `prev` to `next`; undefined when none failed. */
 export function failedAction(prev: DatabaseSnap, next: DatabaseSnap): FailedAction | undefined {

@@ -7,7 +7,14 @@
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
-import { candidateRefusal, isEligibleCandidate, isHealthiest, publishedPositions, type CandidateOptions, type PeerStatus } from './leader-race.ts';
+import {
+  candidateRefusal,
+  isEligibleCandidate,
+  isHealthiest,
+  publishedPositions,
+  type CandidateOptions,
+  type PeerStatus,
+} from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
@@ -321,7 +328,13 @@ interface CycleContext {
  */
 export function decideCycle(i: CycleInput): CycleDecision {
   const sc = standbyClusterOf(i.config);
-  const c: CycleContext = { paused: i.config.pause === true, iLead: i.holdsLock, leader: i.holdsLock ? i.name : i.view.leader?.name, sc, standby: sc !== undefined };
+  const c: CycleContext = {
+    paused: i.config.pause === true,
+    iLead: i.holdsLock,
+    leader: i.holdsLock ? i.name : i.view.leader?.name,
+    sc,
+    standby: sc !== undefined,
+  };
   return (
     whileDcsDown(i, c) ??
     whileBusy(i, c) ??
@@ -340,7 +353,8 @@ export function decideCycle(i: CycleInput): CycleDecision {
 function whileDcsDown(i: CycleInput, c: CycleContext): CycleDecision | undefined {
   if (i.dcsOk) return undefined;
   if (!c.paused && i.db.role === 'primary' && i.db.state === 'running') {
-    if (i.failsafeAccepted === true) return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
+    if (i.failsafeAccepted === true)
+      return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
     return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
   }
   return d('DCS is not accessible');
@@ -374,7 +388,11 @@ function afterFailedBootstrap(i: CycleInput, c: CycleContext): CycleDecision | u
 function onReleasedLock(i: CycleInput, c: CycleContext): CycleDecision | undefined {
   if (c.iLead || c.leader !== i.name) return undefined;
   if (i.db.role === 'primary' && i.db.state === 'running') {
-    return d('demoting self because I do not hold the leader lock the view shows for me', { kind: 'demote', mode: 'immediate', releaseLock: false });
+    return d('demoting self because I do not hold the leader lock the view shows for me', {
+      kind: 'demote',
+      mode: 'immediate',
+      releaseLock: false,
+    });
   }
   return d('the leader key still names me but I released or lost it: waiting for it to clear');
 }
@@ -419,7 +437,13 @@ function otherSystem(i: CycleInput): CycleDecision | undefined {
 /** The bootstrap winner's database runs: publish the identifier and the configuration, take the lock. */
 function afterBootstrap(i: CycleInput, c: CycleContext): CycleDecision | undefined {
   const { db } = i;
-  if (i.initializedByMe && !c.leader && db.state === 'running' && (db.role === 'primary' || (c.standby && db.role === 'replica')) && i.view.initialize === '') {
+  if (
+    i.initializedByMe &&
+    !c.leader &&
+    db.state === 'running' &&
+    (db.role === 'primary' || (c.standby && db.role === 'replica')) &&
+    i.view.initialize === ''
+  ) {
     return d('initialized a new cluster', { kind: 'finishBootstrap' });
   }
   return undefined;
@@ -436,9 +460,12 @@ function onGhostLeader(i: CycleInput, c: CycleContext): CycleDecision | undefine
   const since = i.ghostLeaderSinceMs ?? i.nowMs;
   const waitedMs = i.nowMs - since;
   if (!c.paused && waitedMs >= timingOf(i.config).ttlMs) {
-    return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
+    return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, {
+      kind: 'clearGhostLeader',
+    });
   }
-  const demote: CycleAction[] = i.db.role === 'primary' && i.db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
+  const demote: CycleAction[] =
+    i.db.role === 'primary' && i.db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
   return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
 }
 
@@ -462,7 +489,8 @@ function startAsLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
   const { db } = i;
   if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
   if (c.sc) {
-    if (db.state === 'start_failed') return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
+    if (db.state === 'start_failed')
+      return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
     return d(`starting as the standby leader, replicating from ${remoteText(c.sc)}`, { kind: 'start', role: 'replica', remote: true });
   }
   if (db.state === 'start_failed' && db.role === 'primary') {
@@ -485,16 +513,28 @@ function startAsReplica(i: CycleInput, leader: string, standby: boolean): CycleD
     if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
     return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
   }
-  if (!leaderReady(view, standby)) return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
+  if (!leaderReady(view, standby))
+    return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
   if (!standby) {
     const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
     if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
     const fork = i.sameNumberFork;
-    if (verdict.kind === 'ok' && fork && fork.leader === leader && fork.timeline === leaderTimeline(view) && i.local.timeline === fork.timeline) {
+    if (
+      verdict.kind === 'ok' &&
+      fork &&
+      fork.leader === leader &&
+      fork.timeline === leaderTimeline(view) &&
+      i.local.timeline === fork.timeline
+    ) {
       return diverged(i, leader, sameNumberForkText(fork), false);
     }
     if (verdict.kind === 'unknown') {
-      if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
+      if (
+        i.local.clusterState === 'in production' &&
+        i.local.timeline !== 0 &&
+        i.local.timeline < leaderTimeline(view) &&
+        !historyPending(view)
+      ) {
         return diverged(i, leader, verdict.reason, false);
       }
       return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
@@ -550,7 +590,11 @@ function asLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
   if (c.sc) return decideStandbyLeader(i, c.sc);
   if (i.db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
   if (view.failoverInvalid) {
-    return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
+    return d(
+      `ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`,
+      { kind: 'clearFailover' },
+      { kind: 'leaderDuties' },
+    );
   }
   const sw = decideSwitchover(i);
   if (sw) return sw;
@@ -579,9 +623,17 @@ function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   if (standbyClusterOf(i.config)) return {};
   const mode = syncSettings(i.config).mode;
   if (mode === 'off' || !i.view.sync) return {};
-  const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter((t): t is number => t !== undefined);
+  const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter(
+    (t): t is number => t !== undefined,
+  );
   const settledAtMs = lastWal.length > 0 ? Math.max(...lastWal) + VOTE_SETTLE_MS : i.nowMs;
-  return { sync: { mode, key: syncKeyOf(i.view.sync.value), ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}) } };
+  return {
+    sync: {
+      mode,
+      key: syncKeyOf(i.view.sync.value),
+      ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}),
+    },
+  };
 }
 
 /** The history key lags the leader's published timeline (the new leader has not written it yet). */
@@ -640,14 +692,27 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
  */
 function decideStandbyLeader(i: CycleInput, sc: StandbyClusterConfig): CycleDecision {
   if (i.db.role === 'primary') {
-    return d(`demoting self to standby leader: standby_cluster replicates from ${remoteText(sc)}`, { kind: 'demote', mode: 'demote-cluster', releaseLock: false });
+    return d(`demoting self to standby leader: standby_cluster replicates from ${remoteText(sc)}`, {
+      kind: 'demote',
+      mode: 'demote-cluster',
+      releaseLock: false,
+    });
   }
   if (i.view.failoverInvalid) {
-    return d(`ignoring an invalid failover key (${i.view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+    return d(
+      `ignoring an invalid failover key (${i.view.failoverInvalid.reason}): clearing it`,
+      { kind: 'clearFailover' },
+      { kind: 'followRemote' },
+      { kind: 'leaderDuties' },
+    );
   }
   const sw = decideSwitchover(i);
   if (sw) return sw.actions.some((a) => a.kind === 'demote') ? sw : { ...sw, actions: [{ kind: 'followRemote' }, ...sw.actions] };
-  return d(`no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+  return d(
+    `no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`,
+    { kind: 'followRemote' },
+    { kind: 'leaderDuties' },
+  );
 }
 
 /**
@@ -671,9 +736,19 @@ function sameNumberForkText(f: SameNumberFork): string {
  * Divergence of a running replica: checkDivergence with the end of the WAL it received or
  * replayed as the end of its WAL (which may reach the switch point, not go past it).
  */
-function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history'], lineage: Pick<LocalPosition, 'history' | 'promotedBy'>) {
+function checkRunningDivergence(
+  endLsn: bigint,
+  timeline: number,
+  leaderTl: number,
+  history: ClusterView['history'],
+  lineage: Pick<LocalPosition, 'history' | 'promotedBy'>,
+) {
   if (timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
-  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, walEndLsn: endLsn, ...lineage }, leaderTl, history);
+  return checkDivergence(
+    { clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, walEndLsn: endLsn, ...lineage },
+    leaderTl,
+    history,
+  );
 }
 
 /**
@@ -745,13 +820,19 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
     if (running) return { ...d(`stopping to rewind: ${why}`, { kind: 'stop', reason: why }), diverged: why };
     const cannot = i.local ? whyNotRewindable(i.local, leaderTimeline(i.view), currentHistory(i.view)) : 'pg_controldata cannot be read';
     if (cannot === undefined) {
-      return withPlan({ ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why }, 'rewind');
+      return withPlan(
+        { ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why },
+        'rewind',
+      );
     }
     why = `${why} (cannot rewind: ${cannot})`;
     // Data pg_rewind cannot repair is a rewind that failed before it ran: re-cloned under the same
     // setting (default on), so the defaults heal every divergence (docs/ha.md "Divergence": "Defaults").
     if (db.remove_data_directory_on_rewind_failure === true) {
-      return withPlan({ ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
+      return withPlan(
+        { ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why },
+        'reinitialize',
+      );
     }
   }
   // A running replica stops first (as for a rewind): the next cycle takes the receipt of the
@@ -800,7 +881,10 @@ function handoverRefusal(i: CycleInput, member: string | undefined, opts: Candid
   const p = i.peers.find((x) => x.name === member);
   const why = !p
     ? `${member} is not a member of the cluster`
-    : (candidateRefusal(p, opts) ?? (allowed && !allowed.includes(member) ? `${member} is not a synchronous standby (sync key: ${allowed.join(', ') || 'none'})` : `${member} is not healthy`));
+    : (candidateRefusal(p, opts) ??
+      (allowed && !allowed.includes(member)
+        ? `${member} is not a synchronous standby (sync key: ${allowed.join(', ') || 'none'})`
+        : `${member} is not healthy`));
   return `${opts.failover ? 'failover' : 'switchover'} to ${member} refused: ${why}`;
 }
 
@@ -844,7 +928,10 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   // §3.7), so handing over to it would leave the cluster without a leader. The key is rewritten
   // from the member keys after this cycle (src/node/lock/failsafe.ts afterCycle): wait for it.
   if (!candidates.some((p) => failsafeListed(i.config, i.view, p.name))) {
-    return d(`waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`, duties);
+    return d(
+      `waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`,
+      duties,
+    );
   }
   return d(`manual ${isFailover ? 'failover' : 'switchover'}: demoting myself`, { kind: 'demote', mode: 'graceful', releaseLock: true });
 }

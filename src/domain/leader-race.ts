@@ -89,9 +89,7 @@ export type RaceVerdict = { healthy: true; reason: string } | { healthy: false; 
 export function peerWalFromStatus(doc: Record<string, unknown>): bigint | undefined {
   const xlog = doc['xlog'] as Record<string, unknown> | undefined;
   if (!xlog) return undefined;
-  const nums = ['location', 'received_location', 'replayed_location']
-    .map((k) => xlog[k])
-    .filter((v): v is number => typeof v === 'number');
+  const nums = ['location', 'received_location', 'replayed_location'].map((k) => xlog[k]).filter((v): v is number => typeof v === 'number');
   if (nums.length === 0) return undefined;
   return nums.map((n) => BigInt(n)).reduce((a, b) => (a > b ? a : b));
 }
@@ -183,7 +181,8 @@ function raceContext(input: RaceInput): RaceContext {
     operatorFailover: isCandidate && !failover?.leader,
     maxLag: BigInt(input.maxLagBytes),
     syncRefuses: (p) => !!settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined,
-    switchoverCandidateLags: (cand) => !!failover?.leader && cand.walBytes !== undefined && switchoverLag(cand.walBytes, input) !== undefined,
+    switchoverCandidateLags: (cand) =>
+      !!failover?.leader && cand.walBytes !== undefined && switchoverLag(cand.walBytes, input) !== undefined,
   };
 }
 
@@ -205,7 +204,8 @@ function candidateRaces(c: RaceContext): RaceVerdict | undefined {
   const candBehind =
     !!failover.leader &&
     !!cand &&
-    ((cand.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline) || newerTimelineAhead(cand, input) !== undefined);
+    ((cand.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline) ||
+      newerTimelineAhead(cand, input) !== undefined);
   // A switchover's candidate the sync key no longer lets be promoted (it left the key after the
   // request was accepted) does not hold up the race either: it would refuse it, and everyone
   // would wait for it (ha simulate, docs/simulation.md).
@@ -213,12 +213,23 @@ function candidateRaces(c: RaceContext): RaceVerdict | undefined {
     !!failover.leader &&
     !!input.sync &&
     !!cand &&
-    syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers]) !== undefined;
+    syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [
+      { name: self.name, reachable: true, walBytes: self.walBytes },
+      ...peers,
+    ]) !== undefined;
   // Nor does a candidate the failsafe key does not list: it would refuse to race ("not listed in
   // the failsafe key") while the others waited for it (finding 12, docs/simulation.md).
   const candUnlisted = !!input.failsafeListed && !input.failsafeListed(failover.member);
   const candLags = !!cand && c.switchoverCandidateLags(cand);
-  if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync && !candUnlisted && !candLags) {
+  if (
+    cand?.reachable &&
+    cand.state === 'running' &&
+    failoverPriority(cand.tags) > 0 &&
+    !candBehind &&
+    !candRefusedBySync &&
+    !candUnlisted &&
+    !candLags
+  ) {
     return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
   }
   return undefined;
@@ -275,7 +286,11 @@ function ownPosition(c: RaceContext): RaceVerdict | undefined {
     // It races without comparing WAL: behind a newer timeline that a member holding more WAL runs
     // on, it would fork a second timeline with that number (finding 23).
     const newer = newerTimelineAhead(self, input);
-    if (newer) return { healthy: false, reason: `my timeline ${self.timeline} is behind timeline ${newer.timeline} of ${newer.name}, which holds more WAL` };
+    if (newer)
+      return {
+        healthy: false,
+        reason: `my timeline ${self.timeline} is behind timeline ${newer.timeline} of ${newer.name}, which holds more WAL`,
+      };
   }
   // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
   // operator's failover naming a member may still take an asynchronous one (patroni.md §3.5).
@@ -309,7 +324,11 @@ function peersAhead(c: RaceContext): RaceVerdict | undefined {
     // synchronous mode no acknowledged commit is at stake: the sync key, checked above, let this
     // member, so it holds them all (as for a peer the sync key refuses, finding 14).
     if (input.failsafeListed && !input.failsafeListed(p.name)) {
-      if (p.walBytes - self.walBytes > c.maxLag) return { healthy: false, reason: `wal position of ${p.name} (not listed in the failsafe key) is more than maximum_lag_on_failover ahead of mine` };
+      if (p.walBytes - self.walBytes > c.maxLag)
+        return {
+          healthy: false,
+          reason: `wal position of ${p.name} (not listed in the failsafe key) is more than maximum_lag_on_failover ahead of mine`,
+        };
       continue;
     }
     if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
@@ -332,7 +351,12 @@ function skipsPosition(c: RaceContext, p: { name: string; walBytes?: bigint; tim
   const { input } = c;
   if (input.sync && p.name === input.sync.key.leader) return true;
   if (c.syncRefuses(p)) return true;
-  return input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline && input.self.timeline >= input.clusterTimeline;
+  return (
+    input.clusterTimeline > 0 &&
+    p.timeline !== undefined &&
+    p.timeline < input.clusterTimeline &&
+    input.self.timeline >= input.clusterTimeline
+  );
 }
 
 /**
@@ -350,7 +374,10 @@ function silentAhead(c: RaceContext): RaceVerdict | undefined {
   for (const k of silentPositions(c.input)) {
     if (skipsPosition(c, k)) continue;
     if (k.walBytes - c.input.self.walBytes > c.maxLag) {
-      return { healthy: false, reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine` };
+      return {
+        healthy: false,
+        reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine`,
+      };
     }
   }
   return undefined;
@@ -373,7 +400,10 @@ function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published'>)
  * leader's shutdown checkpoint reaches every streaming standby), so the tolerance only matters
  * when the switchover did not hand over (docs/simulation.md finding 19).
  */
-function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>): string | undefined {
+function switchoverLag(
+  candWal: bigint,
+  input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>,
+): string | undefined {
   const maxLag = BigInt(input.maxLagBytes);
   if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
   if (input.self.walBytes - candWal > maxLag) return input.self.name;
@@ -402,9 +432,15 @@ function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' 
  * checkpoint); a candidate ahead of it in WAL forks at another point, which the history files
  * tell, so it still may race (refusing it could leave nobody to take over).
  */
-function newerTimelineAhead(cand: { name: string; timeline?: number; walBytes?: bigint }, input: Pick<RaceInput, 'self' | 'peers'>): { name: string; timeline: number } | undefined {
+function newerTimelineAhead(
+  cand: { name: string; timeline?: number; walBytes?: bigint },
+  input: Pick<RaceInput, 'self' | 'peers'>,
+): { name: string; timeline: number } | undefined {
   if (cand.timeline === undefined || cand.walBytes === undefined) return undefined;
-  const members: PeerStatus[] = [{ name: input.self.name, reachable: true, timeline: input.self.timeline, walBytes: input.self.walBytes }, ...input.peers];
+  const members: PeerStatus[] = [
+    { name: input.self.name, reachable: true, timeline: input.self.timeline, walBytes: input.self.walBytes },
+    ...input.peers,
+  ];
   for (const m of members) {
     if (m.name === cand.name || !m.reachable || m.timeline === undefined || m.walBytes === undefined) continue;
     if (m.timeline > cand.timeline && m.walBytes > cand.walBytes) return { name: m.name, timeline: m.timeline };

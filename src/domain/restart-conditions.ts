@@ -15,9 +15,7 @@ import type { Role } from './states.ts';
 export { restartConditionsData, type RestartRequest, type RestartRole };
 
 /** Outcome of `parseRestartRequest`: the request, or the HTTP status and exact message. */
-export type ParsedRestartRequest =
-  | { ok: true; value: RestartRequest }
-  | { ok: false; status: 400 | 422; message: string };
+export type ParsedRestartRequest = { ok: true; value: RestartRequest } | { ok: false; status: 400 | 422; message: string };
 
 /** Facts about the local node that `restartConditionsHold` compares against. */
 export interface RestartNodeFacts {
@@ -116,10 +114,7 @@ export function parseRestartRequest(body: unknown, nowMs: number): ParsedRestart
  *
  * @returns `{ ok: true }` or `{ ok: false, reason: 'restart conditions are not satisfied' }`
  */
-export function restartConditionsHold(
-  req: RestartRequest,
-  node: RestartNodeFacts,
-): { ok: true } | { ok: false; reason: string } {
+export function restartConditionsHold(req: RestartRequest, node: RestartNodeFacts): { ok: true } | { ok: false; reason: string } {
   const roleOk = req.role === undefined || req.role === node.role;
   const versionOk = req.databaseVersion === undefined || node.serverVersion < req.databaseVersion;
   const pendingOk = req.restartPending !== true || node.pendingRestart;

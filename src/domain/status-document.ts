@@ -162,7 +162,13 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   if (s.syncDegraded !== undefined && f.isLeader) doc.synchronous_degraded = s.syncDegraded;
   if (s.discarded) {
     const d = s.discarded;
-    doc.discarded = { receipts: d.receipts, transactions: d.transactions, committed: d.committed, ...(d.lastAt ? { last_at: d.lastAt } : {}), location: d.location };
+    doc.discarded = {
+      receipts: d.receipts,
+      transactions: d.transactions,
+      committed: d.committed,
+      ...(d.lastAt ? { last_at: d.lastAt } : {}),
+      location: d.location,
+    };
   }
   const ignored = ignoredConfigKeys(s.cluster.config?.value);
   if (ignored) doc.config_ignored = ignored;

@@ -143,7 +143,8 @@ function leaderCodes(s: NodeSnapshot, f: NodeFacts): { leader: boolean; primary:
   }
   if (!f.isLeader) return { leader: false, primary: false, standbyLeader: false };
   // A standby cluster: /primary 503 on every member; /standby-leader 200 on the lock holder running as a replica.
-  if (isStandbyCluster(s.config)) return { leader: true, primary: false, standbyLeader: s.role === 'replica' || s.role === 'standby_leader' };
+  if (isStandbyCluster(s.config))
+    return { leader: true, primary: false, standbyLeader: s.role === 'replica' || s.role === 'standby_leader' };
   if (s.role === 'standby_leader') return { leader: true, primary: false, standbyLeader: true };
   return { leader: true, primary: s.role === 'primary', standbyLeader: false };
 }

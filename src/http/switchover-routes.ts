@@ -55,7 +55,11 @@ export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
     const view = await readCluster(deps);
     const failover = view.failover;
     if (failover?.value.scheduled_at === undefined) return refuse('not_found', 'no switchover is scheduled');
-    const cleared = await orFail(() => deps.commands.writeFailover({}, failover.revision), 'dcs_unavailable', (e) => `failed to write failover key into DCS: ${errorText(e)}`);
+    const cleared = await orFail(
+      () => deps.commands.writeFailover({}, failover.revision),
+      'dcs_unavailable',
+      (e) => `failed to write failover key into DCS: ${errorText(e)}`,
+    );
     if (!cleared) return refuse('conflict', 'scheduled switchover modified concurrently');
     deps.commands.wake();
     return message(200, 'scheduled switchover deleted');
@@ -64,20 +68,24 @@ export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
 
 /** A fresh read of the DCS; unreachable → ApiError 'dcs_unavailable' `DCS is not reachable: …`. */
 function readCluster(deps: ResolvedDeps): Promise<ClusterView> {
-  return orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
+  return orFail(
+    () => deps.commands.readCluster(),
+    'dcs_unavailable',
+    (e) => `DCS is not reachable: ${errorText(e)}`,
+  );
 }
 
 /** The failover key's write; unreachable → ApiError 'dcs_unavailable' `failed to write failover key into DCS`. */
 function writeFailover(deps: ResolvedDeps, value: FailoverRequest, expected: string): Promise<boolean> {
-  return orFail(() => deps.commands.writeFailover(value, expected), 'dcs_unavailable', () => 'failed to write failover key into DCS');
+  return orFail(
+    () => deps.commands.writeFailover(value, expected),
+    'dcs_unavailable',
+    () => 'failed to write failover key into DCS',
+  );
 }
 
 /** Body checks, rows 0–4 of patroni.md §1.8. */
-function validateRequest(
-  requested: Action,
-  body: Record<string, unknown>,
-  deps: ResolvedDeps,
-): SwitchoverRequest | { response: Response } {
+function validateRequest(requested: Action, body: Record<string, unknown>, deps: ResolvedDeps): SwitchoverRequest | { response: Response } {
   const bad = (code: ApiErrorCode, text: string) => ({ response: refuse(code, text) });
   for (const [key, value] of Object.entries(body)) {
     if (!BODY_KEYS.has(key)) return bad('invalid_request', `Unknown field for the ${requested}: ${key}`);
@@ -169,7 +177,8 @@ async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Respo
     const now = await readCluster(deps);
     const joined = activeRequest(now);
     if (joined && joined.value.scheduled_at === undefined) return poll(action, view.leader?.name, candidate, joined.value, before, deps);
-    if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name) return poll(action, view.leader?.name, candidate, value, before, deps);
+    if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name)
+      return poll(action, view.leader?.name, candidate, value, before, deps);
     return refuse('conflict', 'failover key modified concurrently');
   }
   deps.commands.wake();
@@ -187,9 +196,7 @@ async function memberChecks(req: SwitchoverRequest, view: ClusterView, deps: Res
   if (!admission.ok) return admission.refusal;
   const considered = admission.considered;
   const answers = await Promise.all(considered.map((m) => deps.commands.fetchMemberStatus(m.data.api_url)));
-  const good = answers.some(
-    (doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true,
-  );
+  const good = answers.some((doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true);
   return good ? undefined : `${action} is not possible: no good candidates have been found`;
 }
 

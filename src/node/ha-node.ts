@@ -157,12 +157,17 @@ export class HaNode {
       tags: opts.tags,
       localParameters: opts.localParameters,
     });
-    this.parts = buildParts(this.deps, this.state, { ...opts, rawPg: opts.pg }, {
-      actor: () => this.db,
-      schedules: () => this.schedules,
-      wake: () => this.wake(),
-      emitChange: () => this.emitChange(),
-    });
+    this.parts = buildParts(
+      this.deps,
+      this.state,
+      { ...opts, rawPg: opts.pg },
+      {
+        actor: () => this.db,
+        schedules: () => this.schedules,
+        wake: () => this.wake(),
+        emitChange: () => this.emitChange(),
+      },
+    );
   }
 
   get name(): string {
@@ -195,15 +200,11 @@ export class HaNode {
   }
 
   /** Starts the node: DCS, machine, probe, crash watcher, HA loop. Rejects when the DCS cannot be reached. */
-  async start(): Promise<void> {
-    const { dcs, pg, journal, clock } = this.deps;
-    const { state } = this;
+  /** The database machine with this node's effects (src/node/local/effects.ts). */
+  private machineWithEffects() {
+    const { pg, clock } = this.deps;
     const p = this.parts;
-    // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
-    void p.receipts.load();
-    await dcs.start();
-    p.config.adoptStored(dcs.view());
-    const machine = databaseMachineWithEffects({
+    return databaseMachineWithEffects({
       pg,
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
@@ -217,6 +218,17 @@ export class HaNode {
       clock,
       mayLaunchPrimary: () => p.fencing.primaryLaunchRefusal(p.lock.held, p.lock.untilMs, clock.now()),
     });
+  }
+
+  async start(): Promise<void> {
+    const { dcs, pg, journal, clock } = this.deps;
+    const { state } = this;
+    const p = this.parts;
+    // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
+    void p.receipts.load();
+    await dcs.start();
+    p.config.adoptStored(dcs.view());
+    const machine = this.machineWithEffects();
     const term = () => ({ timeline: p.watch.probe?.timeline, leader: dcs.view().leader?.name });
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });
     this.db = db;
@@ -225,7 +237,10 @@ export class HaNode {
     let prevValue = '';
     db.subscribe((s) => {
       const c = s.context;
-      p.failures.observe({ value: s.value as DatabaseState, role: c.role, promoting: c.promoting, replicaMethod: c.replicaMethod, lastError: c.lastError }, clock.now());
+      p.failures.observe(
+        { value: s.value as DatabaseState, role: c.role, promoting: c.promoting, replicaMethod: c.replicaMethod, lastError: c.lastError },
+        clock.now(),
+      );
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
@@ -277,7 +292,10 @@ export class HaNode {
         await waitOn(this.deps.clock, db, (s) => !isBusy(String(s.value)), 60_000);
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
-        } else if (db.getSnapshot().value !== 'stopped' && db.getSnapshot().can({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: 0 })) {
+        } else if (
+          db.getSnapshot().value !== 'stopped' &&
+          db.getSnapshot().can({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: 0 })
+        ) {
           // A state that takes no stop (a failed initdb or custom bootstrap) has nothing running
           // that the machine knows of: a leftover postmaster is stopped below.
           release.request(iLead);

@@ -36,7 +36,15 @@ import { ReplicationSource, upstreamOf } from './replication/replication-source.
 import { SyncManager } from './replication/sync-manager.ts';
 
 /** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
-const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
+const PRIMARY_UP_STATES: ReadonlySet<string> = new Set([
+  'running',
+  'starting',
+  'bootstrap_starting',
+  'restarting',
+  'stopping',
+  'stop_failed',
+  'restart_failed',
+]);
 
 /** What the parts reach through the node once it runs (HaNode provides them). */
 export interface NodeHooks {
@@ -210,7 +218,14 @@ function buildMember(c: Ctx, b: Built) {
   const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures, refusals });
   const config = new ConfigApplier({ ...c, sync: b.sync, source: b.source, rewinds: b.rewinds, republish: () => memberKey.publish(true) });
   const deadline = new LeaderDeadline({ ...c, lock: b.lock });
-  const failsafe = new Failsafe({ ...c, lock: b.lock, fencing: b.fencing, deadline, probe: b.probe, ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}) });
+  const failsafe = new Failsafe({
+    ...c,
+    lock: b.lock,
+    fencing: b.fencing,
+    deadline,
+    probe: b.probe,
+    ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}),
+  });
   return { trackers, refusals, memberKey, config, deadline, failsafe };
 }
 
@@ -218,8 +233,22 @@ function buildMember(c: Ctx, b: Built) {
 function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
   const { trackers, watch } = b;
   const executor = new Executor({ ...c, ...b });
-  const admin = new AdminCommands({ ...c, lock: b.lock, memberKey: b.memberKey, source: b.source, facts: trackers.facts, receipts: b.receipts, probe: b.probe });
-  const snapshots = new SnapshotBuilder({ ...c, ...b, facts: trackers.facts, started: () => c.hooks.actor() !== undefined, discarded: () => b.receipts.summary() });
+  const admin = new AdminCommands({
+    ...c,
+    lock: b.lock,
+    memberKey: b.memberKey,
+    source: b.source,
+    facts: trackers.facts,
+    receipts: b.receipts,
+    probe: b.probe,
+  });
+  const snapshots = new SnapshotBuilder({
+    ...c,
+    ...b,
+    facts: trackers.facts,
+    started: () => c.hooks.actor() !== undefined,
+    discarded: () => b.receipts.summary(),
+  });
   const gather = new CycleGather({
     ...c,
     ...b,

@@ -48,9 +48,31 @@ function edited(text: string, remove: string[][]): string {
 
 /** What each example refuses, and nothing else (the file's own names). */
 const REFUSED: Record<string, string[]> = {
-  'postgres0.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
-  'postgres1.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.basebackup', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
-  'postgres2.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
+  'postgres0.yml': [
+    'etcd',
+    'bootstrap.users',
+    'postgresql.pgpass',
+    'postgresql.authentication.rewind',
+    'etcd3',
+    'postgresql.parameters.unix_socket_directories',
+  ],
+  'postgres1.yml': [
+    'etcd',
+    'bootstrap.users',
+    'postgresql.pgpass',
+    'postgresql.basebackup',
+    'postgresql.authentication.rewind',
+    'etcd3',
+    'postgresql.parameters.unix_socket_directories',
+  ],
+  'postgres2.yml': [
+    'etcd',
+    'bootstrap.users',
+    'postgresql.pgpass',
+    'postgresql.authentication.rewind',
+    'etcd3',
+    'postgresql.parameters.unix_socket_directories',
+  ],
 };
 
 describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_EXAMPLES ? '' : EXAMPLES_SKIP}`, () => {
@@ -60,7 +82,9 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
     expect(problems).toContain(
       "etcd: not implemented: this agent speaks the etcd v3 API only (section etcd3, the same keys); the reference's etcd section uses the v2 API, whose keys etcd v3 does not see",
     );
-    expect(problems).toContain('postgresql.pgpass: not implemented: passwords reach pg_basebackup and pg_rewind in their environment (PGPASSWORD); no pgpass file is written');
+    expect(problems).toContain(
+      'postgresql.pgpass: not implemented: passwords reach pg_basebackup and pg_rewind in their environment (PGPASSWORD); no pgpass file is written',
+    );
     expect(problems).toContain('etcd3: is required');
   });
 
@@ -103,7 +127,7 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
     expect(native).toMatch(/^database:$/m);
     expect(native).not.toMatch(/^postgresql:$/m);
     expect(native).toMatch(/use_db_rewind: true/);
-    expect(native).toContain('# some desired options for \'initdb\'');
+    expect(native).toContain("# some desired options for 'initdb'");
     const a = checkConfigText(text, {}, name);
     const b = checkConfigText(native, {}, `${name} converted`);
     expect(a.dialect).toBe('patroni');
@@ -128,7 +152,9 @@ describe("a file of the reference's dialect", () => {
     expect(c.bootstrap.dcs.database.parameters).toEqual({ wal_log_hints: 'on' });
     // PyYAML's booleans, not the y/n of other YAML 1.1 parsers: a member may be named n.
     expect(parseConfig(PATRONI_YAML.replace('name: node1', 'name: n'), {}).name).toBe('n');
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}tags: {nofailover: y}\n`, {}))).toEqual(['tags.nofailover: must be true or false, got "y"']);
+    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}tags: {nofailover: y}\n`, {}))).toEqual([
+      'tags.nofailover: must be true or false, got "y"',
+    ]);
     // Ours stays YAML 1.2: `on` is a string.
     expect(parseConfig(`${GOOD_YAML}tags: {custom: no}\n`, {}).tags).toEqual({ custom: 'no' });
   });
@@ -140,7 +166,9 @@ describe("a file of the reference's dialect", () => {
     expect(problemsOf(() => parseConfig(`${PATRONI_YAML}  conect_address: 127.0.0.1:5432\n`, {}))).toEqual([
       'postgresql.conect_address: unknown key; did you mean connect_address?',
     ]);
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}bootstrap:\n  dcs:\n    postgresql: {use_pg_rewind: maybe, pg_hba: [x]}\n`, {}))).toEqual([
+    expect(
+      problemsOf(() => parseConfig(`${PATRONI_YAML}bootstrap:\n  dcs:\n    postgresql: {use_pg_rewind: maybe, pg_hba: [x]}\n`, {})),
+    ).toEqual([
       "bootstrap.dcs.postgresql.pg_hba: not supported in the dynamic configuration: set postgresql.pg_hba in each member's local configuration file",
       'bootstrap.dcs.postgresql.use_pg_rewind: must be true or false, got "maybe"',
     ]);
@@ -153,13 +181,15 @@ describe("a file of the reference's dialect", () => {
       {},
     );
     expect(c.etcd3.hosts).toEqual(['10.0.0.1:2379']);
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}  create_replica_methods: [wal_e, basebackup]\n  use_unix_socket: false\n`, {}))).toEqual([
+    expect(
+      problemsOf(() => parseConfig(`${PATRONI_YAML}  create_replica_methods: [wal_e, basebackup]\n  use_unix_socket: false\n`, {})),
+    ).toEqual([
       'postgresql.create_replica_methods: not implemented: replicas are made with pg_basebackup only (create_replica_methods: [basebackup]), got ["wal_e","basebackup"]',
       'postgresql.use_unix_socket: only true is implemented: the agent always connects to its PostgreSQL through the unix socket in socket_dir, got false',
     ]);
   });
 
-  it('refuses the cluster-wide settings in a member\'s section, and the rest of what is not implemented', () => {
+  it("refuses the cluster-wide settings in a member's section, and the rest of what is not implemented", () => {
     const yaml = `${PATRONI_YAML}  use_pg_rewind: true\n  pre_promote: /bin/true\n  callbacks: {on_start: /bin/true}\nlog: {level: debug, format: '%(message)s'}\nrestapi2: {}\n`;
     expect(problemsOf(() => parseConfig(yaml, {}))).toEqual([
       "postgresql.use_pg_rewind: a cluster-wide setting here: set it in bootstrap.dcs's database (postgresql) section for a new cluster, or change the cluster's with PATCH /config or hactl edit-config; a member's file does not override the dynamic configuration",
@@ -244,12 +274,16 @@ describe('PATRONI_* variables beside HA_*', () => {
 
 describe('did you mean, in a member file of either dialect', () => {
   it('suggests the closest key of the section; tells where a dynamic setting belongs', () => {
-    expect(problemsOf(() => parseConfig(GOOD_YAML.replace('  listen: 127.0.0.1:8008', '  listen: 127.0.0.1:8008\n  conect_address: 127.0.0.1:8008'), {}))).toEqual([
-      'restapi.conect_address: unknown key; did you mean connect_address?',
-    ]);
+    expect(
+      problemsOf(() =>
+        parseConfig(GOOD_YAML.replace('  listen: 127.0.0.1:8008', '  listen: 127.0.0.1:8008\n  conect_address: 127.0.0.1:8008'), {}),
+      ),
+    ).toEqual(['restapi.conect_address: unknown key; did you mean connect_address?']);
     expect(problemsOf(() => parseConfig(`${GOOD_YAML}ttl: 20\n`, {}))).toEqual([
       "ttl: a setting of the dynamic configuration: set it in bootstrap.dcs for a new cluster, or change the cluster's with PATCH /config or hactl edit-config",
     ]);
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  dcs: {loop_wiat: 5}\n`, {}))).toEqual(['bootstrap.dcs.loop_wiat: unknown key; did you mean loop_wait?']);
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  dcs: {loop_wiat: 5}\n`, {}))).toEqual([
+      'bootstrap.dcs.loop_wiat: unknown key; did you mean loop_wait?',
+    ]);
   });
 });

@@ -87,8 +87,16 @@ describe('codec', () => {
     ['scheduled_at null', '{"member":"pg-2","scheduled_at":null}', 'scheduled_at: must be a string, got null'],
     ['scheduled_at garbage', '{"leader":"pg-1","scheduled_at":"garbage"}', 'scheduled_at: "garbage" is not an ISO 8601 date-time'],
     ['scheduled_at empty', '{"leader":"pg-1","scheduled_at":""}', 'scheduled_at: "" is not an ISO 8601 date-time'],
-    ['scheduled_at impossible date', '{"member":"pg-2","scheduled_at":"2030-02-30T10:00:00Z"}', 'scheduled_at: "2030-02-30T10:00:00Z" is not an ISO 8601 date-time'],
-    ['scheduled_at without offset', '{"member":"pg-2","scheduled_at":"2030-01-01T10:00:00"}', 'scheduled_at: "2030-01-01T10:00:00" has no timezone offset'],
+    [
+      'scheduled_at impossible date',
+      '{"member":"pg-2","scheduled_at":"2030-02-30T10:00:00Z"}',
+      'scheduled_at: "2030-02-30T10:00:00Z" is not an ISO 8601 date-time',
+    ],
+    [
+      'scheduled_at without offset',
+      '{"member":"pg-2","scheduled_at":"2030-01-01T10:00:00"}',
+      'scheduled_at: "2030-01-01T10:00:00" has no timezone offset',
+    ],
   ])('refuses a failover value that is not a request (%s), naming the field and value', (_name, raw, reason) => {
     expect(parseFailover(raw)).toEqual({ ok: false, reason });
     expect(decodeFailover(raw)).toBeUndefined();
@@ -99,7 +107,10 @@ describe('codec', () => {
     expect(parseFailover('  ')).toEqual({ ok: true, value: {} });
     expect(parseFailover('{"leader":"pg-1","member":"pg-2"}')).toEqual({ ok: true, value: { leader: 'pg-1', member: 'pg-2' } });
     for (const at of ['2030-01-01T00:00:00Z', '2030-01-01 12:00+02:00', '2030-01-01T10:00:00.250-0130', '2001-01-01T00:00:00+00:00']) {
-      expect(parseFailover(JSON.stringify({ member: 'pg-2', scheduled_at: at }))).toEqual({ ok: true, value: { member: 'pg-2', scheduled_at: at } });
+      expect(parseFailover(JSON.stringify({ member: 'pg-2', scheduled_at: at }))).toEqual({
+        ok: true,
+        value: { member: 'pg-2', scheduled_at: at },
+      });
     }
     // unknown keys are kept (looseObject), as for every key of the layout
     expect(parseFailover('{"member":"pg-2","by":"hactl"}')).toEqual({ ok: true, value: { member: 'pg-2', by: 'hactl' } });
@@ -159,7 +170,9 @@ describe('buildClusterView', () => {
   });
 
   it('keeps a valid failover request as failover', () => {
-    const view = buildClusterView(new Map([['failover', kv('{"leader":"pg-1","member":"pg-2","scheduled_at":"2030-01-01T00:00:00+00:00"}', '8')]]));
+    const view = buildClusterView(
+      new Map([['failover', kv('{"leader":"pg-1","member":"pg-2","scheduled_at":"2030-01-01T00:00:00+00:00"}', '8')]]),
+    );
     expect(view.failover).toEqual({ value: { leader: 'pg-1', member: 'pg-2', scheduled_at: '2030-01-01T00:00:00+00:00' }, revision: '8' });
     expect(view.failoverInvalid).toBeUndefined();
   });

@@ -54,8 +54,7 @@ function recorder(dcs: Dcs) {
   dcs.subscribe((e) => events.push(e));
   return {
     events,
-    waitFor: (pred: (e: DcsEvent) => boolean, timeoutMs: number, what: string) =>
-      waitFor(() => events.some(pred), timeoutMs, what, 20),
+    waitFor: (pred: (e: DcsEvent) => boolean, timeoutMs: number, what: string) => waitFor(() => events.some(pred), timeoutMs, what, 20),
   };
 }
 
@@ -153,9 +152,7 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(await h.raw(key('config'))).toEqual({ value: '{"ttl":30,"loop_wait":10,"database":{"use_slots":true}}', lease: '0' });
       expect((await h.raw(key('failover')))?.value).toBe('{"leader":"pg-1","member":"pg-2"}');
       expect((await h.raw(key('sync')))?.value).toBe('{"leader":"pg-1","sync_standby":"pg-2"}');
-      expect((await h.raw(key('history')))?.value).toBe(
-        '[[1,25165984,"no recovery target specified","2024-08-28T19:39:26+00:00","pg-1"]]',
-      );
+      expect((await h.raw(key('history')))?.value).toBe('[[1,25165984,"no recovery target specified","2024-08-28T19:39:26+00:00","pg-1"]]');
       expect((await h.raw(key('failsafe')))?.value).toBe('{"pg-1":"http://127.0.0.1:8008/ha"}');
 
       const view = await a.refresh();
@@ -307,7 +304,14 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       await a.setSync({ leader: 'a', sync_standby: 'b' });
       await a.setHistory([]);
       await a.initialize('', { create: true });
-      for (const type of ['dcs.configChanged', 'dcs.failoverChanged', 'dcs.statusChanged', 'dcs.syncChanged', 'dcs.historyChanged', 'dcs.initializeChanged']) {
+      for (const type of [
+        'dcs.configChanged',
+        'dcs.failoverChanged',
+        'dcs.statusChanged',
+        'dcs.syncChanged',
+        'dcs.historyChanged',
+        'dcs.initializeChanged',
+      ]) {
         await rec.waitFor((e) => e.type === type, 5000, type);
       }
       expect(b.view().config?.value).toEqual({ ttl: 30 });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { failedAction, failureStands, failureText, type DatabaseSnap } from '../../src/domain/database-failure.ts';
 
-const snap = (value: DatabaseSnap['value'], over: Partial<DatabaseSnap> = {}): DatabaseSnap => ({ value, role: 'uninitialized', promoting: false, replicaMethod: 'basebackup', lastError: undefined, ...over });
+const snap = (value: DatabaseSnap['value'], over: Partial<DatabaseSnap> = {}): DatabaseSnap => ({
+  value,
+  role: 'uninitialized',
+  promoting: false,
+  replicaMethod: 'basebackup',
+  lastError: undefined,
+  ...over,
+});
 
 describe('failedAction', () => {
   it.each([

@@ -8,8 +8,12 @@ describe('leaderDeadlineMs', () => {
   });
 
   it('a failsafe round accepted after the renewal moves it', () => {
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(1_012_000);
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_006_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(1_013_000);
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(
+      1_012_000,
+    );
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_006_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(
+      1_013_000,
+    );
   });
 
   it('under the timing rule it leaves the next cycle its full retry_timeout, and stays before the lease can expire', () => {

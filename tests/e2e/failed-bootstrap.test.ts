@@ -95,7 +95,10 @@ describe('a failed bootstrap does not wedge the cluster', () => {
     for (const n of c.nodes) await chmod(dirname(n.dataDir), 0o755);
     const t0 = Date.now();
     const leader = await c.waitForLeader(90_000);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((x) => x !== leader), 90_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((x) => x !== leader),
+      90_000,
+    );
     const tookS = (Date.now() - t0) / 1000;
     // Back-off cap + one loop + initdb (a few s on this machine).
     expect(tookS).toBeLessThan(Math.max(TTL, 4 * LOOP_WAIT) + LOOP_WAIT + 60);

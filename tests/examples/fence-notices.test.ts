@@ -89,7 +89,15 @@ describe('the shipped configurations lead without a warning of their own', () =>
   });
 
   it("the demo's nodes (ttl 10, loop_wait 2, retry_timeout 3)", async () => {
-    const yaml = demoNodeYaml({ name: 'node1', dir: '/tmp/ha-demo-test', apiPort: 8008, pgPort: 5432, ttl: 10, loopWait: 2, retryTimeout: 3 });
+    const yaml = demoNodeYaml({
+      name: 'node1',
+      dir: '/tmp/ha-demo-test',
+      apiPort: 8008,
+      pgPort: 5432,
+      ttl: 10,
+      loopWait: 2,
+      retryTimeout: 3,
+    });
     const lines = await leaderFenceLines(parseConfig(yaml, {}, 'demo node1'));
     expect(lines.filter((l) => l.startsWith('warn '))).toEqual([]);
     expect(lines.filter((l) => l.includes('fence armed'))).toHaveLength(1);

@@ -6,7 +6,15 @@ import { memberData, threeNodeView } from './fixtures.ts';
 
 describe('tables', () => {
   it('pretty: borders, title in the top border, numbers right-aligned', () => {
-    const lines = renderPretty(['Name', 'N'], [['a', 1], ['bbbbbb', 22], ['c', undefined]], 'T');
+    const lines = renderPretty(
+      ['Name', 'N'],
+      [
+        ['a', 1],
+        ['bbbbbb', 22],
+        ['c', undefined],
+      ],
+      'T',
+    );
     expect(lines).toEqual([
       '+ T -----+----+',
       '| Name   | N  |',
@@ -115,7 +123,10 @@ describe('list', () => {
   it("state: a diverged member shows ', diverged'; both marks combine", () => {
     const now = Date.UTC(2030, 0, 1, 12, 0, 0);
     const v = threeNodeView();
-    v.members[2]!.data = memberData(5434, { state: 'stopped', diverged: 'diverged from leader node1: local WAL (600) goes past the switch point (500) of timeline 1' });
+    v.members[2]!.data = memberData(5434, {
+      state: 'stopped',
+      diverged: 'diverged from leader node1: local WAL (600) goes past the switch point (500) of timeline 1',
+    });
     v.members[1]!.data = memberData(5433, { not_streaming_since: new Date(now - 5_000).toISOString(), diverged: 'x' });
     const { rows } = listRows(v, 'demo', { extended: false, nowMs: now });
     expect(rows[2]!['State']).toBe('stopped, diverged');

@@ -33,7 +33,14 @@ export function pgStatus(fields: Partial<PgStatus> = {}): PgStatus {
 export function member(name: string, data: Partial<MemberData> = {}): Member {
   return {
     name,
-    data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/ha`, state: 'running', role: 'replica', version: '0.1.0', ...data },
+    data: {
+      conn_url: `postgres://${name}:5432/postgres`,
+      api_url: `http://${name}:8008/ha`,
+      state: 'running',
+      role: 'replica',
+      version: '0.1.0',
+      ...data,
+    },
   };
 }
 

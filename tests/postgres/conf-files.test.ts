@@ -67,7 +67,16 @@ describe('postgresql.conf', () => {
   it('enforces the agent-owned parameters and floors, keeps others', () => {
     const p = effectiveParameters(node, {
       role: 'primary',
-      parameters: { port: 1, listen_addresses: '*', max_wal_senders: 3, max_replication_slots: '20', wal_level: 'hot_standby', work_mem: '8MB', Max_Connections: 200, primary_conninfo: 'x' },
+      parameters: {
+        port: 1,
+        listen_addresses: '*',
+        max_wal_senders: 3,
+        max_replication_slots: '20',
+        wal_level: 'hot_standby',
+        work_mem: '8MB',
+        Max_Connections: 200,
+        primary_conninfo: 'x',
+      },
     });
     expect(Object.fromEntries(p)).toEqual({
       wal_level: 'replica',
@@ -113,14 +122,23 @@ describe('postgresql.conf', () => {
   });
 
   it('writes no recovery settings for a primary', () => {
-    const text = renderPostgresqlConf(node, { role: 'primary', upstream: { host: 'x', port: 1, name: 'y' }, slotName: 's', parameters: {} });
+    const text = renderPostgresqlConf(node, {
+      role: 'primary',
+      upstream: { host: 'x', port: 1, name: 'y' },
+      slotName: 's',
+      parameters: {},
+    });
     expect(text).not.toMatch(/primary_conninfo|primary_slot_name|recovery_target/);
   });
 });
 
 describe('pg_hba.conf', () => {
   it('has socket trust for the superuser, scram on loopback, replication, then configured lines', () => {
-    const lines = renderPgHba(node).trimEnd().split('\n').filter((l) => !l.startsWith('#')).map((l) => l.split(/\s+/).join(' '));
+    const lines = renderPgHba(node)
+      .trimEnd()
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .map((l) => l.split(/\s+/).join(' '));
     expect(lines).toEqual([
       'local all postgres trust',
       'host all all 127.0.0.1/32 scram-sha-256',

@@ -19,7 +19,11 @@ describe('replicas follow a new leader at once', () => {
     const delays: number[] = [];
     for (let seed = 1; seed <= 16; seed++) {
       const faults: Fault[] = [{ kind: 'switchover', at: STEPS - 1, node: 'n2' }];
-      const { result, world } = await runSchedule(seed, { nodes: 3, steps: STEPS, freeze: false, faults, failsafe: false, sync: 'off' }, true);
+      const { result, world } = await runSchedule(
+        seed,
+        { nodes: 3, steps: STEPS, freeze: false, faults, failsafe: false, sync: 'off' },
+        true,
+      );
       expect(result.violations).toEqual([]);
       let promotedMs: number | undefined;
       for (const line of world.journalJsonl().split('\n')) {

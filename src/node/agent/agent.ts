@@ -58,21 +58,48 @@ export interface AgentOptions {
   reloadConfig?: () => Promise<AgentConfig>;
 }
 
+/** A warning when the node API takes writes from anyone (no restapi.authentication). */
+function warnIfOpen(config: AgentConfig, log: Logger): void {
+  if (config.restapi.authentication) return;
+  log.warn(
+    { listen: config.restapi.listen },
+    'restapi.authentication is not set: anyone who can reach the node API may change the cluster (POST, PUT, PATCH, DELETE); see docs/security.md',
+  );
+}
+
+/** Starts the node; when that throws, closes the API server and the fence and rethrows. */
+async function startOrClose(node: HaNode, listening: ServerType, fence: { close(): Promise<unknown> } | undefined): Promise<void> {
+  try {
+    await node.start();
+  } catch (e) {
+    listening.close();
+    void fence?.close();
+    throw e;
+  }
+}
+
 /** Starts an agent; resolves once the HTTP API listens and the HA loop runs. */
 export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): Promise<RunningAgent> {
   const log = opts.log ?? pino({ level: config.log.level, base: { member: config.name } });
   const binDir = detectBinDir(config.database.bin_dir);
   const pg = localPostgres(config, binDir, log);
   let security: ApiSecurity = await buildApiSecurity(config);
-  if (!config.restapi.authentication) {
-    log.warn({ listen: config.restapi.listen }, 'restapi.authentication is not set: anyone who can reach the node API may change the cluster (POST, PUT, PATCH, DELETE); see docs/security.md');
-  }
+  warnIfOpen(config, log);
   const dcs = await dcsOf(config, opts.memoryStore);
   const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
   const journal = new Journal({ sink: fileJournalSink(join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`)) });
   const fence = startFence(config, journal, log);
   const settingsCatalogue = await catalogueOf(binDir, log);
-  const node = haNode(config, { dcs, pg, journal, log, fetchStatus, security: () => security, ...(settingsCatalogue ? { settingsCatalogue } : {}), ...(fence ? { fence } : {}) });
+  const node = haNode(config, {
+    dcs,
+    pg,
+    journal,
+    log,
+    fetchStatus,
+    security: () => security,
+    ...(settingsCatalogue ? { settingsCatalogue } : {}),
+    ...(fence ? { fence } : {}),
+  });
   let server: ServerType | undefined;
   const applyConfig = async (next: AgentConfig): Promise<void> => {
     const nextSecurity = await buildApiSecurity(next);
@@ -97,13 +124,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
   });
   const listening = await listen(app, config.restapi.listen, security.serverTls);
   server = listening;
-  try {
-    await node.start();
-  } catch (e) {
-    listening.close();
-    void fence?.close();
-    throw e;
-  }
+  await startOrClose(node, listening, fence);
   return {
     node,
     dcs,
@@ -123,7 +144,10 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
  */
 async function catalogueOf(binDir: string, log: Logger): Promise<SettingsCatalogue | undefined> {
   return loadSettingsCatalogue(binDir).catch((e: unknown) => {
-    log.warn({ err: e instanceof Error ? e.message : String(e) }, 'PostgreSQL settings catalogue not loadable: database.parameters will not be checked');
+    log.warn(
+      { err: e instanceof Error ? e.message : String(e) },
+      'PostgreSQL settings catalogue not loadable: database.parameters will not be checked',
+    );
     return undefined;
   });
 }
@@ -138,8 +162,14 @@ function localPostgres(config: AgentConfig, binDir: string, log: Logger): LocalP
     binDir,
     listen: { host: dbListen.host, port: dbListen.port },
     socketDir: config.database.socket_dir,
-    superuser: { username: config.database.authentication.superuser.username, password: config.database.authentication.superuser.password ?? '' },
-    replication: { username: config.database.authentication.replication.username, password: config.database.authentication.replication.password ?? '' },
+    superuser: {
+      username: config.database.authentication.superuser.username,
+      password: config.database.authentication.superuser.password ?? '',
+    },
+    replication: {
+      username: config.database.authentication.replication.username,
+      password: config.database.authentication.replication.password ?? '',
+    },
     pgHba: [...config.bootstrap.pg_hba, ...config.database.pg_hba],
     log,
   });
@@ -150,7 +180,9 @@ async function dcsOf(config: AgentConfig, memoryStore: InMemoryStore | undefined
   const ttlSeconds = config.bootstrap.dcs.ttl;
   const { retryTimeoutMs } = timingOf(config.bootstrap.dcs);
   const dcsBase = { namespace: config.namespace, scope: config.scope, name: config.name, ttlSeconds, retryTimeoutMs };
-  return memoryStore ? createDcs({ kind: 'memory', store: memoryStore, ...dcsBase }) : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
+  return memoryStore
+    ? createDcs({ kind: 'memory', store: memoryStore, ...dcsBase })
+    : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
 }
 
 /**
@@ -168,7 +200,10 @@ function startFence(config: AgentConfig, journal: Journal, log: Logger): Process
     log.warn({ notice: 'watchdog.firedWhileAway' }, text);
     journal.append({ machine: 'ha', kind: 'event', event: { type: 'ha.watchdog.firedWhileAway', reason: text, at: Date.now() } });
   }
-  const fence = config.watchdog.mode !== 'off' ? new ProcessFence({ dataDir: config.database.data_dir, logFile: fenceLog, warn: (text) => log.warn(text) }) : undefined;
+  const fence =
+    config.watchdog.mode !== 'off'
+      ? new ProcessFence({ dataDir: config.database.data_dir, logFile: fenceLog, warn: (text) => log.warn(text) })
+      : undefined;
   fence?.start().catch((e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'the fence process did not start'));
   return fence;
 }
@@ -199,7 +234,9 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
     tags: config.tags,
     bootstrapDcs: config.bootstrap.dcs as unknown as Record<string, unknown>,
     initdbOptions: config.bootstrap.initdb,
-    ...(method !== 'initdb' && config.bootstrap.methods[method] ? { customBootstrapCommand: config.bootstrap.methods[method].command } : {}),
+    ...(method !== 'initdb' && config.bootstrap.methods[method]
+      ? { customBootstrapCommand: config.bootstrap.methods[method].command }
+      : {}),
     localParameters: config.database.parameters,
     // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
     receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
@@ -224,7 +261,11 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
 }
 
 /** The node API with the observation routes (/machines, /events, /ui) of `node`. */
-function nodeApp(node: HaNode, journal: Journal, api: Pick<Parameters<typeof createNodeApp>[0], 'commands' | 'settingsCatalogue' | 'guard'>): Hono {
+function nodeApp(
+  node: HaNode,
+  journal: Journal,
+  api: Pick<Parameters<typeof createNodeApp>[0], 'commands' | 'settingsCatalogue' | 'guard'>,
+): Hono {
   const app = createNodeApp({ snapshot: () => node.snapshot(), ...api, fresh: () => node.freshProbe() });
   app.route(
     '/',

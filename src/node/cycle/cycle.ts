@@ -74,7 +74,8 @@ export class HaCycle {
       this.lastMessage = decision.message;
     }
     if (g.dcsOk) await d.memberKey.publish().catch((e) => d.log.warn({ err: String(e) }, 'publishing the member key failed'));
-    if (g.dcsOk) await d.failsafe?.afterCycle(d.dcs.view()).catch((e) => d.log.warn({ err: String(e) }, 'updating the failsafe key failed'));
+    if (g.dcsOk)
+      await d.failsafe?.afterCycle(d.dcs.view()).catch((e) => d.log.warn({ err: String(e) }, 'updating the failsafe key failed'));
   }
 
   /**

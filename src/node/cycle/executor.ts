@@ -141,7 +141,11 @@ export class Executor {
     const { dcs, log, state: st } = this.d;
     const given = await dcs.cancelInitialize();
     st.initializedByMe = false;
-    log.warn(given ? 'removed the initialize key after the failed bootstrap: the race runs again after the start back-off' : 'the initialize key was not empty any more: not removed');
+    log.warn(
+      given
+        ? 'removed the initialize key after the failed bootstrap: the race runs again after the start back-off'
+        : 'the initialize key was not empty any more: not removed',
+    );
     this.d.emitChange();
   }
 
@@ -162,7 +166,12 @@ export class Executor {
   }
 
   /** A clone (`cmd.clone`) or re-clone (`cmd.reinitialize`) from `member`; nothing when its address is unknown. */
-  private async clone(view: ClusterView, member: string | undefined, type: 'cmd.clone' | 'cmd.reinitialize', reason: string): Promise<void> {
+  private async clone(
+    view: ClusterView,
+    member: string | undefined,
+    type: 'cmd.clone' | 'cmd.reinitialize',
+    reason: string,
+  ): Promise<void> {
     const db = this.d.db();
     const at = this.d.now();
     if (!this.d.source.cloneFromMember(view, member)) return;
@@ -191,7 +200,12 @@ export class Executor {
     const sc = a.remote ? standbyClusterOf(st.config) : undefined;
     this.d.source.startAs(view, a.leader, sc);
     st.demoted = false;
-    db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
+    db.send({
+      type: 'cmd.start',
+      role: a.role,
+      reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary',
+      at,
+    });
   }
 
   /** The leader race: the lock, the fence (before the race in required mode), then the promotion (not in a standby cluster) and the failover key cleared. */
@@ -264,7 +278,12 @@ export class Executor {
     const key = view.leader;
     if (!key) return;
     const cleared = await this.d.dcs.clearLeader({ name: key.name, revision: key.revision });
-    this.d.notice('lock.ghostCleared', cleared ? `deleted the leader key naming '${key.name}', which had no member key` : `the leader key naming '${key.name}' changed before it could be deleted`);
+    this.d.notice(
+      'lock.ghostCleared',
+      cleared
+        ? `deleted the leader key naming '${key.name}', which had no member key`
+        : `the leader key naming '${key.name}' changed before it could be deleted`,
+    );
   }
 
   /** A running replica follows `upstream` (the leader or its `replicatefrom` member) and keeps its slots. */
@@ -334,7 +353,10 @@ export class Executor {
       }
       if (ok) {
         sync.promoting();
-        this.d.notice('sync.key', `wrote the sync key before promoting: leader ${key.leader}, standbys ${key.members.join(', ') || 'none'}`);
+        this.d.notice(
+          'sync.key',
+          `wrote the sync key before promoting: leader ${key.leader}, standbys ${key.members.join(', ') || 'none'}`,
+        );
         return true;
       }
       log.warn('the sync key changed while writing it before the promotion: releasing the lock');

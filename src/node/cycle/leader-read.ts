@@ -61,7 +61,15 @@ export class LeaderPositionRead {
     const leader = view.leader?.name;
     const { probe, config } = me;
     const since = this.stillSince(probe, me.notStreamingSinceMs);
-    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === me.name || me.configuredFor !== leader || nowMs - since < notStreamingGraceMs(config)) {
+    if (
+      !probe?.inRecovery ||
+      probe.streaming ||
+      since === undefined ||
+      !leader ||
+      leader === me.name ||
+      me.configuredFor !== leader ||
+      nowMs - since < notStreamingGraceMs(config)
+    ) {
       this.read = undefined;
       return undefined;
     }

@@ -81,7 +81,9 @@ async function stoppedPosition(deps: LocalFactsDeps): Promise<LocalPosition | un
     try {
       walEnd = await pg.walEnd();
     } catch (e) {
-      walEndError = String(e instanceof Error ? e.message : e).replace(/\s+/g, ' ').slice(0, 300);
+      walEndError = String(e instanceof Error ? e.message : e)
+        .replace(/\s+/g, ' ')
+        .slice(0, 300);
     }
     const timeline = walEnd?.timeline ?? cd.checkpointTimeline;
     const history = await localHistory(pg, timeline);

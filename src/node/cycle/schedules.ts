@@ -24,9 +24,7 @@ export class ScheduledWork {
   private readonly timers = new Set<TimerHandle>();
   private lastFailoverJson = '';
 
-  constructor(
-    private readonly opts: { journal: Journal; loopWaitMs: number; clock: Clock; wake: () => void; term: () => Term },
-  ) {
+  constructor(private readonly opts: { journal: Journal; loopWaitMs: number; clock: Clock; wake: () => void; term: () => Term }) {
     const { journal, loopWaitMs, term } = opts;
     this.switchover = startJournaledActor(switchoverMachine, { name: 'switchover', input: { loopWaitMs }, journal, term });
     this.restart = startJournaledActor(restartMachine, { name: 'restart', input: { loopWaitMs }, journal, term });
@@ -117,7 +115,8 @@ export class ScheduledWork {
   /** The leader gave up on the request (no healthy candidate, wrong leader, stale…). */
   switchoverFailed(reason: string): void {
     const s = this.switchover.getSnapshot();
-    if (s.value === 'executing' || s.value === 'scheduled') this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.clock.now() });
+    if (s.value === 'executing' || s.value === 'scheduled')
+      this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.clock.now() });
   }
 
   /**

@@ -53,7 +53,8 @@ export class AdminCommands {
   async restartNow(timeoutMs?: number): Promise<AdminOutcome> {
     const db = this.d.db();
     const s = db.getSnapshot();
-    if (s.value !== 'running') return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
+    if (s.value !== 'running')
+      return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
     db.send({ type: 'cmd.restart', reason: 'restart requested through the API', at: this.d.now() });
     try {
       const end = await waitOn(this.d.clock, db, (x) => x.value === 'running' || x.value === 'restart_failed', timeoutMs ?? 60_000);

@@ -104,7 +104,8 @@ export class ConfigApplier {
     const problem = [...problems, ...adjustments].join('; ');
     if (problem !== this.lastProblem) {
       this.lastProblem = problem;
-      if (problems.length) this.d.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
+      if (problems.length)
+        this.d.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
       else if (adjustments.length) this.d.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
     }
     this.applyTiming(next);
@@ -145,17 +146,20 @@ export class ConfigApplier {
     if (c.ttl === this.leaseTtl || this.ttlChanging) return;
     const ttl = c.ttl;
     this.ttlChanging = true;
-    void dcs.setTtl(ttl).then(
-      () => {
-        this.ttlChanging = false;
-        this.leaseTtl = ttl;
-        return this.d.republish();
-      },
-      (e) => {
-        this.ttlChanging = false;
-        log.warn({ err: String(e) }, 'changing the lease TTL failed');
-      },
-    ).catch((e) => log.warn({ err: String(e) }, 'publishing the member key after a lease change failed'));
+    void dcs
+      .setTtl(ttl)
+      .then(
+        () => {
+          this.ttlChanging = false;
+          this.leaseTtl = ttl;
+          return this.d.republish();
+        },
+        (e) => {
+          this.ttlChanging = false;
+          log.warn({ err: String(e) }, 'changing the lease TTL failed');
+        },
+      )
+      .catch((e) => log.warn({ err: String(e) }, 'publishing the member key after a lease change failed'));
   }
 
   /**

@@ -169,7 +169,12 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
             await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
             await pg.rewind(from);
           } catch (e) {
-            ctx.rewound?.({ ok: false, from: from.name, error: e instanceof Error ? e.message : String(e), untouched: isRewindNotStarted(e) });
+            ctx.rewound?.({
+              ok: false,
+              from: from.name,
+              error: e instanceof Error ? e.message : String(e),
+              untouched: isRewindNotStarted(e),
+            });
             throw e;
           }
           ctx.rewound?.({ ok: true, from: from.name });

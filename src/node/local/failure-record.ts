@@ -7,7 +7,14 @@
  * an effect succeeds.
  */
 import type { Logger } from 'pino';
-import { BOOTSTRAP_ACTIONS, failedAction, failureStands, failureText, type DatabaseSnap, type FailedAction } from '../../domain/database-failure.ts';
+import {
+  BOOTSTRAP_ACTIONS,
+  failedAction,
+  failureStands,
+  failureText,
+  type DatabaseSnap,
+  type FailedAction,
+} from '../../domain/database-failure.ts';
 
 /** One failed action: which, why, when (epoch ms). */
 export interface DatabaseFailure {

@@ -8,7 +8,14 @@
  * - replica: POST /failsafe accepted for ttl: the sender is the leader (no leader race meanwhile),
  *   `/ha` shows `failsafe_mode_is_active` and /readiness counts a DCS-less replica as ready.
  */
-import { answerFailsafe, failsafeKeyAction, failsafeTargets, failsafeUrl, type FailsafeAnswer, type FailsafeRequest } from '../../domain/failsafe.ts';
+import {
+  answerFailsafe,
+  failsafeKeyAction,
+  failsafeTargets,
+  failsafeUrl,
+  type FailsafeAnswer,
+  type FailsafeRequest,
+} from '../../domain/failsafe.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { CycleInput } from '../../domain/ha-cycle.ts';
 import { requestApi } from '../../net/api-client.ts';
@@ -104,9 +111,17 @@ export class Failsafe {
     const fresh = this.accepted === undefined || this.accepted.req.name !== request.name;
     this.accepted = { req: request, atMs: core.now() };
     this.version++;
-    if (fresh) core.notice('failsafe.accepted', `accepted POST /failsafe from ${request.name}: it stays the leader without the DCS; not racing for ttl`);
+    if (fresh)
+      core.notice(
+        'failsafe.accepted',
+        `accepted POST /failsafe from ${request.name}: it stays the leader without the DCS; not racing for ttl`,
+      );
     const p = core.probe();
-    const lsn = p ? (p.inRecovery ? [p.receiveLsn, p.replayLsn].reduce<bigint>((a, b) => (b !== undefined && b > a ? b : a), 0n) : (p.flushLsn ?? 0n)) : undefined;
+    const lsn = p
+      ? p.inRecovery
+        ? [p.receiveLsn, p.replayLsn].reduce<bigint>((a, b) => (b !== undefined && b > a ? b : a), 0n)
+        : (p.flushLsn ?? 0n)
+      : undefined;
     return lsn !== undefined && lsn > 0n ? { ...answer, lsn: String(lsn) } : answer;
   }
 
@@ -234,7 +249,10 @@ export class Failsafe {
     if (stamp !== undefined) core.fencing?.renewed(stamp);
     if (this.activeSinceMs === undefined) {
       this.activeSinceMs = sentMs;
-      core.notice('failsafe.active', `DCS not accessible: continue to run as a leader because failsafe mode is enabled and all ${targets.length} other members accepted`);
+      core.notice(
+        'failsafe.active',
+        `DCS not accessible: continue to run as a leader because failsafe mode is enabled and all ${targets.length} other members accepted`,
+      );
     }
     this.version++;
     return true;

@@ -64,7 +64,11 @@ export interface FencingStatus {
  * only stops a PostgreSQL whose agent could not, still at least retry_timeout / 2 before the
  * lease can expire. `adjusted` says the setting was not used as written.
  */
-export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, retryTimeoutMs?: number): { marginMs: number; adjusted: boolean } {
+export function effectiveMarginMs(
+  safetyMarginSeconds: number,
+  ttlMs: number,
+  retryTimeoutMs?: number,
+): { marginMs: number; adjusted: boolean } {
   let marginMs = safetyMarginSeconds < 0 ? ttlMs / 2 : safetyMarginSeconds * 1000;
   let adjusted = false;
   if (safetyMarginSeconds >= 0 && marginMs >= ttlMs) {
@@ -227,7 +231,10 @@ export class Fencing {
       if (pid === undefined && this.deadline(this.lastStamp).remainingMs <= 0) return;
       if (!(await this.armOn(pid, this.lastStamp)) && this.mode === 'required' && !this.failed) {
         this.failed = true;
-        this.deps.notice('watchdog.failed', 'the fence (watchdog) could not be armed while leading and watchdog.mode is required: demoting');
+        this.deps.notice(
+          'watchdog.failed',
+          'the fence (watchdog) could not be armed while leading and watchdog.mode is required: demoting',
+        );
       }
     }).then(
       () => undefined,
@@ -303,7 +310,9 @@ export class Fencing {
       return false;
     }
     const { remainingMs, deadlineMonoMs } = this.deadline(stampMono);
-    const what = [pid !== undefined ? `postmaster ${pid}` : undefined, d.dataDir ? `data directory ${d.dataDir}` : undefined].filter(Boolean).join(' and ');
+    const what = [pid !== undefined ? `postmaster ${pid}` : undefined, d.dataDir ? `data directory ${d.dataDir}` : undefined]
+      .filter(Boolean)
+      .join(' and ');
     try {
       await d.arm(pid, remainingMs, deadlineMonoMs);
     } catch (e) {
@@ -316,7 +325,11 @@ export class Fencing {
       return false;
     }
     this.failed = false;
-    this.deps.notice('watchdog.armed', `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`, 'info');
+    this.deps.notice(
+      'watchdog.armed',
+      `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`,
+      'info',
+    );
     return true;
   }
 

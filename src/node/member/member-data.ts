@@ -61,7 +61,11 @@ export function buildMemberData(f: MemberFacts): MemberData {
       ? {
           ...(p.receiveLsn !== undefined ? { receive_lsn: Number(p.receiveLsn) } : {}),
           ...(p.replayLsn !== undefined ? { replay_lsn: Number(p.replayLsn) } : {}),
-          ...(p.streaming ? { replication_state: 'streaming' as const } : p.archiveRecovery ? { replication_state: 'in archive recovery' as const } : {}),
+          ...(p.streaming
+            ? { replication_state: 'streaming' as const }
+            : p.archiveRecovery
+              ? { replication_state: 'in archive recovery' as const }
+              : {}),
         }
       : {}),
     ...(Object.keys(tags).length ? { tags } : {}),
@@ -71,6 +75,8 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
     ...(f.diverged ? { diverged: f.diverged } : {}),
     ...(f.failure !== undefined ? { failure: f.failure } : {}),
-    ...(f.switchoverRefused ? { switchover_refused: { at: new Date(f.switchoverRefused.atMs).toISOString(), reason: f.switchoverRefused.reason } } : {}),
+    ...(f.switchoverRefused
+      ? { switchover_refused: { at: new Date(f.switchoverRefused.atMs).toISOString(), reason: f.switchoverRefused.reason } }
+      : {}),
   };
 }

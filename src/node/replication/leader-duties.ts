@@ -93,7 +93,11 @@ export class LeaderDuties {
    * settings and role, and no permanent logical slot (their confirmed positions are read from
    * the listing every cycle).
    */
-  private async syncSlots(view: ClusterView, inRecovery: boolean, probedPhysical: string[]): Promise<{ retain: string[]; logical: Record<string, number> }> {
+  private async syncSlots(
+    view: ClusterView,
+    inRecovery: boolean,
+    probedPhysical: string[],
+  ): Promise<{ retain: string[]; logical: Record<string, number> }> {
     const { pg, name, log, now } = this.deps;
     const cfg = view.config?.value;
     const permanent = permanentSlots(cfg);
@@ -115,30 +119,26 @@ export class LeaderDuties {
       return { retain, logical };
     }
     const hasLogical = [...permanent.values()].some((p) => p.type === 'logical');
-    const key = JSON.stringify([wanted, [...permanent], cfg?.['ignore_slots'] ?? null, cfg?.['pause'] === true, inRecovery, [...probedPhysical].sort()]);
+    const key = JSON.stringify([
+      wanted,
+      [...permanent],
+      cfg?.['ignore_slots'] ?? null,
+      cfg?.['pause'] === true,
+      inRecovery,
+      [...probedPhysical].sort(),
+    ]);
     if (!hasLogical && this.listing.reusable(key, now())) return { retain, logical };
     try {
       const listedAtMs = now();
       const existing = await pg.listSlots();
       const opts = { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true };
       const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), opts);
-      this.listing.listed(key, listedAtMs, isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, wanted, permanent, ignoreSlots(cfg), opts)));
-      for (const n of plan.drop) {
-        await pg.dropSlot?.(n);
-        log.info({ slot: n }, `dropped replication slot ${n}`);
-      }
-      for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
-      for (const s of plan.createLogical) {
-        try {
-          await pg.createLogicalSlot?.(s.name, s.database, s.plugin);
-          log.info({ slot: s.name, database: s.database, plugin: s.plugin }, `created permanent logical slot ${s.name}`);
-          this.lastLogicalError.delete(s.name);
-        } catch (e) {
-          const err = String(e);
-          if (this.lastLogicalError.get(s.name) !== err) log.warn({ slot: s.name, err }, `could not create permanent logical slot ${s.name}`);
-          this.lastLogicalError.set(s.name, err);
-        }
-      }
+      this.listing.listed(
+        key,
+        listedAtMs,
+        isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, wanted, permanent, ignoreSlots(cfg), opts)),
+      );
+      await this.applySlotPlan(plan);
       for (const s of existing) {
         const p = permanent.get(s.name);
         if (p?.type === 'logical' && s.type === 'logical' && s.confirmedFlush !== undefined) logical[s.name] = Number(s.confirmedFlush);
@@ -149,12 +149,37 @@ export class LeaderDuties {
     return { retain, logical };
   }
 
+  /** Carries out a slot plan: drops, physical creations, logical creations (a failed logical creation logged once per error). */
+  private async applySlotPlan(plan: ReturnType<typeof planSlotSync>): Promise<void> {
+    const { pg, log } = this.deps;
+    for (const n of plan.drop) {
+      await pg.dropSlot?.(n);
+      log.info({ slot: n }, `dropped replication slot ${n}`);
+    }
+    for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
+    for (const s of plan.createLogical) {
+      try {
+        await pg.createLogicalSlot?.(s.name, s.database, s.plugin);
+        log.info({ slot: s.name, database: s.database, plugin: s.plugin }, `created permanent logical slot ${s.name}`);
+        this.lastLogicalError.delete(s.name);
+      } catch (e) {
+        const err = String(e);
+        if (this.lastLogicalError.get(s.name) !== err) log.warn({ slot: s.name, err }, `could not create permanent logical slot ${s.name}`);
+        this.lastLogicalError.set(s.name, err);
+      }
+    }
+  }
+
   /** Writes `history` from `pg_wal/<TLI>.history` of the current timeline. Logs (never throws) on failure. */
   private async writeHistory(view: ClusterView, timeline: number): Promise<void> {
     const { dcs, pg, name, log, now } = this.deps;
     try {
       const lines = parseHistoryFile(await pg.readTimelineHistory(timeline));
-      const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(now()).toISOString(), newLeader: name });
+      const entries = historyEntries(lines, {
+        ...(view.history ? { previous: view.history } : {}),
+        now: new Date(now()).toISOString(),
+        newLeader: name,
+      });
       await dcs.setHistory(entries);
       this.historyTimeline = timeline;
       log.info({ timeline, entries: entries.length }, `wrote the history key for timeline ${timeline}`);

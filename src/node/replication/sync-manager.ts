@@ -213,12 +213,20 @@ export class SyncManager {
    * (CI, tests/e2e/sync-rules.test.ts). Returns the text to write again, undefined when in force.
    */
   private staleInForce(configured: SyncSet, pg: PgStatus): string | undefined {
-    if (configured.kind === 'unknown' || pg.synchronousStandbyNames === undefined || pg.synchronousStandbyNames === formatSyncSet(configured)) return undefined;
+    if (
+      configured.kind === 'unknown' ||
+      pg.synchronousStandbyNames === undefined ||
+      pg.synchronousStandbyNames === formatSyncSet(configured)
+    )
+      return undefined;
     const running = parseSyncSet(pg.synchronousStandbyNames);
     if (!this.uncovered.some((u) => sameSyncSet(u, running))) this.uncovered = [...this.uncovered, running];
     this.mark = undefined;
     const text = formatSyncSet(configured);
-    this.deps.notice('sync.standby_names', `synchronous_standby_names in force is ${JSON.stringify(pg.synchronousStandbyNames)}, not ${JSON.stringify(text)} as written: writing it again`);
+    this.deps.notice(
+      'sync.standby_names',
+      `synchronous_standby_names in force is ${JSON.stringify(pg.synchronousStandbyNames)}, not ${JSON.stringify(text)} as written: writing it again`,
+    );
     return text;
   }
 
@@ -270,7 +278,10 @@ export class SyncManager {
 
   /** Nothing to change: the status /ha shows, and the degraded notices once per change. */
   private settle(configured: SyncSet, step: Extract<SyncStep, { kind: 'none' }>): void {
-    const status: SyncStatus = { standbyNames: configured.kind === 'unknown' ? (configured.text ?? '') : formatSyncSet(configured), ...(step.degraded ? { degraded: step.degraded } : {}) };
+    const status: SyncStatus = {
+      standbyNames: configured.kind === 'unknown' ? (configured.text ?? '') : formatSyncSet(configured),
+      ...(step.degraded ? { degraded: step.degraded } : {}),
+    };
     if (JSON.stringify(status) !== JSON.stringify(this.status)) this.status = status;
     if (step.degraded !== this.lastDegraded) {
       if (step.degraded) this.deps.notice('sync.degraded', step.degraded);

@@ -15,7 +15,19 @@ const view: ClusterView = {
   initialize: '7000000000000000001',
   leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' },
   history: [],
-  members: [{ name: 'n1', data: { api_url: 'http://n1:8008/ha', conn_url: 'postgres://n1/postgres', state: 'running', role: 'primary', version: '0', timeline: 1 } }],
+  members: [
+    {
+      name: 'n1',
+      data: {
+        api_url: 'http://n1:8008/ha',
+        conn_url: 'postgres://n1/postgres',
+        state: 'running',
+        role: 'primary',
+        version: '0',
+        timeline: 1,
+      },
+    },
+  ],
 };
 
 /** A stalled replica's probe at `atMs` whose WAL ends at `wal`. */
@@ -40,7 +52,12 @@ function reader(leaderWal: () => number) {
     asked.push(leaderWal());
     return { role: 'primary', state: 'running', timeline: 1, xlog: { location: leaderWal() } };
   });
-  const at = (s: number, wal: bigint) => read.positionIfStalled(view, { name: 'n2', probe: probe(T0 + s * 1000, wal), notStreamingSinceMs: T0, configuredFor: 'n1', config }, T0 + s * 1000);
+  const at = (s: number, wal: bigint) =>
+    read.positionIfStalled(
+      view,
+      { name: 'n2', probe: probe(T0 + s * 1000, wal), notStreamingSinceMs: T0, configuredFor: 'n1', config },
+      T0 + s * 1000,
+    );
   return { at, asked };
 }
 
@@ -77,7 +94,19 @@ describe('LeaderPositionRead', () => {
   it('a streaming replica or one following another member gets none', async () => {
     const read = new LeaderPositionRead(async () => ({ role: 'primary', state: 'running', timeline: 1, xlog: { location: 1 } }));
     const streaming = { ...probe(T0 + 30_000, 5n), streaming: true };
-    expect(read.positionIfStalled(view, { name: 'n2', probe: streaming, notStreamingSinceMs: undefined, configuredFor: 'n1', config }, T0 + 30_000)).toBeUndefined();
-    expect(read.positionIfStalled(view, { name: 'n2', probe: probe(T0 + 30_000, 5n), notStreamingSinceMs: T0, configuredFor: 'n3', config }, T0 + 30_000)).toBeUndefined();
+    expect(
+      read.positionIfStalled(
+        view,
+        { name: 'n2', probe: streaming, notStreamingSinceMs: undefined, configuredFor: 'n1', config },
+        T0 + 30_000,
+      ),
+    ).toBeUndefined();
+    expect(
+      read.positionIfStalled(
+        view,
+        { name: 'n2', probe: probe(T0 + 30_000, 5n), notStreamingSinceMs: T0, configuredFor: 'n3', config },
+        T0 + 30_000,
+      ),
+    ).toBeUndefined();
   });
 });

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { DatabaseSnap } from '../../../src/domain/database-failure.ts';
 import { FailureRecord } from '../../../src/node/local/failure-record.ts';
 
-const snap = (value: DatabaseSnap['value'], lastError?: string): DatabaseSnap => ({ value, role: 'uninitialized', promoting: false, replicaMethod: 'basebackup', lastError });
+const snap = (value: DatabaseSnap['value'], lastError?: string): DatabaseSnap => ({
+  value,
+  role: 'uninitialized',
+  promoting: false,
+  replicaMethod: 'basebackup',
+  lastError,
+});
 
 describe('FailureRecord', () => {
   it('logs each failure at warn with its reason, every time, and keeps it until an attempt starts again', () => {
@@ -17,7 +23,10 @@ describe('FailureRecord', () => {
     r.observe(snap('initdb', 'could not create directory: Permission denied'), 3);
     expect(r.last).toBeUndefined();
     r.observe(snap('initdb_failed', 'could not create directory: Permission denied'), 4);
-    expect(warnings.map((w) => w[1])).toEqual(['initdb failed: could not create directory: Permission denied', 'initdb failed: could not create directory: Permission denied']);
+    expect(warnings.map((w) => w[1])).toEqual([
+      'initdb failed: could not create directory: Permission denied',
+      'initdb failed: could not create directory: Permission denied',
+    ]);
     expect(warnings[0]![0]).toEqual({ action: 'initdb', state: 'initdb_failed' });
   });
 

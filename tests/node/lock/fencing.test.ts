@@ -41,7 +41,10 @@ class FakeDevice implements FenceDevice {
   }
 }
 
-function setup(mode: WatchdogMode, opts: { pid?: number; dataDir?: string; marginSet?: true; timing?: { ttl: number; loop_wait: number; retry_timeout: number } } = {}) {
+function setup(
+  mode: WatchdogMode,
+  opts: { pid?: number; dataDir?: string; marginSet?: true; timing?: { ttl: number; loop_wait: number; retry_timeout: number } } = {},
+) {
   const device = new FakeDevice();
   device.dataDir = opts.dataDir;
   let mono = 1000;
@@ -54,7 +57,10 @@ function setup(mode: WatchdogMode, opts: { pid?: number; dataDir?: string; margi
   const fencing = new Fencing({
     settings: { mode, safety_margin: 5, ...(opts.marginSet ? { safety_margin_set: true } : {}) },
     device,
-    config: () => ({ ...withDefaults(opts.timing ?? { ttl: 10, loop_wait: 2, retry_timeout: 10 }), ...(world.paused ? { pause: true } : {}) }),
+    config: () => ({
+      ...withDefaults(opts.timing ?? { ttl: 10, loop_wait: 2, retry_timeout: 10 }),
+      ...(world.paused ? { pause: true } : {}),
+    }),
     postmasterPid: async () => (world.pidReads++, world.pid),
     lockHeld: () => world.held,
     primaryRunning: () => world.primary,
@@ -85,7 +91,7 @@ describe('Fencing', () => {
     expect(notices).toEqual(['watchdog.armed', 'watchdog.disarmed']);
   });
 
-  it('automatic: a lost race arms nothing; a won race arms once, on the acquire\'s send time, before the promotion (afterAcquire)', async () => {
+  it("automatic: a lost race arms nothing; a won race arms once, on the acquire's send time, before the promotion (afterAcquire)", async () => {
     const { device, fencing, world, notices, advance } = setup('automatic', { pid: 77 });
     // Lost: the race's loser neither arms nor disarms (the demo's "armed … disarmed" 3 ms apart).
     expect(await fencing.beforeAcquire()).toBe(true);
@@ -123,7 +129,7 @@ describe('Fencing', () => {
     expect(written.lines).toEqual(['warn watchdog.adjusted', 'info watchdog.armed']);
   });
 
-  it('the reference\'s timing (ttl 30, loop_wait 10, retry_timeout 10, margin 5, as examples/) arms without a warning: the agent\'s own deadline (ttl − retry_timeout) comes before the fence (ttl − margin)', async () => {
+  it("the reference's timing (ttl 30, loop_wait 10, retry_timeout 10, margin 5, as examples/) arms without a warning: the agent's own deadline (ttl − retry_timeout) comes before the fence (ttl − margin)", async () => {
     const { fencing, world, lines } = setup('automatic', { pid: 77, timing: { ttl: 30, loop_wait: 10, retry_timeout: 10 } });
     world.held = true;
     fencing.renewed(fencing.stamp());
