@@ -10,6 +10,7 @@ import type { FailoverRequest, HistoryEntry, LeaderStatus, SyncState } from '../
 import type { MemberData } from '../domain/member.ts';
 import { parseScheduledAt } from '../domain/schedule.ts';
 import { DATABASE_STATES } from '../domain/states.ts';
+import { memberFromReference } from './reference-member.ts';
 
 const int = () => v.pipe(v.number(), v.integer());
 
@@ -121,10 +122,14 @@ export const ConfigSchema = v.record(v.string(), v.unknown());
 /** Schema of `failsafe`: member name -> api_url. */
 export const FailsafeSchema = v.record(v.string(), v.string());
 
-function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOutput<S> | undefined {
+function parseJson<S extends v.GenericSchema>(
+  schema: S,
+  raw: string,
+  read: (d: unknown) => unknown = (d) => d,
+): v.InferOutput<S> | undefined {
   let data: unknown;
   try {
-    data = JSON.parse(raw);
+    data = read(JSON.parse(raw));
   } catch {
     return undefined;
   }
@@ -134,9 +139,13 @@ function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOu
   return r.success ? r.output : undefined;
 }
 
-/** Parses `members/<name>`; undefined when it is not valid member data. */
+/**
+ * Parses `members/<name>`; undefined when it is not valid member data. A member key of the
+ * reference is read in our words (reference-member.ts: `role: master` → `primary`, `creating
+ * replica` → `creating_replica`, …).
+ */
 export function decodeMember(raw: string): MemberData | undefined {
-  return parseJson(MemberDataSchema, raw) as MemberData | undefined;
+  return parseJson(MemberDataSchema, raw, memberFromReference) as MemberData | undefined;
 }
 
 /** Parses `leader` (plain text member name); undefined when empty. */

@@ -49,6 +49,24 @@ describe('codec', () => {
     expect(decodeMember(raw) !== undefined).toBe(ok);
   });
 
+  it("reads the reference's member key (Patroni 3.0.2) in our words", () => {
+    // As Patroni 3.0.2 writes it (ha.py touch_member): role master, states with spaces.
+    const ref = (role: string, state: string) =>
+      `{"conn_url":"postgres://127.0.0.1:29001/postgres","api_url":"http://127.0.0.1:28001/patroni","state":"${state}","role":"${role}","version":"3.0.2","xlog_location":50331744,"timeline":1}`;
+    expect(decodeMember(ref('master', 'running'))).toMatchObject({ role: 'primary', state: 'running', version: '3.0.2', timeline: 1 });
+    expect(decodeMember(ref('promoted', 'running'))?.role).toBe('primary');
+    expect(decodeMember(ref('demoted', 'stopped'))?.role).toBe('replica');
+    expect(decodeMember(ref('replica', 'creating replica'))?.state).toBe('creating_replica');
+    expect(decodeMember(ref('replica', 'start failed'))?.state).toBe('start_failed');
+    expect(decodeMember(ref('replica', 'restart failed (running)'))?.state).toBe('restart_failed');
+    expect(decodeMember(ref('uninitialized', 'initializing new cluster'))?.state).toBe('initdb');
+    expect(decodeMember(ref('master', 'running custom bootstrap script'))?.state).toBe('custom_bootstrap');
+    expect(decodeMember(ref('replica', 'stop failed'))?.state).toBe('stop_failed');
+    // Neither ours nor the reference's: still refused.
+    expect(decodeMember(ref('captain', 'running'))).toBeUndefined();
+    expect(decodeMember(ref('replica', 'dancing'))).toBeUndefined();
+  });
+
   it('encodes member data as compact JSON and reads it back', () => {
     const data = decodeMember(memberJson)!;
     expect(encodeMember(data)).toBe(memberJson);
