@@ -128,6 +128,15 @@ export const AGENT_OWNED = new Set([
   'standby_mode',
 ]);
 
+/** The recovery target parameters a replica sets to '' (effectiveParameters). */
+export const RECOVERY_TARGETS = [
+  'recovery_target',
+  'recovery_target_lsn',
+  'recovery_target_name',
+  'recovery_target_time',
+  'recovery_target_xid',
+];
+
 /** Parameters with a floor (patroni.md §4.3, raised to 10 for the senders and slots). */
 const MINIMUMS: Record<string, number> = { max_wal_senders: 10, max_replication_slots: 10 };
 
@@ -173,6 +182,11 @@ export function effectiveParameters(node: NodeConf, opts: ConfigureOptions): Map
     if (opts.upstream) p.set('primary_conninfo', primaryConninfo(node, opts.upstream));
     if (opts.slotName) p.set('primary_slot_name', opts.slotName);
     p.set('recovery_target_timeline', 'latest');
+    // Set to their defaults explicitly, as the reference does on PostgreSQL 12+ (patroni 3.0.2
+    // postgresql/config.py build_recovery_params): a target set in an included file cannot pause,
+    // promote or shut the replica down, and a replica the reference configured (which has these
+    // lines) is reloaded by our agent without the removal marking them pending restart (issue 26).
+    for (const name of RECOVERY_TARGETS) p.set(name, '');
   }
   return p;
 }

@@ -12,6 +12,7 @@ import {
   renderPgHba,
   renderPostgresqlConf,
   type NodeConf,
+  RECOVERY_TARGETS,
 } from '../../src/postgres/conf-files.ts';
 
 const node: NodeConf = {
@@ -114,11 +115,25 @@ describe('postgresql.conf', () => {
     expect(lines).toContain("shared_buffers = '32MB'");
     expect(lines).toContain('port = 5433');
     expect(lines).toContain("unix_socket_directories = '/run/ha'");
-    expect(lines.slice(-3)).toEqual([
+    expect(lines.slice(-8)).toEqual([
       "primary_conninfo = 'host=10.0.0.1 port=5432 user=replicator passfile=/var/lib/ha/node-2.pgpass application_name=node-2 sslmode=prefer'",
       "primary_slot_name = 'node_2'",
       "recovery_target_timeline = 'latest'",
+      "recovery_target = ''",
+      "recovery_target_lsn = ''",
+      "recovery_target_name = ''",
+      "recovery_target_time = ''",
+      "recovery_target_xid = ''",
     ]);
+  });
+
+  it('sets every recovery target of a replica to its default, as the reference does (a reload after it keeps no pending restart)', () => {
+    const p = effectiveParameters(node, {
+      role: 'replica',
+      upstream: { host: 'h', port: 1, name: 'n' },
+      parameters: { recovery_target: 'immediate' },
+    });
+    for (const name of RECOVERY_TARGETS) expect(p.get(name)).toBe('');
   });
 
   it('writes no recovery settings for a primary', () => {
