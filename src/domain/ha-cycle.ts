@@ -543,12 +543,31 @@ function startAsReplica(i: CycleInput, leader: string, standby: boolean): CycleD
   return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
 }
 
+/**
+ * In pause, with no leader key and no manual failover naming another member: a running primary
+ * takes the leader lock when the cluster has no system identifier yet or it is this member's
+ * (the reference's rule: patroni 3.0.2 ha.py is_healthiest_node, "in pause leader is the
+ * healthiest only when no initialize or sysid matches with initialize"). Without it, a leader
+ * whose key expired while no agent ran on it (a takeover or an agent restart in pause slower
+ * than ttl, issue 26) stays without a leader key until the cluster is resumed, when the race may
+ * elect another member. A standby leader runs in recovery and never takes the lock this way.
+ */
+function pausedPrimaryRace(i: CycleInput, c: CycleContext): boolean {
+  if (c.standby || i.db.role !== 'primary' || i.db.state !== 'running') return false;
+  if (i.view.failover?.value.member !== undefined) return false;
+  return !i.view.initialize || i.sysid === i.view.initialize;
+}
+
 /** The database runs and there is no leader: the leader race (isHealthiest), unless paused or failsafe mode vetoes it. */
 function leaderRace(i: CycleInput, c: CycleContext): CycleDecision {
   const { name, view, config, db } = i;
   const failover = view.failover?.value;
-  // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
-  if (c.paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
+  // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6), and a
+  // running primary of this cluster's data, which is the healthiest then (pausedPrimaryRace).
+  if (c.paused && failover?.member !== name) {
+    if (pausedPrimaryRace(i, c)) return d('paused: acquiring the leader lock as the running primary', { kind: 'acquireLock' });
+    return d('no leader: paused, no automatic failover');
+  }
   const failsafeVeto = failsafeRaceVeto({
     name,
     config,

@@ -271,6 +271,42 @@ describe('decideCycle', () => {
     ['no leader, too far behind the last optime → wait', input({}, { status: { optime: 1000 + 2 * 1048576 } }), []],
     ['no leader, paused → no failover', input({ config: withDefaults({ pause: true }) }), []],
     [
+      'no leader, paused, I run as primary of this cluster → acquire (the reference: its leader key expired during a takeover)',
+      input({
+        config: withDefaults({ pause: true }),
+        db: { state: 'running', role: 'primary', busy: false },
+        sysid: '7000000000000000001',
+      }),
+      ['acquireLock'],
+    ],
+    [
+      'no leader, paused, I run as primary, no initialize key → acquire',
+      input({ config: withDefaults({ pause: true }), db: { state: 'running', role: 'primary', busy: false } }, { initialize: undefined }),
+      ['acquireLock'],
+    ],
+    [
+      'no leader, paused, I run as primary but my system identifier is not known → wait',
+      input({ config: withDefaults({ pause: true }), db: { state: 'running', role: 'primary', busy: false } }),
+      [],
+    ],
+    [
+      'no leader, paused, I run as primary, a manual failover names another member → wait',
+      input(
+        { config: withDefaults({ pause: true }), db: { state: 'running', role: 'primary', busy: false }, sysid: '7000000000000000001' },
+        { failover: { value: { leader: 'n1', member: 'n2' }, revision: '3' } },
+      ),
+      [],
+    ],
+    [
+      'no leader, paused, standby cluster leader running in recovery → wait',
+      input({
+        config: withDefaults({ pause: true, standby_cluster: { host: '10.0.0.9', port: 5432 } }),
+        db: { state: 'running', role: 'replica', busy: false },
+        sysid: '7000000000000000001',
+      }),
+      [],
+    ],
+    [
       'no leader, paused, I am the manual candidate → acquire',
       input({ config: withDefaults({ pause: true }) }, { failover: { value: { leader: 'n2', member: 'n1' }, revision: '3' } }),
       ['acquireLock'],
