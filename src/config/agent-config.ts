@@ -140,6 +140,12 @@ export interface AgentConfig {
     bin_dir?: string;
     /** unix_socket_directories; default `<dirname(data_dir)>/.<name>-sock`. */
     socket_dir: string;
+    /**
+     * The replication user's password file the agent writes and primary_conninfo names (the
+     * reference's `postgresql.pgpass`, kept under its name so a patroni.yml loads as it is);
+     * absent: `<dirname(data_dir)>/<name>.pgpass`.
+     */
+    pgpass?: string;
     authentication: {
       superuser: RoleCredentials;
       replication: RoleCredentials;

@@ -20,6 +20,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   HA_DATABASE_DATA_DIR: 'database.data_dir',
   HA_DATABASE_BIN_DIR: 'database.bin_dir',
   HA_DATABASE_SOCKET_DIR: 'database.socket_dir',
+  HA_DATABASE_PGPASS: 'database.pgpass',
   HA_SUPERUSER_USERNAME: 'database.authentication.superuser.username',
   HA_SUPERUSER_PASSWORD: 'database.authentication.superuser.password',
   HA_REPLICATION_USERNAME: 'database.authentication.replication.username',

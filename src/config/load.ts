@@ -212,6 +212,7 @@ function toAgentConfig(f: FileConfig): AgentConfig {
       data_dir: db.data_dir,
       ...(db.bin_dir !== undefined ? { bin_dir: db.bin_dir } : {}),
       socket_dir: db.socket_dir ?? defaultSocketDir(db.data_dir, f.name),
+      ...(db.pgpass !== undefined ? { pgpass: db.pgpass } : {}),
       authentication: db.authentication,
       parameters: db.parameters,
       pg_hba: db.pg_hba,

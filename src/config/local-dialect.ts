@@ -17,11 +17,14 @@
  *    [h:p]`; `create_replica_methods: [basebackup]` (what the agent always does) dropped;
  *    `use_unix_socket: true` and `use_unix_socket_repl: false` (what the agent always does)
  *    dropped, the other values refused.
+ *    In the reference's dialect, one directory in `parameters.unix_socket_directories` becomes
+ *    `socket_dir` (socketDirOfReference).
  * 5. Keys of the reference not implemented (src/config/reference-keys.ts) and keys of
  *    `bootstrap.dcs` the agent does not read (src/config/dynamic-keys.ts) are problems, named in
  *    the file's own names, and dropped so the schema does not name them again.
  * Pure.
  */
+import { posix } from 'node:path';
 import { convertDocument, DIALECT_NAMES, writtenDialect, type ConfigDialect } from '../domain/config-dialect.ts';
 import { formatUnread, unreadKeys } from './dynamic-keys.ts';
 import { isMapping } from './fields.ts';
@@ -159,6 +162,35 @@ export function fileProblem(problem: string, dialect: ConfigDialect, dcsDialect:
 }
 
 /**
+ * The reference sets the socket directory as a parameter, `parameters.unix_socket_directories`
+ * (its example: `'..'`, relative to data_dir, as PostgreSQL resolves it); ours is `socket_dir`,
+ * where the agent also connects. In a file of the reference's dialect without `socket_dir`, one
+ * directory given there becomes `socket_dir` (absolute, resolved against data_dir): our agent
+ * then reaches the PostgreSQL the reference started through the same socket, and the parameter,
+ * which needs a restart to change, keeps its value (issue 26, docs/migration.md). A list of
+ * several directories is a problem (the agent listens on one); with `socket_dir` also given the
+ * parameter is left to the cross-checks (`set by postgresql.socket_dir; remove it`).
+ */
+function socketDirOfReference(db: Doc): { dir?: string; problem?: string } {
+  const params = db['parameters'];
+  if (!isMapping(params) || db['socket_dir'] !== undefined) return {};
+  const value = params['unix_socket_directories'];
+  if (typeof value !== 'string') return {};
+  const dirs = value
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '');
+  if (dirs.length !== 1) {
+    return {
+      problem: `database.parameters.unix_socket_directories: only one directory is implemented (it becomes socket_dir), got ${JSON.stringify(value)}`,
+    };
+  }
+  const dataDir = db['data_dir'];
+  if (!posix.isAbsolute(dirs[0]!) && typeof dataDir !== 'string') return {};
+  return { dir: posix.resolve(typeof dataDir === 'string' ? dataDir : '/', dirs[0]!) };
+}
+
+/**
  * Translates a parsed member configuration file (either dialect) into the native document, with
  * the operations that did it and the problems found (module docstring). Never throws.
  */
@@ -251,6 +283,13 @@ export function translateFile(raw: Doc): FileTranslation {
         problems.push(`database.${key}: only ${String(always)} is implemented: ${why}, got ${JSON.stringify(db[key])}`);
       run({ op: 'delete', path: ['database', key] });
     }
+  }
+
+  if (dialect === 'patroni' && isMapping(db)) {
+    const socket = socketDirOfReference(db);
+    if (socket.problem) problems.push(socket.problem);
+    if (socket.dir !== undefined) run({ op: 'set', path: ['database', 'socket_dir'], value: socket.dir });
+    if (socket.dir !== undefined || socket.problem) run({ op: 'delete', path: ['database', 'parameters', 'unix_socket_directories'] });
   }
 
   // Keys of the reference not implemented.

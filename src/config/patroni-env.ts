@@ -41,6 +41,7 @@ export const PATRONI_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   PATRONI_POSTGRESQL_CONNECT_ADDRESS: 'database.connect_address',
   PATRONI_POSTGRESQL_DATA_DIR: 'database.data_dir',
   PATRONI_POSTGRESQL_BIN_DIR: 'database.bin_dir',
+  PATRONI_POSTGRESQL_PGPASS: 'database.pgpass',
   PATRONI_SUPERUSER_USERNAME: 'database.authentication.superuser.username',
   PATRONI_SUPERUSER_PASSWORD: 'database.authentication.superuser.password',
   PATRONI_REPLICATION_USERNAME: 'database.authentication.replication.username',
@@ -132,7 +133,6 @@ const SECTION_REFUSALS: Readonly<Record<string, string>> = {
   RESTAPI_SERVER_TOKENS: 'restapi.server_tokens',
   POSTGRESQL_PROXY_ADDRESS: 'postgresql.proxy_address',
   POSTGRESQL_CONFIG_DIR: 'postgresql.config_dir',
-  POSTGRESQL_PGPASS: 'postgresql.pgpass',
   LOGFORMAT: 'log.format',
   LOG_DATEFMT: 'log.dateformat',
   LOG_TRACEBACK_LEVEL: 'log.traceback_level',
@@ -161,7 +161,7 @@ function refusal(variable: string, referencePath: string): string {
 /**
  * Problems of the set (non-empty) `PATRONI_*` variables of settings the reference reads and this
  * agent does not implement, one per variable, named by the reference's path and the variable:
- * `postgresql.pgpass: not implemented: … (from PATRONI_POSTGRESQL_PGPASS)`. Bootstrap users
+ * `postgresql.config_dir: not implemented: … (from PATRONI_POSTGRESQL_CONFIG_DIR)`. Bootstrap users
  * (`PATRONI_<user>_PASSWORD`, `_OPTIONS`) are the reference's `bootstrap.users`. Never throws.
  */
 export function refusedPatroniVariables(env: NodeJS.ProcessEnv): string[] {

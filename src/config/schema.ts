@@ -238,6 +238,7 @@ const Database = mapping(
       data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
       bin_dir: v.optional(NonEmptyString),
       socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
+      pgpass: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
       authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
       parameters: v.optional(Parameters, {}),
       pg_hba: v.optional(HbaLines, []),

@@ -162,6 +162,7 @@ function localPostgres(config: AgentConfig, binDir: string, log: Logger): LocalP
     binDir,
     listen: { host: dbListen.host, port: dbListen.port },
     socketDir: config.database.socket_dir,
+    ...(config.database.pgpass !== undefined ? { passfile: config.database.pgpass } : {}),
     superuser: {
       username: config.database.authentication.superuser.username,
       password: config.database.authentication.superuser.password ?? '',
