@@ -2,8 +2,8 @@
  * Takeover of a live cluster of the reference (Debian's patroni 3.0.2) by our agents, and the hand
  * back (issue 26; the procedure is docs/migration.md). A 3-member cluster of the reference runs
  * under the recorded writer; in pause each member's reference agent is stopped with SIGTERM
- * (PostgreSQL keeps running) and ours started on the same data directory and name, replicas first,
- * the leader last. Checked: every postmaster keeps its start time (no restart), the leader key
+ * (PostgreSQL keeps running) and ours started on the same data directory, name and configuration
+ * file (the reference's patroni.yml, as it is), replicas first, the leader last. Checked: every postmaster keeps its start time (no restart), the leader key
  * only ever names the first leader and is never deleted (our agent moves the reference's key onto
  * its own lease: LeaderLock.adopt), no parameter is left pending restart, our agents list the
  * reference's members while the cluster is mixed; after the resume a switchover by our agents;
@@ -106,10 +106,13 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
       let leaderSwap = { fromMs: 0, toMs: 0 };
       for (const name of ['node2', 'node3', 'node1']) {
         const pm = c.postmasterPid(name);
+        const ref = refs.get(name)!;
         const stopAt = Date.now();
-        await stopReference(refs.get(name)!);
+        await stopReference(ref);
         refs.delete(name);
         expect(c.postmasterPid(name), `${name}: the reference stopped in pause leaves PostgreSQL running`).toBe(pm);
+        // Our agent on the reference's own file (patroni.yml as it is).
+        c.node(name).configPath = ref.configPath;
         c.start(name);
         await waitFor(async () => (await memberApi(c, name)) === '/ha', 60_000, `${name}: our member key`);
         if (name === 'node1') {
