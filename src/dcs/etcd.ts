@@ -111,7 +111,7 @@ export class EtcdDcs implements Dcs {
    * Revokes the lease (deadline-bounded), cancels the watch and closes the client. Resolves even
    * when etcd cannot be reached (the lease then expires after ttl): shutdown must not hang.
    */
-  async close(): Promise<void> {
+  async close(opts: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.watchWanted = false;
@@ -120,7 +120,7 @@ export class EtcdDcs implements Dcs {
     this.lease = undefined;
     this.leaseId = undefined;
     this.keepalives.close();
-    if (lease) {
+    if (lease && opts.keepLease !== true) {
       await boundedCall('lease revoke', this.retryTimeoutMs, (deadline) => lease.revoke({ deadline })).catch(() => {});
     }
     const w = this.watcher;

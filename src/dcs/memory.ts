@@ -88,10 +88,10 @@ export class InMemoryDcs implements Dcs {
     }
   }
 
-  async close(): Promise<void> {
+  async close(opts: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     try {
-      if (this.leaseId && this.store.isReachable(this.name)) this.store.revokeLease(this.leaseId);
+      if (this.leaseId && opts.keepLease !== true && this.store.isReachable(this.name)) this.store.revokeLease(this.leaseId);
     } finally {
       this.closed = true;
       this.leaseId = undefined;

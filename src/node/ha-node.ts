@@ -272,7 +272,8 @@ export class HaNode {
   /**
    * Graceful shutdown (SIGTERM/SIGINT): the leader stops PostgreSQL, publishes its final
    * checkpoint LSN in `status` and releases the leader key so a replica takes over at once;
-   * a replica stops PostgreSQL; then the lease is revoked. Leaves no process behind.
+   * a replica stops PostgreSQL; then the lease is revoked. Leaves no process behind. In pause
+   * PostgreSQL is left running and the lease is kept (its keys expire after ttl), as the reference.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -318,7 +319,13 @@ export class HaNode {
     await p.fencing.stop();
     db?.stop();
     this.schedules?.stop();
-    await dcs.close().catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
+    // In pause with PostgreSQL left running, the lease is kept: the member key and the leader key
+    // stay until ttl, as the reference leaves them ("Leader key is not deleted and Postgresql is
+    // not stopped due paused state"), and the agent that runs here next, ours or the reference's
+    // (a hand back, docs/migration.md), takes the leader key over without a leaderless gap.
+    const keepLease = state.config.pause === true && (await pg.postmasterPid().catch(() => undefined)) !== undefined;
+    if (keepLease) log.info('paused: leaving the member and leader keys to expire after ttl');
+    await dcs.close({ keepLease }).catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
     await pg.close().catch(() => undefined);
   }
 

@@ -261,6 +261,23 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       await expect(a.refresh()).rejects.toBeInstanceOf(DcsError);
     });
 
+    it('keeps the lease on close when asked: member and leader keys stay, and the next client of the member adopts the leader key', async () => {
+      setup();
+      const a = await client('a');
+      await a.touchMember(member());
+      const won = await a.attemptToAcquireLeader();
+      expect(won.acquired).toBe(true);
+      const createRevision = won.acquired ? won.createRevision : '';
+      const lease = a.currentLeaseId();
+      await a.close({ keepLease: true });
+      expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease });
+      expect((await h.raw(key('members/a')))?.lease).toBe(lease);
+      // The member's next agent (a new lease) takes the same incarnation onto its lease.
+      const next = await client('a');
+      expect(await next.updateLeader(createRevision)).toBe(true);
+      expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease: next.currentLeaseId() });
+    });
+
     it('returns false on compare-and-set conflicts of config, failover and sync', async () => {
       setup();
       const a = await client('a');
