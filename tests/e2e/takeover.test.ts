@@ -44,15 +44,29 @@ async function streaming(c: TestCluster, name: string): Promise<boolean> {
   return (await c.psql(name, 'select status from pg_stat_wal_receiver').catch(() => '')).trim() === 'streaming';
 }
 
-/** Names of the parameters PostgreSQL shows pending restart on a member. */
+/**
+ * Names of the parameters PostgreSQL shows pending restart on a member, but the recovery targets:
+ * a promoted replica's configuration drops them, and both agents leave them out of the pending
+ * restart they publish (src/postgres/probe.ts; the reference skips recovery parameters there too).
+ */
 async function pendingRestart(c: TestCluster, name: string): Promise<string> {
-  return (await c.psql(name, "select coalesce(string_agg(name, ','), '') from pg_settings where pending_restart")).trim();
+  return (
+    await c.psql(
+      name,
+      "select coalesce(string_agg(name, ','), '') from pg_settings where pending_restart and name not like 'recovery_target%'",
+    )
+  ).trim();
 }
 
 /** The member key's `api_url` path: `/ha` for ours, `/patroni` for the reference's. */
 async function memberApi(c: TestCluster, name: string): Promise<string | undefined> {
   const raw = await c.etcdGet(`members/${name}`);
   return raw ? new URL(JSON.parse(raw).api_url).pathname : undefined;
+}
+
+/** The lease of the leader key, as etcdctl prints it (a 64-bit decimal, kept as text: JSON numbers would round it). */
+async function leaderLease(c: TestCluster): Promise<string | undefined> {
+  return /"lease":(\d+)/.exec(await c.etcdctl(['get', '-w', 'json', c.key('leader')]))?.[1];
 }
 
 /** The longest gap, ms, between consecutive acknowledged writes in [fromMs, toMs]. */
@@ -167,6 +181,7 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
     await patronictl(referenceConfigPath(c, c.node('node2')), ['pause', '--wait']);
     const leaderKey = await c.watchKey('leader');
     try {
+      const ourLease = await leaderLease(c);
       const startedBefore = await startTimes(c);
       for (const name of ['node1', 'node3', 'node2']) {
         const pm = c.postmasterPid(name);
@@ -174,8 +189,13 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
         expect(c.postmasterPid(name), `${name}: our agent stopped in pause leaves PostgreSQL running`).toBe(pm);
         refs.set(name, await startReference(c, c.node(name)));
         await waitFor(async () => (await memberApi(c, name)) === '/patroni', 60_000, `${name}: the reference's member key`);
-        if (name === 'node2')
-          await waitFor(async () => (await c.leader()) === 'node2', 60_000, 'the reference on node2 holding the leader key');
+        if (name === 'node2') {
+          await waitFor(
+            async () => (await leaderLease(c)) !== ourLease,
+            60_000,
+            'the reference on node2 moving the leader key onto its lease',
+          );
+        }
         expect(c.postmasterPid(name)).toBe(pm);
       }
       expect(await startTimes(c)).toEqual(startedBefore);
