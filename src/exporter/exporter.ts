@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from './config-load.ts';
 import { explainText } from './explain.ts';
 import { ExpositionBuilder, type Family } from './exposition.ts';
 import { RoleProbe, type Role } from './role-probe.ts';
-import { statText, type StatRow } from './stat.ts';
+import { statRowsOf, statText, type StatRow } from './stat.ts';
 import { Target, urlDatabase, urlWithDatabase } from './target.ts';
 import { buildInfo, type BuildInfo } from './build-info.ts';
 import { serverStatFamilies } from './self-families.ts';
@@ -396,16 +396,7 @@ export class Exporter {
 
   /** /stat rows of the primary's installed collectors. */
   statRows(): StatRow[] {
-    return (this.primary.runs ?? []).map((r) => ({
-      name: r.def.name,
-      total: r.stats.total,
-      hit: r.stats.rows,
-      error: r.stats.errors,
-      skip: r.stats.skips,
-      metric: r.stats.metrics,
-      ttlLeftSeconds: r.stats.ttlLeftSeconds,
-      durationMs: r.stats.durationMs,
-    }));
+    return statRowsOf(this.primary.runs);
   }
 
   /** /stat body. */

@@ -13,7 +13,7 @@ import { loadProbeConfig, type ProbeConfig } from './probe-config.ts';
 import { REJECT_REASONS, resolveProbe, type ProbeParams, type RejectReason, type Selection, type TargetSpec } from './probe-request.ts';
 import { ProbeTargets, type ProbeEntry, type ProbeTargetLike } from './probe-targets.ts';
 import { serverStatFamilies } from './self-families.ts';
-import { statText } from './stat.ts';
+import { statRowsOf, statText } from './stat.ts';
 import { Target, urlDatabase, type CollectorFilter } from './target.ts';
 import type { CollectorDef, LoadedConfig } from './types.ts';
 
@@ -289,17 +289,7 @@ export class Prober {
   stat(params: ProbeParams): ProbeAnswer {
     const l = this.live(params);
     if ('answer' in l) return l.answer;
-    const rows = (l.entry.target.runs ?? []).map((r) => ({
-      name: r.def.name,
-      total: r.stats.total,
-      hit: r.stats.rows,
-      error: r.stats.errors,
-      skip: r.stats.skips,
-      metric: r.stats.metrics,
-      ttlLeftSeconds: r.stats.ttlLeftSeconds,
-      durationMs: r.stats.durationMs,
-    }));
-    return { status: 200, body: statText(rows), contentType: 'text/plain; charset=UTF-8' };
+    return { status: 200, body: statText(statRowsOf(l.entry.target.runs)), contentType: 'text/plain; charset=UTF-8' };
   }
 
   /**

@@ -186,6 +186,10 @@ export class LocalPostgres implements PgControl {
     await chownToPg(file);
   }
 
+  async removePromotion(): Promise<void> {
+    await rm(join(this.dataDir, PROMOTION_FILE), { force: true });
+  }
+
   async hasStandbySignal(): Promise<boolean> {
     return existsSync(join(this.dataDir, 'standby.signal'));
   }

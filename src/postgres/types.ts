@@ -291,6 +291,9 @@ export interface PgControl {
   /** Writes the promotion marker (after a promotion succeeded). */
   writePromotion(marker: PromotionMarker): Promise<void>;
 
+  /** Removes the promotion marker (a stale one: its promotion never happened). Resolves when absent. */
+  removePromotion(): Promise<void>;
+
   /** The data directory holds `standby.signal` (a postmaster found running is then a replica). */
   hasStandbySignal(): Promise<boolean>;
 

@@ -840,6 +840,10 @@ export class SimPg implements PgControl {
     if (this.data) this.data.promotion = { ...marker };
   }
 
+  async removePromotion(): Promise<void> {
+    if (this.data) delete this.data.promotion;
+  }
+
   async hasStandbySignal(): Promise<boolean> {
     return this.configured?.role === 'replica';
   }

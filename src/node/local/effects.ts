@@ -125,6 +125,33 @@ async function promoteMarked(pg: PgControl, ctx: EffectContext): Promise<void> {
 }
 
 /**
+ * Removes a promotion marker whose promotion never happened (finding 27): the marker is written
+ * before the promotion (promoteMarked), so a promotion that failed (the postmaster stopped or
+ * fenced first, the agent gone before `pg_ctl promote`) leaves a marker naming a timeline this data
+ * directory never made. Left in place, it would name this member for that timeline once the data
+ * follows another leader's promotion to the same number, and the divergence check would discard a
+ * data directory that holds the leader's own WAL. Called only while no postmaster runs on the data
+ * directory: no promotion can be under way then (PostgreSQL removes a leftover promote signal file
+ * when the postmaster starts), and a promotion that did happen wrote `pg_wal/<TLI>.history` of its
+ * timeline before its first WAL on it (PostgreSQL docs "Timelines"); the marker is stale exactly
+ * when that file is absent. Failures are swallowed: the marker only adds a divergence check.
+ */
+async function dropStalePromotion(pg: PgControl): Promise<void> {
+  try {
+    if ((await pg.postmasterPid()) !== undefined) return;
+    const marker = await pg.readPromotion();
+    if (!marker || marker.timeline <= 1) return;
+    const made = await pg.readTimelineHistory(marker.timeline).then(
+      () => true,
+      () => false,
+    );
+    if (!made) await pg.removePromotion();
+  } catch {
+    // Best effort: a marker left in place only keeps its divergence check.
+  }
+}
+
+/**
  * A new cluster is made whole or not at all: after initdb, a failed configuration, start or
  * post-bootstrap stops the postmaster of this data directory (immediate; never another server's)
  * and empties the directory, so the next attempt, here or on another member once the `initialize`
@@ -188,6 +215,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         await pg.basebackup(from);
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
+        await dropStalePromotion(pg);
         await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
@@ -198,6 +226,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       restart: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.stop('fast', ctx.stopTimeoutMs());
+        await dropStalePromotion(pg);
         await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
       }),

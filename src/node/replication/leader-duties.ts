@@ -15,6 +15,7 @@ import { slotNameForMember } from '../../postgres/slots.ts';
 import { slotMembers } from '../../domain/upstream.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
+import { dropAndCreatePhysical } from './slot-changes.ts';
 
 /** What the leader's duties read and call (HaNode wires them). */
 export interface LeaderDutiesDeps {
@@ -152,11 +153,7 @@ export class LeaderDuties {
   /** Carries out a slot plan: drops, physical creations, logical creations (a failed logical creation logged once per error). */
   private async applySlotPlan(plan: ReturnType<typeof planSlotSync>): Promise<void> {
     const { pg, log } = this.deps;
-    for (const n of plan.drop) {
-      await pg.dropSlot?.(n);
-      log.info({ slot: n }, `dropped replication slot ${n}`);
-    }
-    for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
+    await dropAndCreatePhysical(pg, log, plan);
     for (const s of plan.createLogical) {
       try {
         await pg.createLogicalSlot?.(s.name, s.database, s.plugin);

@@ -29,6 +29,7 @@ import type { PgStatus } from '../../domain/pg-status.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import type { DatabaseCommands, NodeState, Notice } from '../node-core.ts';
 import type { ReplicationSource } from './replication-source.ts';
+import { dropAndCreatePhysical } from './slot-changes.ts';
 
 /** What a replica's slot work reads and calls (HaNode wires it). */
 export interface ReplicaSlotsDeps {
@@ -109,11 +110,7 @@ export class ReplicaSlots {
         listedAtMs,
         isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, cascade, permanent, ignoreSlots(cfg), opts)),
       );
-      for (const n of plan.drop) {
-        await pg.dropSlot?.(n);
-        log.info({ slot: n }, `dropped replication slot ${n}`);
-      }
-      for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
+      await dropAndCreatePhysical(pg, log, plan);
       for (const a of plan.advance) {
         try {
           await pg.advanceSlot?.(a.name, a.lsn, a.database);
