@@ -10,6 +10,13 @@
  * every acknowledged write is on every member. Then the cluster is handed back the same way (our
  * agent stopped in pause keeps its lease, so the reference takes its leader key over too).
  *
+ * First, a mixed cluster (node3 ours, node1 and node2 the reference's) takes a switchover through
+ * each agent's API: our node3 promoted at its own API's request, the reference's leader handing
+ * over; then back to node1 at the reference's API's request, our node3 demoted and following.
+ * After the takeover our agents handle a switchover and the loss of the leader's node (agent and
+ * postmaster SIGKILL): a new leader within ttl + loop_wait + 2 × retry_timeout (+ 5 s), and the
+ * lost member, its agent restarted, streams again.
+ *
  * The write pause: the writer routes by GET /primary (as a load balancer would), so while no agent
  * answers on the leader's API the writer waits; PostgreSQL itself never stops accepting writes.
  * Its bound is the leader's agent swap: the reference's shutdown + our agent's start until its
@@ -28,6 +35,8 @@ import {
   stopReference,
   type ReferenceNode,
 } from './support/reference.ts';
+import { runHactl } from '../hactl/run-hactl.ts';
+import { loseMember } from './support/sync.ts';
 import { assertNoLoss, createSafetyTables, startWriter, type RecordedWriter, type WriteRecord } from './support/writer.ts';
 
 const NAMES = ['node1', 'node2', 'node3'];
@@ -86,6 +95,31 @@ function leaderNeverChanged(watch: KeyWatch, leader: string): void {
   ).toBe(true);
 }
 
+/** Our agent on `name` in place of the reference's, on the reference's own patroni.yml (in pause). */
+async function takeOver(c: TestCluster, refs: Map<string, ReferenceNode>, name: string): Promise<void> {
+  const ref = refs.get(name)!;
+  await stopReference(ref);
+  refs.delete(name);
+  c.node(name).configPath = ref.configPath;
+  c.start(name);
+  await waitFor(async () => (await memberApi(c, name)) === '/ha', 60_000, `${name}: our member key`);
+}
+
+/** Waits until every member but the leader streams (pg_stat_wal_receiver), whichever agent runs it. */
+async function allStreaming(c: TestCluster, leader: string, timeoutMs: number): Promise<void> {
+  for (const n of NAMES.filter((x) => x !== leader)) await waitFor(() => streaming(c, n), timeoutMs, `${n} streaming from ${leader}`);
+}
+
+/** A new leader after the leader's node is lost: lease expiry + a cycle + two DCS calls (the reference's timing) + promotion slack. */
+const FAILOVER_BOUND_MS = (REFERENCE_TIMING.ttl + REFERENCE_TIMING.loopWait + 2 * REFERENCE_TIMING.retryTimeout) * 1000 + 5_000;
+/** Back as a streaming replica after its agent restarts: two cycles and their DCS calls, the not-streaming grace, and 20 s for crash recovery or pg_rewind on a loaded 2-core machine (as tests/e2e/faults/node-loss.test.ts). */
+const REJOIN_BOUND_MS =
+  (2 * REFERENCE_TIMING.loopWait +
+    2 * REFERENCE_TIMING.retryTimeout +
+    Math.max(2 * REFERENCE_TIMING.loopWait, REFERENCE_TIMING.retryTimeout)) *
+    1000 +
+  20_000;
+
 describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (patroni 3.0.2), and the hand back', () => {
   let c: TestCluster;
   const refs = new Map<string, ReferenceNode>();
@@ -116,6 +150,48 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
     await c?.destroy();
   });
 
+  it("a mixed cluster (node3 ours, node1 and node2 the reference's) switches over through either agent's API", async () => {
+    await patronictl(refs.get('node1')!.configPath, ['pause', '--wait']);
+    const pm = c.postmasterPid('node3');
+    await takeOver(c, refs, 'node3');
+    expect(c.postmasterPid('node3'), 'node3 adopted without a restart').toBe(pm);
+    await patronictl(refs.get('node1')!.configPath, ['resume', '--wait']);
+    await c.settled(90_000);
+    // Through our agent's API: the reference's leader hands over to our node3.
+    const ours = await c.post('node3', '/switchover', { leader: 'node1', candidate: 'node3' });
+    expect(ours.status, ours.body).toBe(200);
+    expect(await c.waitForLeader(60_000, 'node1')).toBe('node3');
+    expect(await c.settled(90_000)).toBe('node3');
+    await allStreaming(c, 'node3', 90_000);
+    const listed = JSON.parse(await patronictl(refs.get('node1')!.configPath, ['list', '--format', 'json'])) as {
+      Member: string;
+      Role: string;
+    }[];
+    expect(listed.map((r) => `${r.Member} ${r.Role}`).sort()).toEqual(['node1 Replica', 'node2 Replica', 'node3 Leader']);
+    // hactl, on the reference's file as well, lists the same, once the reference's demoted node1
+    // has published its restart as a replica (its member key says `starting` until its next loop).
+    const hactlRows = await waitFor(
+      async () => {
+        const r = await runHactl(['-c', refs.get('node1')!.configPath, 'list', '--format', 'json']);
+        if (r.code !== 0) throw new Error(`hactl list: ${r.stderr}`);
+        const rows = JSON.parse(r.stdout) as { Member: string; Role: string; State: string }[];
+        return rows.every((x) => x.State === 'running' || x.State === 'streaming') ? rows : undefined;
+      },
+      60_000,
+      'hactl list showing every member running',
+    );
+    expect(hactlRows.map((r) => `${r.Member} ${r.Role}`).sort()).toEqual(['node1 Replica', 'node2 Replica', 'node3 Leader']);
+    // Through the reference's API (node1's REST API, the reference's): our leader hands back.
+    const theirs = await c.post('node1', '/switchover', { leader: 'node3', candidate: 'node1' });
+    expect(theirs.status, theirs.body).toBe(200);
+    expect(await c.waitForLeader(60_000, 'node3')).toBe('node1');
+    expect(await c.settled(90_000)).toBe('node1');
+    await allStreaming(c, 'node1', 90_000);
+    expect((await c.get('node3', '/ha')).json()?.replication_state).toBe('streaming');
+    const report = await assertNoLoss(c, writer!.records());
+    console.log(`mixed cluster: two switchovers, ${report.acknowledged} acknowledged writes, all on every member`);
+  }, 600_000);
+
   it('takes the members over one by one in pause: no restart, no leader change, then a switchover by our agents, no write lost', async () => {
     const leaderKey = await c.watchKey('leader');
     try {
@@ -124,17 +200,13 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
       before = await startTimes(c);
       const t0 = Date.now();
       let leaderSwap = { fromMs: 0, toMs: 0 };
-      for (const name of ['node2', 'node3', 'node1']) {
+      // node3 is ours since the mixed-cluster test.
+      for (const name of ['node2', 'node1']) {
         const pm = c.postmasterPid(name);
-        const ref = refs.get(name)!;
         const stopAt = Date.now();
-        await stopReference(ref);
-        refs.delete(name);
-        expect(c.postmasterPid(name), `${name}: the reference stopped in pause leaves PostgreSQL running`).toBe(pm);
         // Our agent on the reference's own file (patroni.yml as it is).
-        c.node(name).configPath = ref.configPath;
-        c.start(name);
-        await waitFor(async () => (await memberApi(c, name)) === '/ha', 60_000, `${name}: our member key`);
+        await takeOver(c, refs, name);
+        expect(c.postmasterPid(name), `${name}: the reference stopped in pause leaves PostgreSQL running`).toBe(pm);
         if (name === 'node1') {
           await waitFor(async () => (await c.get(name, '/primary')).status === 200, 60_000, 'our agent on node1 answering /primary');
           leaderSwap = { fromMs: stopAt, toMs: Date.now() };
@@ -172,28 +244,47 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
       const report = await assertNoLoss(c, records);
       expect(report.leader).toBe('node2');
       console.log(`takeover: ${report.acknowledged} acknowledged writes, all on every member`);
+
+      // The leader's node lost (agent, postmaster and its children SIGKILL): our agents fail over,
+      // and the lost member, its agent started again, streams from the new leader.
+      const lostAt = Date.now();
+      await loseMember(c, 'node2');
+      const next = await c.waitForLeader(FAILOVER_BOUND_MS, 'node2');
+      await waitFor(async () => (await c.get(next, '/primary')).status === 200, FAILOVER_BOUND_MS, `${next} writable`);
+      const failoverMs = Date.now() - lostAt;
+      expect(failoverMs, `failover after the node loss (bound ${FAILOVER_BOUND_MS} ms)`).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
+      const restartAt = Date.now();
+      c.start('node2');
+      await waitFor(() => streaming(c, 'node2'), REJOIN_BOUND_MS, 'node2 streaming again after its agent restarted');
+      const rejoinMs = Date.now() - restartAt;
+      expect(await c.settled(90_000)).toBe(next);
+      const afterLoss = await assertNoLoss(c, writer!.records());
+      console.log(
+        `takeover: node2 lost; ${next} writable after ${failoverMs} ms (bound ${FAILOVER_BOUND_MS}); node2 streaming ${rejoinMs} ms after its restart (bound ${REJOIN_BOUND_MS}); ${afterLoss.acknowledged} acknowledged writes, all on every member`,
+      );
     } finally {
       await leaderKey.stop();
     }
   }, 600_000);
 
   it('hands the cluster back to the reference the same way', async () => {
-    await patronictl(referenceConfigPath(c, c.node('node2')), ['pause', '--wait']);
+    const leader = (await c.leader())!;
+    await patronictl(referenceConfigPath(c, c.node(leader)), ['pause', '--wait']);
     const leaderKey = await c.watchKey('leader');
     try {
       const ourLease = await leaderLease(c);
       const startedBefore = await startTimes(c);
-      for (const name of ['node1', 'node3', 'node2']) {
+      for (const name of [...NAMES.filter((n) => n !== leader), leader]) {
         const pm = c.postmasterPid(name);
         await c.stopAgent(name);
         expect(c.postmasterPid(name), `${name}: our agent stopped in pause leaves PostgreSQL running`).toBe(pm);
         refs.set(name, await startReference(c, c.node(name)));
         await waitFor(async () => (await memberApi(c, name)) === '/patroni', 60_000, `${name}: the reference's member key`);
-        if (name === 'node2') {
+        if (name === leader) {
           await waitFor(
             async () => (await leaderLease(c)) !== ourLease,
             60_000,
-            'the reference on node2 moving the leader key onto its lease',
+            `the reference on ${leader} moving the leader key onto its lease`,
           );
         }
         expect(c.postmasterPid(name)).toBe(pm);
@@ -201,13 +292,13 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
       expect(await startTimes(c)).toEqual(startedBefore);
       for (const n of NAMES) expect(await pendingRestart(c, n), `${n} pending restart after the hand back`).toBe('');
       // Our agent stopped in pause keeps its lease: the reference takes the key over, never deleted.
-      leaderNeverChanged(leaderKey, 'node2');
-      await patronictl(refs.get('node2')!.configPath, ['resume', '--wait']);
+      leaderNeverChanged(leaderKey, leader);
+      await patronictl(refs.get(leader)!.configPath, ['resume', '--wait']);
       await c.settled(90_000);
       records = await writer!.stop();
       writer = undefined;
       const report = await assertNoLoss(c, records);
-      expect(report.leader).toBe('node2');
+      expect(report.leader).toBe(leader);
     } finally {
       await leaderKey.stop();
     }
