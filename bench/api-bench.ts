@@ -70,11 +70,25 @@ try {
   bareAnswer = { status: sample.status, contentType: sample.headers.get('content-type') ?? '', body: await sample.text() };
   const bareCheck = await fetch(`http://127.0.0.1:${barePort}/const`);
   const bareBody = await bareCheck.text();
-  if (bareCheck.status !== bareAnswer.status || bareBody !== bareAnswer.body || bareCheck.headers.get('content-type') !== bareAnswer.contentType || bareCheck.headers.get('content-length') !== sample.headers.get('content-length')) {
+  if (
+    bareCheck.status !== bareAnswer.status ||
+    bareBody !== bareAnswer.body ||
+    bareCheck.headers.get('content-type') !== bareAnswer.contentType ||
+    bareCheck.headers.get('content-length') !== sample.headers.get('content-length')
+  ) {
     throw new Error('the bare route does not answer the same bytes as GET /primary');
   }
-  console.log(`GET /primary answers ${sample.status}, ${sample.headers.get('content-type')}, ${sample.headers.get('content-length')} bytes; the bare route answers the same`);
-  const sqlL = postgres({ host: '127.0.0.1', port: c.node(leader).pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1 });
+  console.log(
+    `GET /primary answers ${sample.status}, ${sample.headers.get('content-type')}, ${sample.headers.get('content-length')} bytes; the bare route answers the same`,
+  );
+  const sqlL = postgres({
+    host: '127.0.0.1',
+    port: c.node(leader).pgPort,
+    user: 'postgres',
+    password: 'e2e-super',
+    database: 'postgres',
+    max: 1,
+  });
   const idle0 = await xactCount(sqlL);
   await sleep(seconds * 1000);
   const idleTx = (await xactCount(sqlL)) - idle0 - 1;
@@ -88,14 +102,27 @@ try {
   }
   const loadTx = (await xactCount(sqlL)) - load0 - 1;
   await sqlL.end();
-  console.log(`\n## Health checks (wrk -t2 -c16 -d${seconds}s, ${rounds} rounds, load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')})`);
+  console.log(
+    `\n## Health checks (wrk -t2 -c16 -d${seconds}s, ${rounds} rounds, load average ${(await import('node:os'))
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')})`,
+  );
   for (const [i, { base, primary }] of pairs.entries()) {
-    console.log(`round ${i + 1}: bare route (same bytes) ${base.rps.toFixed(0)} req/s  p50 ${base.p50}  p99 ${base.p99} | GET /primary ${primary.rps.toFixed(0)} req/s  p50 ${primary.p50}  p99 ${primary.p99}  non-2xx ${primary.non2xx} | ratio ${(primary.rps / base.rps).toFixed(2)} (target ≥ 0.80)`);
+    console.log(
+      `round ${i + 1}: bare route (same bytes) ${base.rps.toFixed(0)} req/s  p50 ${base.p50}  p99 ${base.p99} | GET /primary ${primary.rps.toFixed(0)} req/s  p50 ${primary.p50}  p99 ${primary.p99}  non-2xx ${primary.non2xx} | ratio ${(primary.rps / base.rps).toFixed(2)} (target ≥ 0.80)`,
+    );
   }
   const ratios = pairs.map((p) => p.primary.rps / p.base.rps).sort((x, y) => x - y);
-  console.log(`median ratio ${ratios[Math.floor(ratios.length / 2)]!.toFixed(2)} (min ${ratios[0]!.toFixed(2)}, max ${ratios[ratios.length - 1]!.toFixed(2)})`);
-  console.log(`GET /replica on a replica    ${replica.rps.toFixed(0)} req/s  p50 ${replica.p50}  p99 ${replica.p99}  non-2xx ${replica.non2xx}`);
-  console.log(`PostgreSQL transactions on the leader: ${loadTx} during ${rounds * seconds} s of /primary probes vs ${idleTx} in ${seconds} s idle (the agent's own probe)`);
+  console.log(
+    `median ratio ${ratios[Math.floor(ratios.length / 2)]!.toFixed(2)} (min ${ratios[0]!.toFixed(2)}, max ${ratios[ratios.length - 1]!.toFixed(2)})`,
+  );
+  console.log(
+    `GET /replica on a replica    ${replica.rps.toFixed(0)} req/s  p50 ${replica.p50}  p99 ${replica.p99}  non-2xx ${replica.non2xx}`,
+  );
+  console.log(
+    `PostgreSQL transactions on the leader: ${loadTx} during ${rounds * seconds} s of /primary probes vs ${idleTx} in ${seconds} s idle (the agent's own probe)`,
+  );
   console.log('reference manager: 1,280 req/s on GET /primary, p99 120–300 ms, 37% of a core in PostgreSQL');
 
   if (healthOnly) throw new SkipSwitchover();
@@ -103,7 +130,16 @@ try {
   const cand = replicas[0]!;
   const clients = c.nodes.map((n) => ({
     n: n.name,
-    sql: postgres({ host: '127.0.0.1', port: n.pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1, connect_timeout: 1, onnotice: () => {} }),
+    sql: postgres({
+      host: '127.0.0.1',
+      port: n.pgPort,
+      user: 'postgres',
+      password: 'e2e-super',
+      database: 'postgres',
+      max: 1,
+      connect_timeout: 1,
+      onnotice: () => {},
+    }),
   }));
   let lastOk = Date.now();
   let firstFail = 0;
@@ -130,7 +166,10 @@ try {
   })();
   await sleep(500);
   const t0 = Date.now();
-  const res = await fetch(`http://127.0.0.1:${c.node(leader).apiPort}/switchover`, { method: 'POST', body: JSON.stringify({ leader, candidate: cand }) });
+  const res = await fetch(`http://127.0.0.1:${c.node(leader).apiPort}/switchover`, {
+    method: 'POST',
+    body: JSON.stringify({ leader, candidate: cand }),
+  });
   const answered = Date.now();
   await waitFor(() => firstOnNew > 0, 30_000, 'a write on the new primary');
   await sleep(500);

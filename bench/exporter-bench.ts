@@ -49,7 +49,10 @@ const exporterNodeFlags = (process.env['DB_EXPORTER_BENCH_NODE_FLAGS'] ?? '').sp
 /** Part (d) only (measuring RSS settings). */
 const onlyRss = process.env['DB_EXPORTER_BENCH_ONLY_RSS'] === '1';
 const parts = onlyRss ? 'd' : (process.env['DB_EXPORTER_BENCH_PARTS'] ?? 'abcde');
-const TARGET_COUNTS = (process.env['DB_EXPORTER_BENCH_TARGETS'] ?? '10,50').split(',').map(Number).filter((n) => n > 0);
+const TARGET_COUNTS = (process.env['DB_EXPORTER_BENCH_TARGETS'] ?? '10,50')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const INTERVAL_S = Number(process.env['DB_EXPORTER_BENCH_INTERVAL_S'] ?? 15);
 const INTERVALS = Number(process.env['DB_EXPORTER_BENCH_INTERVALS'] ?? 4);
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -74,7 +77,11 @@ let ppeFigures: { ms: number; series: number } | undefined;
  * `warm` + `measured` intervals; resolves with the scrape wall times and series counts of the
  * measured intervals and the window's start and end (ms).
  */
-async function scrapeSpread(urls: string[], warm: number, measured: number): Promise<{ ms: number[]; series: number[]; window: [number, number]; failed: number }> {
+async function scrapeSpread(
+  urls: string[],
+  warm: number,
+  measured: number,
+): Promise<{ ms: number[]; series: number[]; window: [number, number]; failed: number }> {
   const ms: number[] = [];
   const series: number[] = [];
   let failed = 0;
@@ -117,11 +124,19 @@ const pg = await startPostgres(['max_connections = 400']);
 const children: number[] = [];
 try {
   if (/[abcd]/.test(parts)) {
-    await pg.psql(`DO $$ BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE TABLE bench_t%s (id int PRIMARY KEY, v text)', i); END LOOP; END $$`);
+    await pg.psql(
+      `DO $$ BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE TABLE bench_t%s (id int PRIMARY KEY, v text)', i); END LOOP; END $$`,
+    );
     await pg.psql('ANALYZE');
   }
-  console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`database: ${/[abcd]/.test(parts) ? '1000 tables (+1000 indexes)' : 'empty'}, PostgreSQL ${(await pg.psql('SHOW server_version')).trim()}, ${N} timed scrapes each, medians\n`);
+  console.log(
+    `load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `database: ${/[abcd]/.test(parts) ? '1000 tables (+1000 indexes)' : 'empty'}, PostgreSQL ${(await pg.psql('SHOW server_version')).trim()}, ${N} timed scrapes each, medians\n`,
+  );
 
   if (onlyRss) console.log('DB_EXPORTER_BENCH_ONLY_RSS set: parts (a)-(c) and (e) skipped\n');
   else if (parts !== 'abcde') console.log(`DB_EXPORTER_BENCH_PARTS=${parts}\n`);
@@ -190,7 +205,9 @@ try {
       const series = seriesCount(body);
       console.log(`[${name}] collectors planned: ${defs.length}`);
       console.log(`  (a) full scrape wall time: ${a.toFixed(1)} ms, series: ${series}, ${((a / series) * 1000).toFixed(2)} µs/series`);
-      console.log(`  (b) same SQL via postgres.js, exporter's concurrency (${poolMax}): ${b.toFixed(1)} ms  → (a)/(b) = ${(a / b).toFixed(2)} (target <= 1.2); median of the per-round ratios ${median(ratios).toFixed(2)}`);
+      console.log(
+        `  (b) same SQL via postgres.js, exporter's concurrency (${poolMax}): ${b.toFixed(1)} ms  → (a)/(b) = ${(a / b).toFixed(2)} (target <= 1.2); median of the per-round ratios ${median(ratios).toFixed(2)}`,
+      );
       console.log(`      one statement at a time: ${bs.toFixed(1)} ms (a / that = ${(a / bs).toFixed(2)})\n`);
     }
   }
@@ -204,7 +221,14 @@ try {
     });
     children.push(ppe.pid!);
     const ppeUrl = `http://127.0.0.1:${ppePort}/metrics`;
-    await waitFor(() => fetch(ppeUrl).then((r) => r.ok).catch(() => false), 30_000, 'postgres_exporter');
+    await waitFor(
+      () =>
+        fetch(ppeUrl)
+          .then((r) => r.ok)
+          .catch(() => false),
+      30_000,
+      'postgres_exporter',
+    );
     await (await fetch(ppeUrl)).text();
     const ppeMs: number[] = [];
     let ppeBody = '';
@@ -215,7 +239,9 @@ try {
     }
     const c = median(ppeMs);
     const cs = seriesCount(ppeBody);
-    console.log(`[prometheus-postgres-exporter ${'default'}] scrape: ${c.toFixed(1)} ms, series: ${cs} (of which pg_*: ${ppeBody.split('\n').filter((l) => l.startsWith('pg_')).length}), ${((c / cs) * 1000).toFixed(2)} µs/series\n`);
+    console.log(
+      `[prometheus-postgres-exporter ${'default'}] scrape: ${c.toFixed(1)} ms, series: ${cs} (of which pg_*: ${ppeBody.split('\n').filter((l) => l.startsWith('pg_')).length}), ${((c / cs) * 1000).toFixed(2)} µs/series\n`,
+    );
     ppeFigures = { ms: c, series: cs };
     await stopPid(ppe.pid!);
   }
@@ -223,13 +249,37 @@ try {
   // (d) RSS of a db-exporter process: after the first scrape and after 100 scrapes (cache disabled).
   for (const [name, configPath] of parts.includes('d') ? Object.entries(SETS) : []) {
     const port = await freePort();
-    const cli = spawn(process.execPath, [...exporterNodeFlags, ...exporterEntry, '-c', configPath, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--disable-cache', '--no-auto-discovery', '--log.level', 'error'], {
-      cwd: repoRoot,
-      stdio: 'ignore',
-    });
+    const cli = spawn(
+      process.execPath,
+      [
+        ...exporterNodeFlags,
+        ...exporterEntry,
+        '-c',
+        configPath,
+        '--url',
+        pg.url,
+        '--web.listen-address',
+        `127.0.0.1:${port}`,
+        '--disable-cache',
+        '--no-auto-discovery',
+        '--log.level',
+        'error',
+      ],
+      {
+        cwd: repoRoot,
+        stdio: 'ignore',
+      },
+    );
     children.push(cli.pid!);
     const url = `http://127.0.0.1:${port}/metrics`;
-    await waitFor(() => fetch(url).then((r) => r.ok).catch(() => false), 30_000, 'db-exporter');
+    await waitFor(
+      () =>
+        fetch(url)
+          .then((r) => r.ok)
+          .catch(() => false),
+      30_000,
+      'db-exporter',
+    );
     const first = rssKb(cli.pid!);
     const ms: number[] = [];
     for (let i = 0; i < 99; i++) {
@@ -238,7 +288,9 @@ try {
       ms.push(performance.now() - t0);
     }
     const after = rssKb(cli.pid!);
-    console.log(`[db-exporter RSS, ${name}${builtExporter ? ', built' : ', tsx'}${exporterNodeFlags.length ? `, ${exporterNodeFlags.join(' ')}` : ''}${process.env['MALLOC_ARENA_MAX'] ? `, MALLOC_ARENA_MAX=${process.env['MALLOC_ARENA_MAX']}` : ''}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`);
+    console.log(
+      `[db-exporter RSS, ${name}${builtExporter ? ', built' : ', tsx'}${exporterNodeFlags.length ? `, ${exporterNodeFlags.join(' ')}` : ''}${process.env['MALLOC_ARENA_MAX'] ? `, MALLOC_ARENA_MAX=${process.env['MALLOC_ARENA_MAX']}` : ''}] after first scrape: ${(first / 1024).toFixed(1)} MiB, after 100 scrapes: ${(after / 1024).toFixed(1)} MiB → ratio ${(after / first).toFixed(2)} (target <= 1.2); scrapes 2–100 over HTTP: median ${median(ms).toFixed(1)} ms`,
+    );
     await stopPid(cli.pid!);
   }
 
@@ -246,20 +298,46 @@ try {
   if (parts.includes('e') && TARGET_COUNTS.length > 0) {
     const most = Math.max(...TARGET_COUNTS);
     await pg.psql('CREATE DATABASE bench_tpl');
-    await pg.psql(`DO $$ BEGIN FOR i IN 1..20 LOOP EXECUTE format('CREATE TABLE t%s (id int PRIMARY KEY, v text)', i); EXECUTE format('INSERT INTO t%s SELECT g, md5(g::text) FROM generate_series(1, 1000) g', i); END LOOP; END $$`, 'bench_tpl');
+    await pg.psql(
+      `DO $$ BEGIN FOR i IN 1..20 LOOP EXECUTE format('CREATE TABLE t%s (id int PRIMARY KEY, v text)', i); EXECUTE format('INSERT INTO t%s SELECT g, md5(g::text) FROM generate_series(1, 1000) g', i); END LOOP; END $$`,
+      'bench_tpl',
+    );
     await pg.psql('ANALYZE', 'bench_tpl');
     for (let i = 1; i <= most; i++) await pg.psql(`CREATE DATABASE bench_t${i} TEMPLATE bench_tpl`);
     const tmp = await makeTempDir('exporter-bench-');
     const collectors = resolve(repoRoot, 'collectors');
     const start = async (args: string[]): Promise<{ pid: number; url: string }> => {
       const port = await freePort();
-      const child = spawn(process.execPath, [...exporterNodeFlags, ...exporterEntry, '-c', collectors, '--web.listen-address', `127.0.0.1:${port}`, '--log.level', 'error', ...args], { cwd: repoRoot, stdio: 'ignore' });
+      const child = spawn(
+        process.execPath,
+        [
+          ...exporterNodeFlags,
+          ...exporterEntry,
+          '-c',
+          collectors,
+          '--web.listen-address',
+          `127.0.0.1:${port}`,
+          '--log.level',
+          'error',
+          ...args,
+        ],
+        { cwd: repoRoot, stdio: 'ignore' },
+      );
       children.push(child.pid!);
       const url = `http://127.0.0.1:${port}`;
-      await waitFor(() => fetch(`${url}/version`).then((r) => r.ok).catch(() => false), 60_000, 'db-exporter');
+      await waitFor(
+        () =>
+          fetch(`${url}/version`)
+            .then((r) => r.ok)
+            .catch(() => false),
+        60_000,
+        'db-exporter',
+      );
       return { pid: child.pid!, url };
     };
-    console.log(`(e) one exporter for N targets against one process per target: databases of 20 tables, default collector set, a scrape of each target every ${INTERVAL_S} s, ${INTERVALS} intervals measured after 1 (${builtExporter ? 'built' : 'tsx'})`);
+    console.log(
+      `(e) one exporter for N targets against one process per target: databases of 20 tables, default collector set, a scrape of each target every ${INTERVAL_S} s, ${INTERVALS} intervals measured after 1 (${builtExporter ? 'built' : 'tsx'})`,
+    );
     try {
       for (const n of TARGET_COUNTS) {
         const names = Array.from({ length: n }, (_, i) => `bench_t${i + 1}`);
@@ -267,11 +345,22 @@ try {
         const probeConfig = join(tmp, `probe-${n}.yml`);
         writeFileSync(
           probeConfig,
-          ['auth_modules:', '  bench: { userpass: { username: postgres } }', 'targets:', ...names.map((d) => `  ${d}: { dsn: "127.0.0.1:${pg.port}/${d}", auth_module: bench }`), `limits: { max_targets: ${n}, pool_size: 3 }`, ''].join('\n'),
+          [
+            'auth_modules:',
+            '  bench: { userpass: { username: postgres } }',
+            'targets:',
+            ...names.map((d) => `  ${d}: { dsn: "127.0.0.1:${pg.port}/${d}", auth_module: bench }`),
+            `limits: { max_targets: ${n}, pool_size: 3 }`,
+            '',
+          ].join('\n'),
         );
         const multi = await start(['--probe.config', probeConfig]);
         const cpu0 = cpuSeconds(multi.pid);
-        const m = await scrapeSpread(names.map((d) => `${multi.url}/probe?target=${d}`), 1, INTERVALS);
+        const m = await scrapeSpread(
+          names.map((d) => `${multi.url}/probe?target=${d}`),
+          1,
+          INTERVALS,
+        );
         const multiCpu = cpuSeconds(multi.pid) - cpu0;
         const multiRss = rssKb(multi.pid) / 1024;
         await stopPid(multi.pid);
@@ -279,7 +368,11 @@ try {
         const singles: { pid: number; url: string }[] = [];
         for (const d of names) singles.push(await start(['--url', `postgres://postgres@127.0.0.1:${pg.port}/${d}`, '--no-auto-discovery']));
         const scpu0 = singles.reduce((a, p) => a + cpuSeconds(p.pid), 0);
-        const sres = await scrapeSpread(singles.map((p) => `${p.url}/metrics`), 1, INTERVALS);
+        const sres = await scrapeSpread(
+          singles.map((p) => `${p.url}/metrics`),
+          1,
+          INTERVALS,
+        );
         const singleCpu = singles.reduce((a, p) => a + cpuSeconds(p.pid), 0) - scpu0;
         const singleRss = singles.reduce((a, p) => a + rssKb(p.pid), 0) / 1024;
         for (const p of singles) await stopPid(p.pid);
@@ -295,7 +388,9 @@ try {
         };
         const a = report('one process, /probe', m, multiCpu, multiRss);
         const b = report('one process per target, /metrics', sres, singleCpu, singleRss);
-        console.log(`  → one process / one per target: CPU ${(a.cpu / b.cpu).toFixed(2)}, RSS ${(a.rss / b.rss).toFixed(2)}${ppeFigures ? `; time per series ${((a.ms / a.series) * 1000).toFixed(2)} µs against prometheus-postgres-exporter's ${((ppeFigures.ms / ppeFigures.series) * 1000).toFixed(2)} µs (c)` : ''}\n`);
+        console.log(
+          `  → one process / one per target: CPU ${(a.cpu / b.cpu).toFixed(2)}, RSS ${(a.rss / b.rss).toFixed(2)}${ppeFigures ? `; time per series ${((a.ms / a.series) * 1000).toFixed(2)} µs against prometheus-postgres-exporter's ${((ppeFigures.ms / ppeFigures.series) * 1000).toFixed(2)} µs (c)` : ''}\n`,
+        );
       }
     } finally {
       await removeTempDir(tmp);

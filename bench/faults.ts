@@ -82,7 +82,8 @@ const FAULTS: Fault[] = [
   {
     id: 'agent-kill',
     name: "leader's agent SIGKILL, PostgreSQL left running",
-    reference: 'orphan stopped by the watchdog before T − M, new primary ≤ T + L + P (reliability.md §3.3 #2); Patroni needs a kernel watchdog for this (§1.1, §5.1)',
+    reference:
+      'orphan stopped by the watchdog before T − M, new primary ≤ T + L + P (reliability.md §3.3 #2); Patroni needs a kernel watchdog for this (§1.1, §5.1)',
     bound: `stop ≤ ${sec(1500)} (fence pipe closed); one primary ≤ T + L + 2R (+5 s) = ${sec(FAILOVER_BOUND_MS)}`,
     opts: fenced,
     async inject(c, leader, at) {
@@ -93,7 +94,8 @@ const FAULTS: Fault[] = [
   {
     id: 'agent-freeze',
     name: "leader's agent SIGSTOP 2 × ttl",
-    reference: 'Patroni frozen_patroni: watchdog triggered ≤ 20 s at ttl 21 (needs a kernel watchdog); before this work: promoted after 9.1 s with 10.8 s of two primaries (issue 10)',
+    reference:
+      'Patroni frozen_patroni: watchdog triggered ≤ 20 s at ttl 21 (needs a kernel watchdog); before this work: promoted after 9.1 s with 10.8 s of two primaries (issue 10)',
     bound: `stop ≤ last renewal + T − min(M, R/2) = ${sec((T.ttl - MARGIN) * 1000)} (+${sec(1500)}); one primary ≤ T + L + 2R (+5 s) = ${sec(FAILOVER_BOUND_MS)}`,
     opts: fenced,
     async inject(c, leader, at) {
@@ -110,7 +112,8 @@ const FAULTS: Fault[] = [
   {
     id: 'node-loss',
     name: 'node loss (kill -9 of agent, postmaster, children)',
-    reference: 'new primary ≤ T + L + P, P ≈ 1–3 s (CNPG failover_test, Stolon TestFailover, pg_auto_failover; reliability.md §3.2, §3.3 #3)',
+    reference:
+      'new primary ≤ T + L + P, P ≈ 1–3 s (CNPG failover_test, Stolon TestFailover, pg_auto_failover; reliability.md §3.2, §3.3 #3)',
     bound: `stop: at once; one primary ≤ T + L + 2R (+5 s) = ${sec(FAILOVER_BOUND_MS)}`,
     opts: base,
     async inject(c, leader, at) {
@@ -177,7 +180,9 @@ async function measure(fault: Fault): Promise<Row> {
     // fault whose injection returns at once (SIGKILL, node loss) is noticed by the probe only in
     // a later round: wait for the miss (up to STOP_WAIT_MS) rather than reading the transitions as
     // they are when the injection returns (which reported "never stopped" for the agent SIGKILL).
-    const stoppedAt = await waitFor(() => firstMiss(p, leader, injectedAt), STOP_WAIT_MS, 'the old leader to stop acknowledging').catch(() => undefined);
+    const stoppedAt = await waitFor(() => firstMiss(p, leader, injectedAt), STOP_WAIT_MS, 'the old leader to stop acknowledging').catch(
+      () => undefined,
+    );
     if (stoppedAt !== undefined) {
       const back = await waitFor(() => single(stoppedAt), 90_000, 'one primary again').catch(() => undefined);
       await sleep(2000);
@@ -195,7 +200,14 @@ async function measure(fault: Fault): Promise<Row> {
   }
 }
 
-function rowOf(fault: Fault, leader: string, p: WriteProbe, injectedAt: number, stoppedAt: number | undefined, back: { at: number; members: string[] } | undefined): Row {
+function rowOf(
+  fault: Fault,
+  leader: string,
+  p: WriteProbe,
+  injectedAt: number,
+  stoppedAt: number | undefined,
+  back: { at: number; members: string[] } | undefined,
+): Row {
   const doubles = p.twoPrimaries(injectedAt - 5000);
   const overlapMs = doubles.reduce((sum, d) => {
     const iv = Object.values(d.intervals);
@@ -229,13 +241,19 @@ async function main(): Promise<void> {
     rows.push(r);
   }
   const loadAfter = loadavg();
-  console.log(`Fault benchmark, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} cores, load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before / ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after; ttl ${T.ttl}, loop_wait ${T.loop_wait}, retry_timeout ${T.retry_timeout}; write probe every 100 ms.\n`);
-  console.log('| Fault | Writes stopped after (s) | One primary again after (s) | Write gap (s) | New primary | Overlap (rounds / ms, must be 0) | Bound (T = ttl, L = loop_wait, R = retry_timeout) | Reference |');
+  console.log(
+    `Fault benchmark, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} cores, load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before / ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after; ttl ${T.ttl}, loop_wait ${T.loop_wait}, retry_timeout ${T.retry_timeout}; write probe every 100 ms.\n`,
+  );
+  console.log(
+    '| Fault | Writes stopped after (s) | One primary again after (s) | Write gap (s) | New primary | Overlap (rounds / ms, must be 0) | Bound (T = ttl, L = loop_wait, R = retry_timeout) | Reference |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     const np = r.newPrimary === undefined ? '—' : r.newPrimary === r.leader ? 'same' : 'other';
     const err = r.error ? ` (error: ${r.error})` : '';
-    console.log(`| ${r.fault.name}${err} | ${r.stoppedMs === undefined ? 'never' : s(r.stoppedMs)} | ${s(r.backMs)} | ${s(r.gapMs)} | ${np} | ${r.overlapRounds} / ${r.overlapMs} | ${r.fault.bound} | ${r.fault.reference} |`);
+    console.log(
+      `| ${r.fault.name}${err} | ${r.stoppedMs === undefined ? 'never' : s(r.stoppedMs)} | ${s(r.backMs)} | ${s(r.gapMs)} | ${np} | ${r.overlapRounds} / ${r.overlapMs} | ${r.fault.bound} | ${r.fault.reference} |`,
+    );
   }
 }
 

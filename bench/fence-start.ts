@@ -50,7 +50,16 @@ async function measure(name: string, command: string, args: string[]): Promise<v
   const rs = [];
   for (let i = 0; i < RUNS; i++) rs.push(await once(command, args));
   console.log(
-    `${name.padEnd(9)} start ${fmt(rs.map((r) => r.ms))} ms; RSS ${fmt(rs.map((r) => r.rss), 1)} MB; PSS ${fmt(rs.map((r) => r.pss), 1)} MB; private ${fmt(rs.map((r) => r.priv), 1)} MB`,
+    `${name.padEnd(9)} start ${fmt(rs.map((r) => r.ms))} ms; RSS ${fmt(
+      rs.map((r) => r.rss),
+      1,
+    )} MB; PSS ${fmt(
+      rs.map((r) => r.pss),
+      1,
+    )} MB; private ${fmt(
+      rs.map((r) => r.priv),
+      1,
+    )} MB`,
   );
 }
 
@@ -58,7 +67,9 @@ const entry = join(ROOT, 'src/watchdog/fence-process.ts');
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 let t = performance.now();
 const bundled = await fenceCommand();
-console.log(`bundling at agent start (esbuild, once per process): ${(performance.now() - t).toFixed(0)} ms, ${bundled.kind}: ${bundled.args.at(-1)}`);
+console.log(
+  `bundling at agent start (esbuild, once per process): ${(performance.now() - t).toFixed(0)} ms, ${bundled.kind}: ${bundled.args.at(-1)}`,
+);
 console.log(`${RUNS} runs each, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 await measure('tsx', process.execPath, ['--max-old-space-size=16', '--import', tsx, entry]);
 await measure('bundled', bundled.command, bundled.args);
@@ -66,7 +77,20 @@ const out = mkdtempSync(join(tmpdir(), 'fence-bench-'));
 try {
   execFileSync(process.execPath, [
     join(ROOT, 'node_modules/typescript/bin/tsc'),
-    ...['--outDir', out, '--rootDir', join(ROOT, 'src'), '--module', 'NodeNext', '--target', 'ES2022', '--rewriteRelativeImportExtensions', '--skipLibCheck', '--types', 'node'],
+    ...[
+      '--outDir',
+      out,
+      '--rootDir',
+      join(ROOT, 'src'),
+      '--module',
+      'NodeNext',
+      '--target',
+      'ES2022',
+      '--rewriteRelativeImportExtensions',
+      '--skipLibCheck',
+      '--types',
+      'node',
+    ],
     entry,
   ]);
   execFileSync(process.execPath, ['-e', `require('fs').writeFileSync(${JSON.stringify(join(out, 'package.json'))}, '{"type":"module"}')`]);
@@ -91,6 +115,8 @@ for (let i = 0; i < RUNS; i++) {
   await fence.disarm();
   disarms.push(performance.now() - t);
 }
-console.log(`ProcessFence.start ${startMs.toFixed(0)} ms; then arm ${fmt(arms, 2)} ms, disarm ${fmt(disarms, 2)} ms (round trip on the pipe)`);
+console.log(
+  `ProcessFence.start ${startMs.toFixed(0)} ms; then arm ${fmt(arms, 2)} ms, disarm ${fmt(disarms, 2)} ms (round trip on the pipe)`,
+);
 await fence.close();
 victim.kill('SIGKILL');

@@ -35,7 +35,10 @@ const arg = (k: string, d: string) => {
   const i = args.indexOf(k);
   return i >= 0 && args[i + 1] ? args[i + 1]! : d;
 };
-const profiles = arg('--profiles', 'fast,default').split(',').map((p) => PROFILES[p]!).filter(Boolean);
+const profiles = arg('--profiles', 'fast,default')
+  .split(',')
+  .map((p) => PROFILES[p]!)
+  .filter(Boolean);
 const idleSeconds = Number(arg('--idle', '60'));
 if (args.includes('--built')) {
   execFileSync('npm', ['run', 'build'], { stdio: 'ignore' });
@@ -46,7 +49,17 @@ if (args.includes('--built')) {
 async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<{ at: number; node: string }> {
   const clients = names.map((n) => ({
     n,
-    sql: postgres({ host: '127.0.0.1', port: c.node(n).pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1, connect_timeout: 1, idle_timeout: 5, onnotice: () => {} }),
+    sql: postgres({
+      host: '127.0.0.1',
+      port: c.node(n).pgPort,
+      user: 'postgres',
+      password: 'e2e-super',
+      database: 'postgres',
+      max: 1,
+      connect_timeout: 1,
+      idle_timeout: 5,
+      onnotice: () => {},
+    }),
   }));
   const deadline = Date.now() + timeoutMs;
   try {
@@ -121,7 +134,8 @@ async function runProfile(p: Profile): Promise<Record<string, string>> {
     const tIdle = Date.now();
     await sleep(idleSeconds * 1000);
     const cpuPct = ((cpuTicks(agentPid) - cpu0) / hz / ((Date.now() - tIdle) / 1000)) * 100;
-    out[`idle replica agent over ${idleSeconds} s`] = `RSS ${rssMb(agentPid).toFixed(1)} MB, CPU ${cpuPct.toFixed(2)}% of a core (reference 60 MB, 0.04%)`;
+    out[`idle replica agent over ${idleSeconds} s`] =
+      `RSS ${rssMb(agentPid).toFixed(1)} MB, CPU ${cpuPct.toFixed(2)}% of a core (reference 60 MB, 0.04%)`;
     const leaderPid = c.node(leader).proc!.pid!;
     out['idle leader agent RSS'] = `${rssMb(leaderPid).toFixed(1)} MB`;
 

@@ -66,7 +66,8 @@ function status(pid: number): { rssMb: number; cpuS: number; pssMb: number; priv
 function cpuSeconds(pid: number): number | undefined {
   try {
     let ns = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
     return ns / 1e9;
   } catch {
     return undefined;
@@ -101,7 +102,11 @@ const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 
  * a one-time start-up cost that read as a 0.13–0.16 % idle replica (docs/performance.md).
  */
 const gcWait = !args.includes('--no-gc-wait');
-const flags = [...extraFlags, ...(gcWait && !extraFlags.includes('--trace-gc') ? ['--trace-gc'] : []), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
+const flags = [
+  ...extraFlags,
+  ...(gcWait && !extraFlags.includes('--trace-gc') ? ['--trace-gc'] : []),
+  ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+];
 // The agent's node binary gets the flags through a `sh -c exec` wrapper (TestCluster's wrapCommand
 // prefixes the command line; `exec` keeps the PID).
 const wrap = flags.length ? ['sh', '-c', `exec "$0" ${flags.map((f) => `'${f}'`).join(' ')} "$@"`] : undefined;
@@ -138,15 +143,21 @@ try {
   const wall = (Date.now() - t0) / 1000;
   const after = pids.map((p) => status(p.pid));
   const kidsAfter = kids.map((ks) => ks.map((k) => status(k)));
-  console.log(`\n## Idle agents over ${wall.toFixed(1)} s, from ${settleSeconds} s after the cluster settled (ttl 30 / loop_wait 10)${flags.length ? ` flags: ${flags.join(' ')}` : ''}${process.env['HA_AGENT_ENTRY'] ? ' built' : ' tsx'}`);
+  console.log(
+    `\n## Idle agents over ${wall.toFixed(1)} s, from ${settleSeconds} s after the cluster settled (ttl 30 / loop_wait 10)${flags.length ? ` flags: ${flags.join(' ')}` : ''}${process.env['HA_AGENT_ENTRY'] ? ' built' : ' tsx'}`,
+  );
   pids.forEach((p, i) => {
     const cpu = ((after[i]!.cpuS - before[i]!.cpuS) / wall) * 100;
     const a = after[i]!;
-    console.log(`${p.name}${p.name === leader ? ' (leader) ' : ' (replica)'}  CPU ${cpu.toFixed(3)}% of a core  RSS ${a.rssMb.toFixed(1)} MB  (PSS ${a.pssMb.toFixed(1)} MB, private ${a.privateMb.toFixed(1)} MB)`);
+    console.log(
+      `${p.name}${p.name === leader ? ' (leader) ' : ' (replica)'}  CPU ${cpu.toFixed(3)}% of a core  RSS ${a.rssMb.toFixed(1)} MB  (PSS ${a.pssMb.toFixed(1)} MB, private ${a.privateMb.toFixed(1)} MB)`,
+    );
     kids[i]!.forEach((k, j) => {
       const kb = kidsBefore[i]![j]!;
       const ka = kidsAfter[i]![j]!;
-      console.log(`  + child ${k} (fence process)  CPU ${(((ka.cpuS - kb.cpuS) / wall) * 100).toFixed(3)}%  RSS ${ka.rssMb.toFixed(1)} MB  (PSS ${ka.pssMb.toFixed(1)} MB, private ${ka.privateMb.toFixed(1)} MB)`);
+      console.log(
+        `  + child ${k} (fence process)  CPU ${(((ka.cpuS - kb.cpuS) / wall) * 100).toFixed(3)}%  RSS ${ka.rssMb.toFixed(1)} MB  (PSS ${ka.pssMb.toFixed(1)} MB, private ${ka.privateMb.toFixed(1)} MB)`,
+      );
     });
   });
   console.log(`load average at start / end of the window: ${load0} / ${loadavg()} (2 cores)`);
@@ -154,8 +165,13 @@ try {
   // Every agent's full GCs, in seconds since its start, and where the window lay (with --trace-gc).
   if (flags.includes('--trace-gc')) {
     for (const n of c.nodes) {
-      const full = n.output.split('\n').filter((l) => /Mark-Compact/.test(l)).map((l) => `${(Number(/\s(\d+) ms: /.exec(l)?.[1] ?? 0) / 1000).toFixed(1)} s${/\(reduce\)/.test(l) ? ' (reduce)' : ''}`);
-      console.log(`${n.name} full GCs at ${full.join(', ')}; the window: ${((t0 - started) / 1000).toFixed(1)}–${((t0 - started) / 1000 + wall).toFixed(1)} s`);
+      const full = n.output
+        .split('\n')
+        .filter((l) => /Mark-Compact/.test(l))
+        .map((l) => `${(Number(/\s(\d+) ms: /.exec(l)?.[1] ?? 0) / 1000).toFixed(1)} s${/\(reduce\)/.test(l) ? ' (reduce)' : ''}`);
+      console.log(
+        `${n.name} full GCs at ${full.join(', ')}; the window: ${((t0 - started) / 1000).toFixed(1)}–${((t0 - started) / 1000 + wall).toFixed(1)} s`,
+      );
     }
   }
 
@@ -163,7 +179,11 @@ try {
   const replica = names.find((n) => n !== leader)!;
   const lat: number[] = [];
   for (let i = 0; i < crashes; i++) {
-    await waitFor(async () => (await c.get(replica, '/health')).status === 200 && (await c.get(replica, '/readiness')).status === 200, 120_000, `${replica} running`);
+    await waitFor(
+      async () => (await c.get(replica, '/health')).status === 200 && (await c.get(replica, '/readiness')).status === 200,
+      120_000,
+      `${replica} running`,
+    );
     await sleep(1500 + Math.random() * 500);
     const pm = c.postmasterPid(replica)!;
     const t = performance.now();
@@ -181,7 +201,9 @@ try {
   }
   if (crashes > 0) {
     const sorted = [...lat].sort((x, y) => x - y);
-    console.log(`crash detection (SIGKILL postmaster → /health 503): ${lat.map((l) => `${l.toFixed(0)} ms`).join(', ')}; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (target ≤ 100 ms)`);
+    console.log(
+      `crash detection (SIGKILL postmaster → /health 503): ${lat.map((l) => `${l.toFixed(0)} ms`).join(', ')}; median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms (target ≤ 100 ms)`,
+    );
   }
   if (prof) {
     for (const p of pids) await stopPid(p.pid, 'SIGTERM', 30_000);

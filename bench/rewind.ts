@@ -76,9 +76,13 @@ try {
   const replica = c.nodes.map((n) => n.name).find((n) => n !== leader)!;
   const bin = pgBinDir();
   const t0 = Date.now();
-  await run(`${bin}/pgbench`, ['-i', '-s', String(scale), '-q', '-h', '127.0.0.1', '-p', String(c.node(leader).pgPort), '-U', 'postgres', 'postgres'], {
-    env: { ...process.env, PGPASSWORD: 'e2e-super' },
-  });
+  await run(
+    `${bin}/pgbench`,
+    ['-i', '-s', String(scale), '-q', '-h', '127.0.0.1', '-p', String(c.node(leader).pgPort), '-U', 'postgres', 'postgres'],
+    {
+      env: { ...process.env, PGPASSWORD: 'e2e-super' },
+    },
+  );
   const size = (await c.psql(leader, "select pg_size_pretty(pg_database_size('postgres'))")).trim();
   await c.settled(600_000);
   // A loaded database, as in production: checkpointed since the load. (Without it the last
@@ -91,16 +95,30 @@ try {
   // 1. A crash that did not diverge: the replica has every byte of WAL when the leader is lost.
   {
     const lsn = (await c.psql(leader, 'select pg_current_wal_insert_lsn()')).trim();
-    await waitFor(async () => (await c.psql(replica, `select pg_last_wal_receive_lsn() >= '${lsn}'::pg_lsn`).catch(() => 'f')).trim() === 't', 60_000, 'the replica caught up');
+    await waitFor(
+      async () => (await c.psql(replica, `select pg_last_wal_receive_lsn() >= '${lsn}'::pg_lsn`).catch(() => 'f')).trim() === 't',
+      60_000,
+      'the replica caught up',
+    );
     await loseMember(c, leader);
     const next = await c.waitForLeader(120_000, leader);
-    await waitFor(async () => (await c.psql(next, 'update pgbench_branches set bbalance = bbalance + 1', 2000).then(() => true, () => false)), 30_000, 'a write on the new leader');
+    await waitFor(
+      async () =>
+        await c.psql(next, 'update pgbench_branches set bbalance = bbalance + 1', 2000).then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      'a write on the new leader',
+    );
     await sleep(1000);
     const tRestart = Date.now();
     c.start(leader);
     const tBack = await streaming(leader, 600_000);
     const rewound = logAt(leader, /^running pg_rewind from/, tRestart);
-    console.log(`rejoin after a crash that did not diverge: ${s(tBack - tRestart)} from the agent's restart to streaming${rewound ? ' — WARNING: the log shows a rewind' : ' (no rewind: its WAL ended at the switch point)'}`);
+    console.log(
+      `rejoin after a crash that did not diverge: ${s(tBack - tRestart)} from the agent's restart to streaming${rewound ? ' — WARNING: the log shows a rewind' : ' (no rewind: its WAL ended at the switch point)'}`,
+    );
   }
   const leader2 = await c.waitForLeader(60_000);
   const other = c.nodes.map((n) => n.name).find((n) => n !== leader2)!;
@@ -128,7 +146,15 @@ async function rejoinByRewind(leader: string): Promise<void> {
     }
   }
   const next = await c.waitForLeader(120_000, leader);
-  await waitFor(async () => (await c.psql(next, 'update pgbench_branches set bbalance = bbalance + 1', 2000).then(() => true, () => false)), 30_000, 'a write on the new leader');
+  await waitFor(
+    async () =>
+      await c.psql(next, 'update pgbench_branches set bbalance = bbalance + 1', 2000).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+    'a write on the new leader',
+  );
   await sleep(1000);
   const tRestart = Date.now();
   c.start(leader);
@@ -139,12 +165,19 @@ async function rejoinByRewind(leader: string): Promise<void> {
   const steps = logLine(leader, /^pg_rewind from \S+: (rewound|no rewind required)/, tRestart);
   const receipt = logLine(leader, /^the rewind from \S+ discards/, tRestart);
   const receiptAt = receipt?.['time'] as number | undefined;
-  if (receipt && rewindStart) console.log(`receipt of the discarded WAL (pg_waldump): kept ${s(receiptAt! - rewindStart)} after the rewind decision — ${String(receipt['msg'])}`);
+  if (receipt && rewindStart)
+    console.log(
+      `receipt of the discarded WAL (pg_waldump): kept ${s(receiptAt! - rewindStart)} after the rewind decision — ${String(receipt['msg'])}`,
+    );
   console.log(
     `rejoin by pg_rewind: ${s(tRewound - tRestart)} from the agent's restart to streaming` +
       (rewindStart ? `; ${s(tRewound - rewindStart)} from the rewind decision to streaming` : '') +
       (rewindStart && rewindDone ? ` (crash recovery + CHECKPOINT on the leader + pg_rewind: ${s(rewindDone - rewindStart)}` : '') +
-      (steps ? `: crash recovery ${s(steps['crashRecoveryMs'])}, CHECKPOINT ${s(steps['sourceCheckpointMs'])}, pg_rewind ${s(steps['pgRewindMs'])}${steps['copiedMb'] !== undefined ? ` copying ${String(steps['copiedMb'])} of ${String(steps['sourceMb'])} MB` : ''} — ${String(steps['msg'])})` : rewindDone ? ')' : '') +
+      (steps
+        ? `: crash recovery ${s(steps['crashRecoveryMs'])}, CHECKPOINT ${s(steps['sourceCheckpointMs'])}, pg_rewind ${s(steps['pgRewindMs'])}${steps['copiedMb'] !== undefined ? ` copying ${String(steps['copiedMb'])} of ${String(steps['sourceMb'])} MB` : ''} — ${String(steps['msg'])})`
+        : rewindDone
+          ? ')'
+          : '') +
       (copied ? ' — WARNING: the log shows a re-copy' : ''),
   );
 

@@ -42,7 +42,17 @@ const BIN = process.env['PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 
 type Sql = ReturnType<typeof postgres>;
 const clientFor = (c: TestCluster, n: string): Sql =>
-  postgres({ host: '127.0.0.1', port: c.node(n).pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1, connect_timeout: 1, idle_timeout: 5, onnotice: () => {} });
+  postgres({
+    host: '127.0.0.1',
+    port: c.node(n).pgPort,
+    user: 'postgres',
+    password: 'e2e-super',
+    database: 'postgres',
+    max: 1,
+    connect_timeout: 1,
+    idle_timeout: 5,
+    onnotice: () => {},
+  });
 
 interface JournalEntry {
   time: string;
@@ -64,7 +74,8 @@ const firstAt = (es: JournalEntry[], p: (e: JournalEntry) => boolean): number | 
 };
 
 const fmt = (v: number | undefined, t0: number) => (v === undefined ? '   ?' : String(v - t0).padStart(4));
-const range = (xs: number[]) => (xs.length ? `${Math.min(...xs)}–${Math.max(...xs)} ms (median ${[...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]})` : 'n/a');
+const range = (xs: number[]) =>
+  xs.length ? `${Math.min(...xs)}–${Math.max(...xs)} ms (median ${[...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]})` : 'n/a';
 
 async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: string }> {
   let leader = await c.waitForLeader(120_000);
@@ -85,7 +96,9 @@ async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: strin
     }),
   );
   console.log(`\n## switchovers (ttl ${ttl} / loop_wait ${loopWait} / retry_timeout ${retryTimeout}), ms from POST /switchover`);
-  console.log('round  old→new      failover-put  demote  lock-del  old-stopped  lock-put  cmd.promote  promoted  POST-answer  last-old-write  FIRST-WRITE  gap');
+  console.log(
+    'round  old→new      failover-put  demote  lock-del  old-stopped  lock-put  cmd.promote  promoted  POST-answer  last-old-write  FIRST-WRITE  gap',
+  );
   for (let round = 0; round < rounds; round++) {
     const cand = replicas[0]!;
     const clients = c.nodes.map((n) => ({ n: n.name, sql: clientFor(c, n.name) }));
@@ -107,7 +120,8 @@ async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: strin
             if (n === leader && now >= t0 && !firstOnNew) lastOkOnOld = now;
             if (n === cand && now >= t0 && !firstOnNew) firstOnNew = now;
           } catch (e) {
-            if (n === cand && !firstOnNew && Date.now() >= t0) lastCandError = { at: Date.now(), msg: String((e as Error).message).slice(0, 60) };
+            if (n === cand && !firstOnNew && Date.now() >= t0)
+              lastCandError = { at: Date.now(), msg: String((e as Error).message).slice(0, 60) };
           }
           if (n === cand && started >= t0 && !firstOnNew) slowestCandAttempt = Math.max(slowestCandAttempt, Date.now() - started);
           await sleep(2);
@@ -117,7 +131,10 @@ async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: strin
     await sleep(500);
     t0 = Date.now();
     const evFrom = keyEvents.length;
-    const res = fetch(`http://127.0.0.1:${c.node(leader).apiPort}/switchover`, { method: 'POST', body: JSON.stringify({ leader, candidate: cand }) }).then(
+    const res = fetch(`http://127.0.0.1:${c.node(leader).apiPort}/switchover`, {
+      method: 'POST',
+      body: JSON.stringify({ leader, candidate: cand }),
+    }).then(
       (r) => ({ status: r.status, at: Date.now() }),
       () => ({ status: 0, at: Date.now() }),
     );
@@ -155,7 +172,9 @@ async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: strin
           .join('  ') +
         `  ${String(gap).padStart(4)}   (HTTP ${answered.status}, load ${loadavg()[0]!.toFixed(2)}; writer: slowest attempt on the candidate ${slowestCandAttempt} ms, last refusal by the candidate at ${lastCandError.at - t0}: ${lastCandError.msg})`,
     );
-    if (args.includes('--logs')) for (const l of c.logsMatching(/./, t0 - 20)) if (Date.parse(`1970-01-01T${l.slice(0, 12)}Z`) <= (firstOnNew % 86_400_000) + 50) console.log(`    ${l}`);
+    if (args.includes('--logs'))
+      for (const l of c.logsMatching(/./, t0 - 20))
+        if (Date.parse(`1970-01-01T${l.slice(0, 12)}Z`) <= (firstOnNew % 86_400_000) + 50) console.log(`    ${l}`);
     leader = cand;
     replicas = c.nodes.map((n) => n.name).filter((n) => n !== leader);
     try {
@@ -199,7 +218,9 @@ async function nodeLoss(c: TestCluster, etcd: Etcd3, leader: string): Promise<vo
   }
   await watcher.cancel();
   await Promise.all(clients.map(({ sql }) => sql.end({ timeout: 1 }).catch(() => undefined)));
-  console.log(`\n## node loss\nkill → leader key expiry ${((expiredAt - t) / 1000).toFixed(2)} s; expiry → first write ${first - expiredAt} ms (target ≤ 100 ms)`);
+  console.log(
+    `\n## node loss\nkill → leader key expiry ${((expiredAt - t) / 1000).toFixed(2)} s; expiry → first write ${first - expiredAt} ms (target ≤ 100 ms)`,
+  );
 }
 
 async function freePort(): Promise<number> {
@@ -267,7 +288,10 @@ async function floors(): Promise<void> {
   try {
     asPg('initdb', ['-D', p1, '-U', 'postgres', '--auth=trust', '-N']);
     writeFileSync(join(p1, 'postgresql.auto.conf'), conf(port1));
-    writeFileSync(join(p1, 'pg_hba.conf'), 'local all all trust\nlocal replication all trust\nhost all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n');
+    writeFileSync(
+      join(p1, 'pg_hba.conf'),
+      'local all all trust\nlocal replication all trust\nhost all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n',
+    );
     start(p1);
     const stopMs: number[] = [];
     const stopCkMs: number[] = [];
@@ -317,7 +341,11 @@ async function floors(): Promise<void> {
   }
 }
 
-console.log(`load average at start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at start: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
 if (!args.includes('--no-floors')) await floors();
 const c = await TestCluster.create({ nodes: 3, ttl, loopWait, retryTimeout });
 const etcd = new Etcd3({ hosts: c.etcd.host });
@@ -329,4 +357,8 @@ try {
   etcd.close();
   await c.destroy();
 }
-console.log(`load average at end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at end: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);

@@ -48,14 +48,27 @@ function percentile(sorted: number[], p: number): number {
 /** One acknowledged INSERT on any of `names`, tried every 5 ms; resolves with the instant. */
 async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<number> {
   const clients = names.map((n) =>
-    postgres({ host: '127.0.0.1', port: c.node(n).pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1, connect_timeout: 1, idle_timeout: 5, onnotice: () => {} }),
+    postgres({
+      host: '127.0.0.1',
+      port: c.node(n).pgPort,
+      user: 'postgres',
+      password: 'e2e-super',
+      database: 'postgres',
+      max: 1,
+      connect_timeout: 1,
+      idle_timeout: 5,
+      onnotice: () => {},
+    }),
   );
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
       const ok = await Promise.any(
         clients.map(async (sql) => {
-          await Promise.race([sql`insert into bench_w values (1)`, new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1000))]);
+          await Promise.race([
+            sql`insert into bench_w values (1)`,
+            new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1000)),
+          ]);
           return Date.now();
         }),
       ).catch(() => undefined);
@@ -69,14 +82,19 @@ async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): P
 }
 
 async function benchMode(mode: 'off' | 'on' | 'quorum'): Promise<Row> {
-  const dcsExtra = ['database: { remove_data_directory_on_diverged_timelines: true, parameters: { fsync: "on", synchronous_commit: "on" } }'];
+  const dcsExtra = [
+    'database: { remove_data_directory_on_diverged_timelines: true, parameters: { fsync: "on", synchronous_commit: "on" } }',
+  ];
   if (mode !== 'off') dcsExtra.push(`synchronous_mode: ${mode === 'on' ? 'true' : 'quorum'}`);
   const c = await TestCluster.create({ nodes: 3, ttl: TTL, loopWait: LOOP_WAIT, retryTimeout: RETRY_TIMEOUT, dcsExtra });
   const logDir = await makeTempDir('ha-sync-bench-');
   c.startAll();
   try {
     const leader = mode === 'off' ? await c.waitForLeader(90_000) : await waitSyncReady(c, mode === 'quorum' ? 2 : 1);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 90_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      90_000,
+    );
     const port = String(c.node(leader).pgPort);
     const env = { ...process.env, PGPASSWORD: 'e2e-super' };
     const common = ['-h', '127.0.0.1', '-p', port, '-U', 'postgres'];
@@ -101,7 +119,11 @@ async function benchMode(mode: 'off' | 'on' | 'quorum'): Promise<Row> {
     if (mode !== 'off') await waitSyncReady(c, mode === 'quorum' ? 2 : 1);
     const t0 = Date.now();
     await loseMember(c, leader);
-    const at = await firstWrite(c, c.nodes.map((n) => n.name).filter((n) => n !== leader), 120_000);
+    const at = await firstWrite(
+      c,
+      c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      120_000,
+    );
     return { mode, tps, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), lossToWriteMs: at - t0 };
   } finally {
     await c.destroy();
@@ -113,14 +135,20 @@ const rows: Row[] = [];
 for (const m of MODES) {
   const r = await benchMode(m);
   rows.push(r);
-  console.log(`${m}: ${r.tps.toFixed(0)} tps, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, node loss → first write ${r.lossToWriteMs} ms`);
+  console.log(
+    `${m}: ${r.tps.toFixed(0)} tps, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, node loss → first write ${r.lossToWriteMs} ms`,
+  );
 }
 const base = rows.find((r) => r.mode === 'off');
-console.log(`\npgbench -c 8 -j 2 -T ${SECONDS}, scale 10, 3 nodes, ttl ${TTL} / loop_wait ${LOOP_WAIT} / retry_timeout ${RETRY_TIMEOUT}, fsync on`);
+console.log(
+  `\npgbench -c 8 -j 2 -T ${SECONDS}, scale 10, 3 nodes, ttl ${TTL} / loop_wait ${LOOP_WAIT} / retry_timeout ${RETRY_TIMEOUT}, fsync on`,
+);
 console.log('| mode | TPS | TPS vs async | p50 ms | p99 ms | node loss → first write, ms |');
 console.log('| --- | --- | --- | --- | --- | --- |');
 for (const r of rows) {
   const name = r.mode === 'off' ? 'asynchronous' : r.mode === 'on' ? 'synchronous_mode: true' : 'synchronous_mode: quorum';
-  console.log(`| ${name} | ${r.tps.toFixed(0)} | ${base ? (r.tps / base.tps).toFixed(2) : '-'} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.lossToWriteMs} |`);
+  console.log(
+    `| ${name} | ${r.tps.toFixed(0)} | ${base ? (r.tps / base.tps).toFixed(2) : '-'} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.lossToWriteMs} |`,
+  );
 }
 process.exit(0);

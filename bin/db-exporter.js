@@ -6,7 +6,9 @@ import { existsSync } from 'node:fs';
 
 const built = new URL('../dist/src/cli/db-exporter.js', import.meta.url);
 if (!existsSync(built)) {
-  process.stderr.write('db-exporter: no build at dist/src/cli/db-exporter.js: run `npm run build` (or run the sources: node --import tsx src/cli/db-exporter.ts)\n');
+  process.stderr.write(
+    'db-exporter: no build at dist/src/cli/db-exporter.js: run `npm run build` (or run the sources: node --import tsx src/cli/db-exporter.ts)\n',
+  );
   process.exit(1);
 }
 await import(built.href);

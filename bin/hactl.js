@@ -6,7 +6,9 @@ import { existsSync } from 'node:fs';
 
 const built = new URL('../dist/src/cli/hactl.js', import.meta.url);
 if (!existsSync(built)) {
-  process.stderr.write('hactl: no build at dist/src/cli/hactl.js: run `npm run build` (or run the sources: node --import tsx src/cli/hactl.ts)\n');
+  process.stderr.write(
+    'hactl: no build at dist/src/cli/hactl.js: run `npm run build` (or run the sources: node --import tsx src/cli/hactl.ts)\n',
+  );
   process.exit(1);
 }
 await import(built.href);

@@ -61,7 +61,11 @@ const restart = startJournaledActor(restartMachine, { name: 'restart', input: { 
  * @returns {import('ha/observe').ObservedMachine}
  */
 const observed = (name, machine, actor) => ({ name, machine, snapshot: () => actor.getSnapshot() });
-const machines = [observed('database', databaseMachine, db), observed('switchover', switchoverMachine, switchover), observed('restart', restartMachine, restart)];
+const machines = [
+  observed('database', databaseMachine, db),
+  observed('switchover', switchoverMachine, switchover),
+  observed('restart', restartMachine, restart),
+];
 const cluster = () => ({
   scope: 'example',
   members: [
@@ -74,7 +78,14 @@ const cluster = () => ({
 /** @type {(() => void)[]} */
 const script = [
   () => db.send({ type: 'cmd.bootstrap', reason: 'no leader, bootstrapping', at: Date.now() }),
-  () => switchover.send({ type: 'switchover.requested', leader: 'example', candidate: 'example-2', atMs: Date.now() + everyMs, now: Date.now() }),
+  () =>
+    switchover.send({
+      type: 'switchover.requested',
+      leader: 'example',
+      candidate: 'example-2',
+      atMs: Date.now() + everyMs,
+      now: Date.now(),
+    }),
   () => switchover.send({ type: 'clock.tick', now: Date.now() + everyMs }),
   () => switchover.send({ type: 'switchover.succeeded', newLeader: 'example-2', now: Date.now() }),
   () => db.send({ type: 'cmd.demote', mode: 'fast', reason: 'switchover to example-2', at: Date.now() }),

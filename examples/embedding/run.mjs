@@ -57,7 +57,12 @@ journal.subscribe((e) => {
 
 /** @type {Set<string>} */
 const busy = new Set(BUSY_STATES);
-const db = startJournaledActor(database, { name: 'database', input: { at: now() }, journal, term: () => ({ timeline: 1, leader: 'example' }) });
+const db = startJournaledActor(database, {
+  name: 'database',
+  input: { at: now() },
+  journal,
+  term: () => ({ timeline: 1, leader: 'example' }),
+});
 /**
  * Sends a command and waits until the effect it started has finished.
  * @param {import('@ha/machines').DatabaseEvent} event

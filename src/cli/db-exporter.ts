@@ -18,7 +18,11 @@ import { basicAuthMiddleware, loadWebConfig } from '../exporter/web-config.ts';
 
 const env = (name: string): string | undefined => process.env[`DB_EXPORTER_${name}`] ?? process.env[`PG_EXPORTER_${name}`];
 const bool = (s: string | undefined): boolean | undefined => (s === undefined ? undefined : /^(1|true|yes|on)$/i.test(s.trim()));
-const list = (s: string | undefined): string[] => (s ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+const list = (s: string | undefined): string[] =>
+  (s ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 /** `k=v,k2=v2` to a map; split on the first `=`; empty keys or values are skipped. */
 export function parseConstLabels(s: string | undefined): Record<string, string> {
@@ -53,7 +57,10 @@ async function main(argv: string[]): Promise<void> {
     .option('--web.listen-address <addr>', 'listen address', ':9630')
     .option('-P, --web.telemetry-path <path>', 'metrics path (env DB_EXPORTER_TELEMETRY_PATH)')
     .option('--web.config.file <path>', 'TLS and basic auth configuration (exporter-toolkit format)')
-    .option('--probe.config <path>', 'targets, auth modules, allowlist and limits of GET /probe (env DB_EXPORTER_PROBE_CONFIG); without --url only /probe targets are scraped')
+    .option(
+      '--probe.config <path>',
+      'targets, auth modules, allowlist and limits of GET /probe (env DB_EXPORTER_PROBE_CONFIG); without --url only /probe targets are scraped',
+    )
     .option('-n, --namespace <ns>', 'prefix of self-monitoring metrics (env DB_EXPORTER_NAMESPACE) [db, or pgbouncer]')
     .option('-l, --label <labels>', 'constant labels k=v,k2=v2 (env DB_EXPORTER_LABEL)')
     .option('-t, --tag <tags>', 'comma-separated server tags (env DB_EXPORTER_TAG)')
@@ -73,16 +80,24 @@ async function main(argv: string[]): Promise<void> {
 
   const level = String(o['log.level'] ?? env('LOG_LEVEL') ?? 'info');
   const logger = pino({ level: ['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info' }, pino.destination(2));
-  const log: ExporterLogger = { debug: (m) => logger.debug(m), info: (m) => logger.info(m), warn: (m) => logger.warn(m), error: (m) => logger.error(m) };
+  const log: ExporterLogger = {
+    debug: (m) => logger.debug(m),
+    info: (m) => logger.info(m),
+    warn: (m) => logger.warn(m),
+    error: (m) => logger.error(m),
+  };
 
-  const configPath = (o['config'] as string | undefined) ?? env('CONFIG') ?? ['collectors', 'db_exporter.yml', '/etc/db_exporter.yml', '/etc/db_exporter'].find((p) => {
-    try {
-      loadConfig(p);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const configPath =
+    (o['config'] as string | undefined) ??
+    env('CONFIG') ??
+    ['collectors', 'db_exporter.yml', '/etc/db_exporter.yml', '/etc/db_exporter'].find((p) => {
+      try {
+        loadConfig(p);
+        return true;
+      } catch {
+        return false;
+      }
+    });
   if (!configPath) fail(1, 'no valid config path, exit');
 
   const probeConfigPath = (o['probe.config'] as string | undefined) ?? env('PROBE_CONFIG');
@@ -103,7 +118,8 @@ async function main(argv: string[]): Promise<void> {
   // With a probe configuration and no URL the exporter scrapes only its /probe targets.
   const probeOnly = probeConfigPath !== undefined && givenUrl === undefined;
   const telemetryPath = (o['web.telemetryPath'] as string | undefined) ?? env('TELEMETRY_PATH') ?? '/metrics';
-  if (!/^\/[^?#{}]*$/.test(telemetryPath) || ['/', '/up', '/reload', '/explain', '/stat', '/version'].includes(telemetryPath)) fail(1, `invalid telemetry path ${telemetryPath}`);
+  if (!/^\/[^?#{}]*$/.test(telemetryPath) || ['/', '/up', '/reload', '/explain', '/stat', '/version'].includes(telemetryPath))
+    fail(1, `invalid telemetry path ${telemetryPath}`);
   let addr: { host: string; port: number };
   try {
     addr = parseListenAddress(String(o['web.listenAddress']));
@@ -120,7 +136,17 @@ async function main(argv: string[]): Promise<void> {
   const prober = (() => {
     if (probeConfigPath === undefined) return undefined;
     try {
-      return new Prober({ probeConfigPath, configPath, namespace, constLabels, tags, disableCache, disableIntro, connectTimeoutMs, logger: log });
+      return new Prober({
+        probeConfigPath,
+        configPath,
+        namespace,
+        constLabels,
+        tags,
+        disableCache,
+        disableIntro,
+        connectTimeoutMs,
+        logger: log,
+      });
     } catch (e) {
       fail(e instanceof ConfigError ? 2 : 1, (e as Error).message);
     }
@@ -136,8 +162,15 @@ async function main(argv: string[]): Promise<void> {
         tags,
         disableCache,
         disableIntro,
-        autoDiscovery: argv.includes('--no-auto-discovery') ? false : argv.includes('--auto-discovery') || argv.includes('-a') ? true : (autoEnv ?? true),
-        excludeDatabases: (o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE') !== undefined ? list((o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE')) : undefined,
+        autoDiscovery: argv.includes('--no-auto-discovery')
+          ? false
+          : argv.includes('--auto-discovery') || argv.includes('-a')
+            ? true
+            : (autoEnv ?? true),
+        excludeDatabases:
+          ((o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE') !== undefined)
+            ? list((o['excludeDatabase'] as string | undefined) ?? env('EXCLUDE_DATABASE'))
+            : undefined,
         includeDatabases: list((o['includeDatabase'] as string | undefined) ?? env('INCLUDE_DATABASE')),
         connectTimeoutMs,
         logger: log,
@@ -154,7 +187,10 @@ async function main(argv: string[]): Promise<void> {
       if (o['failFast'] ?? bool(env('FAIL_FAST'))) {
         await exporter.stop();
         await prober?.stop();
-        fail(2, `fail connecting to primary server (role ${role}: ${exporter.probe.lastError ?? 'no answer'}), exit because of --fail-fast`);
+        fail(
+          2,
+          `fail connecting to primary server (role ${role}: ${exporter.probe.lastError ?? 'no answer'}), exit because of --fail-fast`,
+        );
       }
       log.warn(`fail connecting to primary server: role ${role}: ${exporter.probe.lastError ?? 'no answer'} (startup will continue)`);
     }
@@ -211,7 +247,9 @@ async function main(argv: string[]): Promise<void> {
     await prober?.stop();
     fail(1, `fail listening on ${String(o['web.listenAddress'])}: ${(e as Error).message}`);
   }
-  log.info(`db-exporter ${api.build.version} listening on ${web?.tls ? 'https' : 'http'}://${addr.host}:${addr.port}${telemetryPath}${prober ? ` and /probe (${prober.probeConfig.targets.size} named targets${prober.probeConfig.allowDsn ? ', DSN targets on the allowlist' : ''})` : ''}`);
+  log.info(
+    `db-exporter ${api.build.version} listening on ${web?.tls ? 'https' : 'http'}://${addr.host}:${addr.port}${telemetryPath}${prober ? ` and /probe (${prober.probeConfig.targets.size} named targets${prober.probeConfig.allowDsn ? ', DSN targets on the allowlist' : ''})` : ''}`,
+  );
   process.on('SIGHUP', () => void api.reload());
   const shutdown = () => {
     server.close();

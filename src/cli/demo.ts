@@ -21,7 +21,15 @@ export interface Demo {
 }
 
 /** YAML of one demo node. */
-export function demoNodeYaml(o: { name: string; dir: string; apiPort: number; pgPort: number; ttl: number; loopWait: number; retryTimeout: number }): string {
+export function demoNodeYaml(o: {
+  name: string;
+  dir: string;
+  apiPort: number;
+  pgPort: number;
+  ttl: number;
+  loopWait: number;
+  retryTimeout: number;
+}): string {
   return [
     'scope: demo',
     `name: ${o.name}`,
@@ -63,7 +71,9 @@ export async function runDemo(opts: { nodes: number; out: (line: string) => void
     );
     const agent = await startAgent(config, { memoryStore: store, log: log.child({ member: name }) });
     agents.push(agent);
-    opts.out(`${name}: API ${agent.apiBase}/ha  UI ${agent.apiBase}/ui  PostgreSQL postgres://postgres:demo-superuser@127.0.0.1:${ports[2 * i + 1]}/postgres`);
+    opts.out(
+      `${name}: API ${agent.apiBase}/ha  UI ${agent.apiBase}/ui  PostgreSQL postgres://postgres:demo-superuser@127.0.0.1:${ports[2 * i + 1]}/postgres`,
+    );
     agent.node.onChange((c) => {
       table.set(c.name, `${c.name} ${c.leader ? 'leader' : c.role} ${c.state}`);
       print();

@@ -54,7 +54,10 @@ async function main(argv: string[]): Promise<void> {
     .argument('[config]', 'path of ha.yml (else HA_CONFIGURATION / HA_* variables)')
     .description('run the node agent')
     .action(async (path: string | undefined) => {
-      const [{ ConfigError, loadConfig }, { startAgent }] = await Promise.all([import('../config/index.ts'), import('../node/agent/agent.ts')]);
+      const [{ ConfigError, loadConfig }, { startAgent }] = await Promise.all([
+        import('../config/index.ts'),
+        import('../node/agent/agent.ts'),
+      ]);
       let config;
       try {
         config = await loadConfig(path);
@@ -67,17 +70,22 @@ async function main(argv: string[]): Promise<void> {
       );
       process.on('SIGHUP', () => {
         loadConfig(path).then(
-          (next) => agent.reload(next).catch((e: unknown) => process.stderr.write(`reload failed: ${e instanceof Error ? e.message : String(e)}\n`)),
+          (next) =>
+            agent
+              .reload(next)
+              .catch((e: unknown) => process.stderr.write(`reload failed: ${e instanceof Error ? e.message : String(e)}\n`)),
           (e) => process.stderr.write(`reload failed: ${String(e)}\n`),
         );
       });
       onSignals(() => agent.stop());
     });
 
-  const configCommand = program.command('config').description("configuration files: check either dialect (ours, or the reference's patroni.yml), convert to ours");
+  const configCommand = program
+    .command('config')
+    .description("configuration files: check either dialect (ours, or the reference's patroni.yml), convert to ours");
   configCommand
     .command('check')
-    .argument('<file>', 'a configuration file (ha.yml, or the reference\'s patroni.yml)')
+    .argument('<file>', "a configuration file (ha.yml, or the reference's patroni.yml)")
     .description('validate FILE as `ha run FILE` would (HA_* and PATRONI_* variables applied); every problem named by its field, exit 2')
     .action(async (file: string) => {
       const [{ ConfigError }, { checkConfigText }] = await Promise.all([import('../config/index.ts'), import('../config/load.ts')]);
@@ -99,7 +107,9 @@ async function main(argv: string[]): Promise<void> {
   configCommand
     .command('convert')
     .argument('<file>', "a configuration file of either dialect (the reference's patroni.yml)")
-    .description('print FILE in the native form (postgresql → database, use_pg_rewind → use_db_rewind, …), comments kept; refuses, naming each, the keys that are not implemented; validated as `ha config check` does (exit 2)')
+    .description(
+      'print FILE in the native form (postgresql → database, use_pg_rewind → use_db_rewind, …), comments kept; refuses, naming each, the keys that are not implemented; validated as `ha config check` does (exit 2)',
+    )
     .action(async (file: string) => {
       const [{ ConfigError }, { checkConfigText }, { convertConfigText }] = await Promise.all([
         import('../config/index.ts'),
@@ -139,7 +149,8 @@ async function main(argv: string[]): Promise<void> {
     .option('--format <format>', `one of ${CHART_FORMAT_NAMES.join(', ')}`, 'mermaid')
     .description("print a machine's state chart, generated from its definition")
     .action(async (name: string, o: { format: string }) => {
-      if (!(MACHINE_NAMES as readonly string[]).includes(name)) fail(`unknown machine '${name}': expected one of ${MACHINE_NAMES.join(', ')}`, 2);
+      if (!(MACHINE_NAMES as readonly string[]).includes(name))
+        fail(`unknown machine '${name}': expected one of ${MACHINE_NAMES.join(', ')}`, 2);
       const [{ CHART_FORMATS, chartLayoutOf, chartModel, isChartFormat, renderChart }, { dotToSvg }, all] = await Promise.all([
         import('@ha/machines'),
         import('@ha/machines/svg'),
@@ -172,53 +183,82 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <s>', 'seed of the first schedule (schedule i uses seed S+i)', '1')
     .option('--nodes <k>', 'members per cluster', '3')
     .option('--steps <m>', 'fault steps per schedule (500 ms each)', '60')
-    .option('--freeze', 'draw agent freeze/thaw and agent outages longer than the lease (the default since findings 16 and 17: docs/simulation.md "Freeze")')
+    .option(
+      '--freeze',
+      'draw agent freeze/thaw and agent outages longer than the lease (the default since findings 16 and 17: docs/simulation.md "Freeze")',
+    )
     .option('--no-freeze', 'do not draw them: agent outages stay shorter than the lease (the draw before findings 16 and 17)')
-    .option('--kinds <list>', 'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal,slow-loop,net-delay)')
+    .option(
+      '--kinds <list>',
+      'draw only these fault kinds (comma-separated: dcs-partition,net-partition,pg-crash,agent-crash,switchover,freeze,heal,slow-loop,net-delay)',
+    )
     .option('--faults <json>', 'run this schedule (JSON array, as printed by a failing run) instead of drawing one')
     .option('--journal <file>', "where to write the failing run's journal (JSONL)")
-    .option('--sync <mode>', 'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)')
+    .option(
+      '--sync <mode>',
+      'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)',
+    )
     .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off, or draw (default: drawn from each seed)')
-    .option('--watchdog <mode>', "watchdog.mode of every agent (the simulated fence): automatic (default), required, off")
-    .option('--workers <n>', `worker threads to run the schedules on (default: the machine's cores, here ${availableParallelism()}; 1 runs them in this process); standard output does not depend on it`)
-    .action(async (o: { schedules: string; seed: string; nodes: string; steps: string; freeze?: boolean; kinds?: string; faults?: string; journal?: string; sync?: string; failsafe?: string; watchdog?: string; workers?: string }) => {
-      const int = (name: string, v: string, min: number) => {
-        const n = Number(v);
-        if (!Number.isInteger(n) || n < min) fail(`--${name}: expected an integer >= ${min}, got '${v}'`, 2);
-        return n;
-      };
-      const workers = o.workers === undefined ? availableParallelism() : int('workers', o.workers, 1);
-      const { simulate, parseFaults, parseFaultKinds, parseSyncMode, ScheduleFailure } = await import('../sim/run.ts');
-      let faults;
-      let faultKinds;
-      let sync;
-      try {
-        faults = o.faults !== undefined ? parseFaults(o.faults) : undefined;
-        faultKinds = o.kinds !== undefined ? parseFaultKinds(o.kinds) : undefined;
-        sync = o.sync !== undefined ? parseSyncMode(o.sync) : undefined;
-        if (o.failsafe !== undefined && !['on', 'off', 'draw'].includes(o.failsafe)) throw new Error(`--failsafe: expected on, off or draw, got '${o.failsafe}'`);
-        if (o.watchdog !== undefined && !['off', 'automatic', 'required'].includes(o.watchdog)) throw new Error(`--watchdog: expected off, automatic or required, got '${o.watchdog}'`);
-      } catch (e) {
-        fail(e instanceof Error ? e.message : String(e), 2);
-      }
-      const summary = await simulate({
-        workers,
-        schedules: int('schedules', o.schedules, 1),
-        seed: int('seed', o.seed, 0),
-        nodes: int('nodes', o.nodes, 2),
-        steps: int('steps', o.steps, 0),
-        freeze: o.freeze !== false,
-        ...(faults ? { faults } : {}),
-        ...(faultKinds ? { faultKinds } : {}),
-        ...(o.journal ? { journalPath: o.journal } : {}),
-        ...(sync ? { sync } : {}),
-        ...(o.failsafe !== undefined ? { failsafe: o.failsafe === 'draw' ? ('draw' as const) : o.failsafe === 'on' } : {}),
-        ...(o.watchdog !== undefined ? { watchdog: o.watchdog as 'off' | 'automatic' | 'required' } : {}),
-        out: (l) => process.stdout.write(l + '\n'),
-        err: (l) => process.stderr.write(l + '\n'),
-      }).catch((e: unknown) => (e instanceof ScheduleFailure ? fail(e.message, 2) : Promise.reject(e)));
-      process.exitCode = summary.exitCode;
-    });
+    .option('--watchdog <mode>', 'watchdog.mode of every agent (the simulated fence): automatic (default), required, off')
+    .option(
+      '--workers <n>',
+      `worker threads to run the schedules on (default: the machine's cores, here ${availableParallelism()}; 1 runs them in this process); standard output does not depend on it`,
+    )
+    .action(
+      async (o: {
+        schedules: string;
+        seed: string;
+        nodes: string;
+        steps: string;
+        freeze?: boolean;
+        kinds?: string;
+        faults?: string;
+        journal?: string;
+        sync?: string;
+        failsafe?: string;
+        watchdog?: string;
+        workers?: string;
+      }) => {
+        const int = (name: string, v: string, min: number) => {
+          const n = Number(v);
+          if (!Number.isInteger(n) || n < min) fail(`--${name}: expected an integer >= ${min}, got '${v}'`, 2);
+          return n;
+        };
+        const workers = o.workers === undefined ? availableParallelism() : int('workers', o.workers, 1);
+        const { simulate, parseFaults, parseFaultKinds, parseSyncMode, ScheduleFailure } = await import('../sim/run.ts');
+        let faults;
+        let faultKinds;
+        let sync;
+        try {
+          faults = o.faults !== undefined ? parseFaults(o.faults) : undefined;
+          faultKinds = o.kinds !== undefined ? parseFaultKinds(o.kinds) : undefined;
+          sync = o.sync !== undefined ? parseSyncMode(o.sync) : undefined;
+          if (o.failsafe !== undefined && !['on', 'off', 'draw'].includes(o.failsafe))
+            throw new Error(`--failsafe: expected on, off or draw, got '${o.failsafe}'`);
+          if (o.watchdog !== undefined && !['off', 'automatic', 'required'].includes(o.watchdog))
+            throw new Error(`--watchdog: expected off, automatic or required, got '${o.watchdog}'`);
+        } catch (e) {
+          fail(e instanceof Error ? e.message : String(e), 2);
+        }
+        const summary = await simulate({
+          workers,
+          schedules: int('schedules', o.schedules, 1),
+          seed: int('seed', o.seed, 0),
+          nodes: int('nodes', o.nodes, 2),
+          steps: int('steps', o.steps, 0),
+          freeze: o.freeze !== false,
+          ...(faults ? { faults } : {}),
+          ...(faultKinds ? { faultKinds } : {}),
+          ...(o.journal ? { journalPath: o.journal } : {}),
+          ...(sync ? { sync } : {}),
+          ...(o.failsafe !== undefined ? { failsafe: o.failsafe === 'draw' ? ('draw' as const) : o.failsafe === 'on' } : {}),
+          ...(o.watchdog !== undefined ? { watchdog: o.watchdog as 'off' | 'automatic' | 'required' } : {}),
+          out: (l) => process.stdout.write(l + '\n'),
+          err: (l) => process.stderr.write(l + '\n'),
+        }).catch((e: unknown) => (e instanceof ScheduleFailure ? fail(e.message, 2) : Promise.reject(e)));
+        process.exitCode = summary.exitCode;
+      },
+    );
 
   try {
     await program.parseAsync(argv);

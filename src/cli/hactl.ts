@@ -8,13 +8,32 @@ import { Command, CommanderError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { CtlError, EXIT, errorText, usageError } from '../ctl/errors.ts';
 import { openDcs, resolveTarget, type GlobalOptions, type Target } from '../ctl/context.ts';
-import { checkMemberChoice, checkQueryOptions, MEMBER_ROLES, QUERY_FORMATS, runDsn, scopeQueryCommandFlag, runQuery, runVersion, type MemberRole, type QueryFormat } from '../ctl/query.ts';
+import {
+  checkMemberChoice,
+  checkQueryOptions,
+  MEMBER_ROLES,
+  QUERY_FORMATS,
+  runDsn,
+  scopeQueryCommandFlag,
+  runQuery,
+  runVersion,
+  type MemberRole,
+  type QueryFormat,
+} from '../ctl/query.ts';
 import { CONFIG_DIALECTS, runConvertConfig, runEditConfig, runShowConfig } from '../ctl/config-commands.ts';
 import { runDiscarded } from '../ctl/discarded.ts';
 import { runHistory } from '../ctl/history.ts';
 import { createStdIo, type CtlIo } from '../ctl/io.ts';
 import { LIST_FORMATS, renderList, type ListFormat } from '../ctl/list.ts';
-import { ROLE_FILTERS, runFlushRestart, runFlushSwitchover, runReinit, runReload, runRestart, type RoleFilter } from '../ctl/member-actions.ts';
+import {
+  ROLE_FILTERS,
+  runFlushRestart,
+  runFlushSwitchover,
+  runReinit,
+  runReload,
+  runRestart,
+  type RoleFilter,
+} from '../ctl/member-actions.ts';
 import { setMemberClient } from '../ctl/member-api.ts';
 import { runPause } from '../ctl/pause.ts';
 import { runDemoteCluster, runPromoteCluster } from '../ctl/cluster-mode.ts';
@@ -36,13 +55,16 @@ async function withSession(cmd: Command, cluster: string | undefined, fn: (s: Se
   setMemberClient(target.client);
   const dcs = await openDcs(target);
   openedDcs = dcs;
-  await fn({
-    scope: target.scope,
-    dcs,
-    io,
-    now: Date.now,
-    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-  }, target);
+  await fn(
+    {
+      scope: target.scope,
+      dcs,
+      io,
+      now: Date.now,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    },
+    target,
+  );
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -100,9 +122,9 @@ function buildProgram(): Command {
     .description('control a PostgreSQL HA cluster: list, switchover, restart, edit the dynamic configuration')
     .version(VERSION)
     .option('-c, --config <file>', 'ha.yml of the cluster (default: $HACTL_CONFIG)')
-    .option('--dcs-url <url>', 'etcd v3 endpoint(s), http://host:port[,…] (instead of the file\'s etcd3.hosts)')
-    .option('--scope <name>', 'cluster name (instead of the file\'s scope)')
-    .option('--namespace <prefix>', 'DCS namespace (default: the file\'s, else /service/)')
+    .option('--dcs-url <url>', "etcd v3 endpoint(s), http://host:port[,…] (instead of the file's etcd3.hosts)")
+    .option('--scope <name>', "cluster name (instead of the file's scope)")
+    .option('--namespace <prefix>', "DCS namespace (default: the file's, else /service/)")
     .exitOverride()
     .showHelpAfterError(false);
 
@@ -137,15 +159,20 @@ function buildProgram(): Command {
     .option('--candidate <name>', 'the member to promote (default: the best one)')
     .option('--scheduled <time>', 'ISO 8601 time, or "now"')
     .option('--force', 'do not ask for confirmation')
-    .action((cluster: string | undefined, o: { leader?: string; primary?: string; candidate?: string; scheduled?: string; force?: boolean }, cmd: Command) =>
-      withSession(cmd, cluster, (s) =>
-        runSwitchover(s, {
-          ...(o.leader ?? o.primary ? { leader: (o.leader ?? o.primary)! } : {}),
-          ...(o.candidate !== undefined ? { candidate: o.candidate } : {}),
-          ...(o.scheduled !== undefined ? { scheduled: o.scheduled } : {}),
-          force: o.force === true,
-        }),
-      ),
+    .action(
+      (
+        cluster: string | undefined,
+        o: { leader?: string; primary?: string; candidate?: string; scheduled?: string; force?: boolean },
+        cmd: Command,
+      ) =>
+        withSession(cmd, cluster, (s) =>
+          runSwitchover(s, {
+            ...((o.leader ?? o.primary) ? { leader: (o.leader ?? o.primary)! } : {}),
+            ...(o.candidate !== undefined ? { candidate: o.candidate } : {}),
+            ...(o.scheduled !== undefined ? { scheduled: o.scheduled } : {}),
+            force: o.force === true,
+          }),
+        ),
     );
 
   program
@@ -155,7 +182,9 @@ function buildProgram(): Command {
     .option('--candidate <name>', 'the member to promote')
     .option('--force', 'do not ask for confirmation')
     .action((cluster: string | undefined, o: { candidate?: string; force?: boolean }, cmd: Command) =>
-      withSession(cmd, cluster, (s) => runFailover(s, { ...(o.candidate !== undefined ? { candidate: o.candidate } : {}), force: o.force === true })),
+      withSession(cmd, cluster, (s) =>
+        runFailover(s, { ...(o.candidate !== undefined ? { candidate: o.candidate } : {}), force: o.force === true }),
+      ),
     );
 
   program
@@ -174,7 +203,15 @@ function buildProgram(): Command {
       (
         cluster: string,
         members: string[],
-        o: { role: RoleFilter; any?: boolean; scheduled?: string; pending?: boolean; pgVersion?: string; timeout?: string; force?: boolean },
+        o: {
+          role: RoleFilter;
+          any?: boolean;
+          scheduled?: string;
+          pending?: boolean;
+          pgVersion?: string;
+          timeout?: string;
+          force?: boolean;
+        },
         cmd: Command,
       ) =>
         withSession(cmd, cluster, (s) =>
@@ -211,7 +248,9 @@ function buildProgram(): Command {
     .option('--force', 'do not ask for confirmation; cancel a running operation')
     .action(async (args: string[], o: { fromLeader?: boolean; wait?: boolean; force?: boolean }, cmd: Command) => {
       const { cluster, rest } = await splitClusterArgs(cmd, args);
-      return withSession(cmd, cluster, (s) => runReinit(s, { members: rest, fromLeader: o.fromLeader === true, wait: o.wait === true, force: o.force === true }));
+      return withSession(cmd, cluster, (s) =>
+        runReinit(s, { members: rest, fromLeader: o.fromLeader === true, wait: o.wait === true, force: o.force === true }),
+      );
     });
 
   for (const paused of [true, false]) {
@@ -220,7 +259,9 @@ function buildProgram(): Command {
       .argument('[cluster]', 'cluster name')
       .description(paused ? 'put the cluster in maintenance mode (no automatic failover)' : 'leave maintenance mode')
       .option('--wait', 'wait until every member reports the new mode')
-      .action((cluster: string | undefined, o: { wait?: boolean }, cmd: Command) => withSession(cmd, cluster, (s) => runPause(s, paused, { wait: o.wait === true })));
+      .action((cluster: string | undefined, o: { wait?: boolean }, cmd: Command) =>
+        withSession(cmd, cluster, (s) => runPause(s, paused, { wait: o.wait === true })),
+      );
   }
 
   program
@@ -233,8 +274,12 @@ function buildProgram(): Command {
     .option('--restore-command <command>', 'restore_command of the standby leader')
     .option('--force', 'do not ask for confirmation')
     .option('--wait', 'wait until the leader runs as standby leader')
-    .action((cluster: string | undefined, o: { host?: string; port?: string; primarySlotName?: string; restoreCommand?: string; force?: boolean; wait?: boolean }, cmd: Command) =>
-      withSession(cmd, cluster, (s) => runDemoteCluster(s, { ...o, force: o.force === true, wait: o.wait === true })),
+    .action(
+      (
+        cluster: string | undefined,
+        o: { host?: string; port?: string; primarySlotName?: string; restoreCommand?: string; force?: boolean; wait?: boolean },
+        cmd: Command,
+      ) => withSession(cmd, cluster, (s) => runDemoteCluster(s, { ...o, force: o.force === true, wait: o.wait === true })),
     );
 
   program
@@ -253,11 +298,14 @@ function buildProgram(): Command {
     .description('cancel scheduled restarts or a scheduled switchover')
     .action((args: string[], _o: unknown, cmd: Command) => {
       const at = args.findIndex((a) => a === 'restart' || a === 'switchover');
-      if (at < 0 || at > 1) throw usageError('flush needs a target: restart or switchover (usage: flush [CLUSTER] restart|switchover [MEMBER…])');
+      if (at < 0 || at > 1)
+        throw usageError('flush needs a target: restart or switchover (usage: flush [CLUSTER] restart|switchover [MEMBER…])');
       const target = args[at]!;
       const members = args.slice(at + 1);
       if (target === 'switchover' && members.length > 0) throw usageError('flush switchover takes no member names');
-      return withSession(cmd, at === 1 ? args[0] : undefined, (s) => (target === 'restart' ? runFlushRestart(s, members) : runFlushSwitchover(s)));
+      return withSession(cmd, at === 1 ? args[0] : undefined, (s) =>
+        target === 'restart' ? runFlushRestart(s, members) : runFlushSwitchover(s),
+      );
     });
 
   program
@@ -275,28 +323,32 @@ function buildProgram(): Command {
     .option('--apply <file>', 'merge a YAML patch from FILE (- for stdin; null deletes)')
     .option('--replace <file>', 'replace the whole configuration with FILE (- for stdin)')
     .option('--force', 'do not ask for confirmation')
-    .action((cluster: string | undefined, o: { set: string[]; pg: string[]; apply?: string; replace?: string; force?: boolean }, cmd: Command) =>
-      withSession(cmd, cluster, (s) =>
-        runEditConfig(s, {
-          set: o.set,
-          pg: o.pg,
-          force: o.force === true,
-          ...(o.apply !== undefined ? { apply: o.apply } : {}),
-          ...(o.replace !== undefined ? { replace: o.replace } : {}),
-          readStdin: readAllStdin,
-          catalogue: localCatalogue,
-        }),
-      ),
+    .action(
+      (cluster: string | undefined, o: { set: string[]; pg: string[]; apply?: string; replace?: string; force?: boolean }, cmd: Command) =>
+        withSession(cmd, cluster, (s) =>
+          runEditConfig(s, {
+            set: o.set,
+            pg: o.pg,
+            force: o.force === true,
+            ...(o.apply !== undefined ? { apply: o.apply } : {}),
+            ...(o.replace !== undefined ? { replace: o.replace } : {}),
+            readStdin: readAllStdin,
+            catalogue: localCatalogue,
+          }),
+        ),
     );
 
   program
     .command('convert-config')
     .argument('<dialect>', `the dialect to write the dynamic configuration in: ${CONFIG_DIALECTS.join(' or ')}`)
     .argument('[cluster]', 'cluster name')
-    .description("rewrite the dynamic configuration in our dialect (native: database, use_db_rewind) or the reference's (patroni: postgresql, use_pg_rewind), meaning the same")
+    .description(
+      "rewrite the dynamic configuration in our dialect (native: database, use_db_rewind) or the reference's (patroni: postgresql, use_pg_rewind), meaning the same",
+    )
     .option('--force', 'do not ask for confirmation')
     .action((dialect: string, cluster: string | undefined, o: { force?: boolean }, cmd: Command) => {
-      if (!(CONFIG_DIALECTS as readonly string[]).includes(dialect)) throw usageError(`convert-config: unknown dialect '${dialect}': expected ${CONFIG_DIALECTS.join(' or ')}`);
+      if (!(CONFIG_DIALECTS as readonly string[]).includes(dialect))
+        throw usageError(`convert-config: unknown dialect '${dialect}': expected ${CONFIG_DIALECTS.join(' or ')}`);
       return withSession(cmd, cluster, (s) => runConvertConfig(s, dialect as 'native' | 'patroni', o.force === true));
     });
 
@@ -305,7 +357,9 @@ function buildProgram(): Command {
     .argument('[cluster]', 'cluster name')
     .description('timeline switches: TL, LSN, reason, timestamp, new leader')
     .addOption(formatOption())
-    .action((cluster: string | undefined, o: { format: ListFormat }, cmd: Command) => withSession(cmd, cluster, (s) => runHistory(s, o.format)));
+    .action((cluster: string | undefined, o: { format: ListFormat }, cmd: Command) =>
+      withSession(cmd, cluster, (s) => runHistory(s, o.format)),
+    );
 
   program
     .command('discarded')
@@ -435,4 +489,3 @@ async function localCatalogue(): Promise<SettingsCatalogue | undefined> {
     return undefined;
   }
 }
-

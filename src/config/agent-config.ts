@@ -151,6 +151,12 @@ export interface AgentConfig {
     bin_dir?: string;
     /** unix_socket_directories; default `<dirname(data_dir)>/.<name>-sock`. */
     socket_dir: string;
+    /**
+     * The replication user's password file the agent writes and primary_conninfo names (the
+     * reference's `postgresql.pgpass`, kept under its name so a patroni.yml loads as it is);
+     * absent: `<dirname(data_dir)>/<name>.pgpass`.
+     */
+    pgpass?: string;
     authentication: {
       superuser: RoleCredentials;
       replication: RoleCredentials;
@@ -173,6 +179,7 @@ export interface AgentConfig {
   /** The backup commands `hactl backup` runs on this member (docs/backups.md); absent: none configured. */
   backup?: BackupConfig;
   /** The software fence of PostgreSQL (docs/ha.md "Fencing"; src/node/lock/fencing.ts). */
-  watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number };
+  /** `safety_margin_set`: the file wrote `safety_margin` (absent: the default 5 s). */
+  watchdog: { mode: 'off' | 'automatic' | 'required'; safety_margin: number; safety_margin_set?: true };
   log: { level: LogLevel };
 }

@@ -18,11 +18,7 @@ export class ConfigError extends Error {
 
   constructor(source: string, problems: string[], options?: { cause?: unknown }) {
     const n = problems.length;
-    super(
-      `invalid configuration (${source}): ${n} problem${n === 1 ? '' : 's'}\n` +
-        problems.map((p) => `  - ${p}`).join('\n'),
-      options,
-    );
+    super(`invalid configuration (${source}): ${n} problem${n === 1 ? '' : 's'}\n` + problems.map((p) => `  - ${p}`).join('\n'), options);
     this.name = 'ConfigError';
     this.problems = problems;
     this.source = source;

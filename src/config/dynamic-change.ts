@@ -76,12 +76,13 @@ function addedUnread(unread: UnreadKey[], doc: Doc, dialect: ConfigDialect, stor
   });
 }
 
-const MIXED =
-  `(root): mixes the two dialects: ${DIALECT_NAMES.native.section} (native) and ${DIALECT_NAMES.patroni.section} (the reference's) are the same section; write one`;
+const MIXED = `(root): mixes the two dialects: ${DIALECT_NAMES.native.section} (native) and ${DIALECT_NAMES.patroni.section} (the reference's) are the same section; write one`;
 
 /** A document in the patroni dialect keeps its `postgresql` section (empty if need be): it marks the dialect. */
 function keepDialect(doc: Doc, dialect: ConfigDialect): Doc {
-  return dialect === 'patroni' && !Object.hasOwn(doc, DIALECT_NAMES.patroni.section) ? { ...doc, [DIALECT_NAMES.patroni.section]: {} } : doc;
+  return dialect === 'patroni' && !Object.hasOwn(doc, DIALECT_NAMES.patroni.section)
+    ? { ...doc, [DIALECT_NAMES.patroni.section]: {} }
+    : doc;
 }
 
 /** One setting a replacement leaves out: its path (stored dialect), the stored value and the default it falls back to. */
@@ -97,7 +98,10 @@ export interface DefaultedSetting {
  */
 export function formatDefaulted(d: DefaultedSetting): string {
   const show = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v));
-  return `${d.path.join('.')}: ${show(d.stored)} -> ${show(d.default)}`.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return `${d.path.join('.')}: ${show(d.stored)} -> ${show(d.default)}`.replace(
+    /[^\x20-\x7e]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -106,16 +110,24 @@ export function formatDefaulted(d: DefaultedSetting): string {
  * when the stored effective value `v` is one its default would weaken, else undefined.
  */
 export const DROP_GUARDS: Readonly<Record<string, (v: unknown) => string | undefined>> = {
-  standby_cluster: (v) => (isMapping(v) ? 'the cluster would stop replicating from its remote: its standby leader would be promoted' : undefined),
-  synchronous_mode: (v) => (v === true || v === 'quorum' ? 'synchronous replication would be turned off: commits acknowledged from then on could be lost in a failover' : undefined),
+  standby_cluster: (v) =>
+    isMapping(v) ? 'the cluster would stop replicating from its remote: its standby leader would be promoted' : undefined,
+  synchronous_mode: (v) =>
+    v === true || v === 'quorum'
+      ? 'synchronous replication would be turned off: commits acknowledged from then on could be lost in a failover'
+      : undefined,
   synchronous_mode_strict: (v) => (v === true ? 'the primary would acknowledge commits without a synchronous standby' : undefined),
   synchronous_node_count: (v) => (typeof v === 'number' && v > 1 ? 'commits would wait for fewer synchronous standbys' : undefined),
   maximum_lag_on_failover: (v) =>
-    typeof v === 'number' && v < DYNAMIC_DEFAULTS.maximum_lag_on_failover ? 'a replica further behind could be promoted (more acknowledged commits lost in a failover)' : undefined,
+    typeof v === 'number' && v < DYNAMIC_DEFAULTS.maximum_lag_on_failover
+      ? 'a replica further behind could be promoted (more acknowledged commits lost in a failover)'
+      : undefined,
   pause: (v) => (v === true ? 'the cluster would leave maintenance mode: automatic failover resumes' : undefined),
   slots: (v) => (isMapping(v) && Object.keys(v).length > 0 ? 'the leader would drop these permanent replication slots' : undefined),
-  permanent_slots: (v) => (isMapping(v) && Object.keys(v).length > 0 ? 'the leader would drop these permanent replication slots' : undefined),
-  permanent_replication_slots: (v) => (isMapping(v) && Object.keys(v).length > 0 ? 'the leader would drop these permanent replication slots' : undefined),
+  permanent_slots: (v) =>
+    isMapping(v) && Object.keys(v).length > 0 ? 'the leader would drop these permanent replication slots' : undefined,
+  permanent_replication_slots: (v) =>
+    isMapping(v) && Object.keys(v).length > 0 ? 'the leader would drop these permanent replication slots' : undefined,
   ignore_slots: (v) => (Array.isArray(v) && v.length > 0 ? 'the agent could drop the slots it is told to leave alone' : undefined),
 };
 
@@ -164,7 +176,9 @@ function unsafeDrops(defaulted: DefaultedSetting[]): string[] {
     const why = guard?.(d.stored);
     return why === undefined
       ? []
-      : [`${d.path.join('.')}: left out, it would fall back to ${d.default === undefined ? 'none' : `its default ${JSON.stringify(d.default)}`}: ${why}; send it with the value you want, or delete it with PATCH null`];
+      : [
+          `${d.path.join('.')}: left out, it would fall back to ${d.default === undefined ? 'none' : `its default ${JSON.stringify(d.default)}`}: ${why}; send it with the value you want, or delete it with PATCH null`,
+        ];
   });
 }
 
@@ -214,7 +228,9 @@ export function checkReplacement(stored: Doc | undefined, body: Doc): ChangeResu
   if (readKeys(body).length === 0) {
     return {
       ok: false,
-      problems: ['(root): holds no setting the agent reads (a replacement is the whole configuration): send the settings, or change single keys with PATCH'],
+      problems: [
+        '(root): holds no setting the agent reads (a replacement is the whole configuration): send the settings, or change single keys with PATCH',
+      ],
     };
   }
   const defaulted = defaultedSettings(stored, checked.value);
@@ -238,7 +254,10 @@ export function checkEdit(before: Doc, after: Doc): ChangeResult {
   if (Object.hasOwn(after, other) && !Object.hasOwn(before, other)) {
     const { [other]: foreign, ...rest } = after;
     const renamed = renameDocument({ [other]: foreign }, dialect === 'native' ? 'patroni' : 'native', dialect);
-    next = isMapping(rest[own]) && isMapping(renamed[own]) ? { ...rest, [own]: mergeDocuments(rest[own] as Doc, renamed[own] as Doc) } : { ...rest, ...renamed };
+    next =
+      isMapping(rest[own]) && isMapping(renamed[own])
+        ? { ...rest, [own]: mergeDocuments(rest[own] as Doc, renamed[own] as Doc) }
+        : { ...rest, ...renamed };
   }
   next = keepDialect(next, dialect);
   const unread = addedUnread(unreadKeys(next), next, dialect, before);
@@ -273,6 +292,7 @@ export function parameterProblems(checked: { document: Doc; dialect: ConfigDiale
   const database = checked.document[section];
   const params = isMapping(database) ? database['parameters'] : undefined;
   if (!isMapping(params)) return [];
-  return checkParameters(params as Record<string, ParameterValue>, catalogue).map((p) => (p.startsWith('database.') ? `${section}.${p.slice('database.'.length)}` : p));
+  return checkParameters(params as Record<string, ParameterValue>, catalogue).map((p) =>
+    p.startsWith('database.') ? `${section}.${p.slice('database.'.length)}` : p,
+  );
 }
-

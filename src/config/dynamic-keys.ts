@@ -75,7 +75,19 @@ export const UNSUPPORTED_DYNAMIC_KEYS: Readonly<Record<string, string>> = {
 };
 
 /** Top-level keys of a member's own configuration file: never read from the dynamic configuration. */
-const LOCAL_TOP_KEYS: readonly string[] = ['scope', 'namespace', 'name', 'restapi', 'etcd3', 'etcd', 'ctl', 'bootstrap', 'tags', 'watchdog', 'log'];
+const LOCAL_TOP_KEYS: readonly string[] = [
+  'scope',
+  'namespace',
+  'name',
+  'restapi',
+  'etcd3',
+  'etcd',
+  'ctl',
+  'bootstrap',
+  'tags',
+  'watchdog',
+  'log',
+];
 
 /** Keys of the database section that are each member's own (its file's `database`/`postgresql` section). */
 const LOCAL_SECTION_KEYS: readonly string[] = [
@@ -146,7 +158,10 @@ export function unreadKeys(doc: unknown, opts: UnreadOptions = {}): UnreadKey[] 
   const out: UnreadKey[] = [];
   const skip = (v: unknown) => opts.skipNull === true && v === null;
   // Suggest the section's name of the document's dialect, or either name when it has no section.
-  const knownTop = [...DYNAMIC_TOP_KEYS, ...(written === undefined ? [DIALECT_NAMES.native.section, DIALECT_NAMES.patroni.section] : [section])];
+  const knownTop = [
+    ...DYNAMIC_TOP_KEYS,
+    ...(written === undefined ? [DIALECT_NAMES.native.section, DIALECT_NAMES.patroni.section] : [section]),
+  ];
   for (const [key, value] of Object.entries(doc)) {
     if (skip(value) || isToolKey(key) || DYNAMIC_TOP_KEYS.includes(key)) continue;
     if (key === section) {
@@ -161,7 +176,10 @@ export function unreadKeys(doc: unknown, opts: UnreadOptions = {}): UnreadKey[] 
     } else if (Object.hasOwn(UNSUPPORTED_DYNAMIC_KEYS, key)) {
       out.push({ path: [key], why: UNSUPPORTED_DYNAMIC_KEYS[key]! });
     } else if (LOCAL_TOP_KEYS.includes(key)) {
-      out.push({ path: [key], why: "a local setting, never read from the dynamic configuration: set it in each member's configuration file" });
+      out.push({
+        path: [key],
+        why: "a local setting, never read from the dynamic configuration: set it in each member's configuration file",
+      });
     } else {
       out.push({ path: [key], why: unknownKeyProblem(key, knownTop) });
     }

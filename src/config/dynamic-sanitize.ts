@@ -56,7 +56,8 @@ type TimingKey = keyof typeof TIMING_BOUNDS;
  */
 export function sanitizeDynamicConfig(raw: unknown, lastGood: DynamicConfig): SanitizedDynamicConfig {
   const checked = checkDynamicConfigTypes(readAsNative(raw));
-  if (!checked.ok) return { config: lastGood, problems: checked.problems.map((p) => problemInDialect(p, storedDialect(raw))), adjustments: [] };
+  if (!checked.ok)
+    return { config: lastGood, problems: checked.problems.map((p) => problemInDialect(p, storedDialect(raw))), adjustments: [] };
 
   const config = withDefaults(checked.value);
   const adjustments: string[] = [];

@@ -24,22 +24,25 @@ import { formatIssues } from './issues.ts';
 /** PostgreSQL parameters of the dynamic config; booleans become `on`/`off` (the domain type holds string|number). */
 const DynamicParameters = v.pipe(
   Parameters,
-  v.transform((p): Record<string, string | number> =>
-    Object.fromEntries(Object.entries(p).map(([k, val]) => [k, typeof val === 'boolean' ? (val ? 'on' : 'off') : val])),
+  v.transform(
+    (p): Record<string, string | number> =>
+      Object.fromEntries(Object.entries(p).map(([k, val]) => [k, typeof val === 'boolean' ? (val ? 'on' : 'off') : val])),
   ),
 );
 
 /** `database` section of the dynamic configuration; other keys kept. */
-export const DynamicDatabaseSchema = mapping(v.looseObject(
-  {
-    use_slots: v.optional(Bool),
-    use_db_rewind: v.optional(Bool),
-    remove_data_directory_on_diverged_timelines: v.optional(Bool),
-    remove_data_directory_on_rewind_failure: v.optional(Bool),
-    parameters: v.optional(DynamicParameters),
-  },
-  (i) => `must be a mapping, got ${i.received}`,
-));
+export const DynamicDatabaseSchema = mapping(
+  v.looseObject(
+    {
+      use_slots: v.optional(Bool),
+      use_db_rewind: v.optional(Bool),
+      remove_data_directory_on_diverged_timelines: v.optional(Bool),
+      remove_data_directory_on_rewind_failure: v.optional(Bool),
+      parameters: v.optional(DynamicParameters),
+    },
+    (i) => `must be a mapping, got ${i.received}`,
+  ),
+);
 
 /** The keys of `standby_cluster` (patroni.md §4.2); any other key is refused. */
 export const STANDBY_CLUSTER_KEYS = [
@@ -52,7 +55,8 @@ export const STANDBY_CLUSTER_KEYS = [
   'recovery_min_apply_delay',
 ] as const;
 
-const APPLY_DELAY = (i: { input: unknown }) => `must be milliseconds (an integer >= 0) or a duration such as "5min", got ${JSON.stringify(i.input)}`;
+const APPLY_DELAY = (i: { input: unknown }) =>
+  `must be milliseconds (an integer >= 0) or a duration such as "5min", got ${JSON.stringify(i.input)}`;
 
 /** A string without line breaks (written into postgresql.conf). */
 const OneLine = v.pipe(
@@ -83,8 +87,16 @@ export const StandbyClusterSchema = v.pipe(
     'host is required: the standby leader streams from host:port (a standby cluster fed only by restore_command is not supported)',
   ),
   v.looseObject({
-    host: v.pipe(OneLine, v.check((s) => !/[\s,]/.test(s), 'must be one host name or address (no spaces, no list)')),
-    port: v.optional(v.pipe(PositiveInteger, v.maxValue(65535, (i) => `must be a port 1..65535, got ${i.received}`))),
+    host: v.pipe(
+      OneLine,
+      v.check((s) => !/[\s,]/.test(s), 'must be one host name or address (no spaces, no list)'),
+    ),
+    port: v.optional(
+      v.pipe(
+        PositiveInteger,
+        v.maxValue(65535, (i) => `must be a port 1..65535, got ${i.received}`),
+      ),
+    ),
     primary_slot_name: v.optional(
       v.pipe(
         v.string((i) => `must be a string, got ${i.received}`),
@@ -93,21 +105,22 @@ export const StandbyClusterSchema = v.pipe(
     ),
     create_replica_methods: v.optional(
       v.pipe(
-        v.array(v.string((i) => `must be a method name, got ${i.received}`), (i) => `must be a list of method names, got ${i.received}`),
+        v.array(
+          v.string((i) => `must be a method name, got ${i.received}`),
+          (i) => `must be a list of method names, got ${i.received}`,
+        ),
         v.minLength(1, 'must name at least one method'),
         v.check(
           (a) => a.every((m) => m === 'basebackup'),
-          (i) => `only basebackup (pg_basebackup from host:port) is supported, got ${(i.input as string[]).filter((m) => m !== 'basebackup').join(', ')}`,
+          (i) =>
+            `only basebackup (pg_basebackup from host:port) is supported, got ${(i.input as string[]).filter((m) => m !== 'basebackup').join(', ')}`,
         ),
       ),
     ),
     restore_command: v.optional(OneLine),
     archive_cleanup_command: v.optional(OneLine),
     recovery_min_apply_delay: v.optional(
-      v.union(
-        [NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+\s*(us|ms|s|min|h|d)?$/, APPLY_DELAY))],
-        APPLY_DELAY,
-      ),
+      v.union([NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+\s*(us|ms|s|min|h|d)?$/, APPLY_DELAY))], APPLY_DELAY),
     ),
   }),
 );
@@ -181,7 +194,10 @@ const IgnoreSlotsSchema = v.nullable(
 function timingSeconds(max?: number) {
   return max === undefined
     ? PositiveInteger
-    : v.pipe(PositiveInteger, v.maxValue(max, (i) => `must be at most ${max}, got ${i.received}`));
+    : v.pipe(
+        PositiveInteger,
+        v.maxValue(max, (i) => `must be at most ${max}, got ${i.received}`),
+      );
 }
 
 /**
@@ -203,12 +219,13 @@ function dynamicConfigEntries(withMaxima: boolean) {
     check_timeline: v.optional(Bool),
     pause: v.optional(Bool),
     failsafe_mode: v.optional(Bool),
-    synchronous_mode: v.optional(
-      v.union([v.boolean(), v.literal('quorum')], (i) => `must be true, false or "quorum", got ${i.received}`),
-    ),
+    synchronous_mode: v.optional(v.union([v.boolean(), v.literal('quorum')], (i) => `must be true, false or "quorum", got ${i.received}`)),
     synchronous_mode_strict: v.optional(Bool),
     synchronous_node_count: v.optional(
-      v.pipe(PositiveInteger, v.maxValue(SYNC_NODE_COUNT_MAX, (i) => `must be at most ${SYNC_NODE_COUNT_MAX}, got ${i.received}`)),
+      v.pipe(
+        PositiveInteger,
+        v.maxValue(SYNC_NODE_COUNT_MAX, (i) => `must be at most ${SYNC_NODE_COUNT_MAX}, got ${i.received}`),
+      ),
     ),
     maximum_lag_on_syncnode: v.optional(
       v.pipe(
@@ -268,9 +285,7 @@ export type DynamicConfigDocument = v.InferOutput<typeof DynamicConfigSchema>;
  * defaults not filled: use `withDefaults` for the effective values), or every problem as
  * `<dot.path>: <problem>`; a timing violation is reported at `(root)`.
  */
-export function validateDynamicConfig(
-  doc: unknown,
-): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
+export function validateDynamicConfig(doc: unknown): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
   const r = v.safeParse(DynamicConfigSchema, doc);
   return r.success ? { ok: true, value: r.output } : { ok: false, problems: formatIssues(r.issues) };
 }
@@ -302,9 +317,7 @@ export function validateDynamicDocument(doc: unknown): { ok: true; value: Record
  * Returns the document as given (boolean parameters turned into `on`/`off`) or every problem as
  * `<dot.path>: <problem>`.
  */
-export function checkDynamicConfigTypes(
-  doc: unknown,
-): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
+export function checkDynamicConfigTypes(doc: unknown): { ok: true; value: DynamicConfigDocument } | { ok: false; problems: string[] } {
   const r = v.safeParse(DynamicConfigTypeSchema, doc);
   return r.success ? { ok: true, value: r.output } : { ok: false, problems: formatIssues(r.issues) };
 }

@@ -20,6 +20,7 @@ export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
   HA_DATABASE_DATA_DIR: 'database.data_dir',
   HA_DATABASE_BIN_DIR: 'database.bin_dir',
   HA_DATABASE_SOCKET_DIR: 'database.socket_dir',
+  HA_DATABASE_PGPASS: 'database.pgpass',
   HA_SUPERUSER_USERNAME: 'database.authentication.superuser.username',
   HA_SUPERUSER_PASSWORD: 'database.authentication.superuser.password',
   HA_REPLICATION_USERNAME: 'database.authentication.replication.username',
@@ -134,7 +135,10 @@ function haValue(variable: string, raw: string): Read {
     // Echo only the hosts list; another variable's value is never echoed (a secret set by mistake).
     return {
       ok: false,
-      problem: variable === 'HA_ETCD3_HOSTS' ? `${variable} is neither a comma list nor a YAML flow list: ${raw}` : `${variable} is not valid YAML`,
+      problem:
+        variable === 'HA_ETCD3_HOSTS'
+          ? `${variable} is neither a comma list nor a YAML flow list: ${raw}`
+          : `${variable} is not valid YAML`,
     };
   }
 }
@@ -159,7 +163,10 @@ function patroniValue(variable: string, raw: string): Read {
   try {
     return { ok: true, value: YAML.parse(text) as unknown };
   } catch {
-    return { ok: false, problem: variable === 'PATRONI_ETCD3_HOSTS' ? `${variable} is not a list of hosts: ${raw}` : `${variable} is not valid YAML` };
+    return {
+      ok: false,
+      problem: variable === 'PATRONI_ETCD3_HOSTS' ? `${variable} is not a list of hosts: ${raw}` : `${variable} is not valid YAML`,
+    };
   }
 }
 

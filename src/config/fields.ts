@@ -44,9 +44,7 @@ export const ParameterValue = v.union(
 );
 
 /** PostgreSQL parameter name -> value. */
-export const Parameters = mapping(
-  v.record(v.string(), ParameterValue, (i) => `must be a mapping of parameter: value, got ${i.received}`),
-);
+export const Parameters = mapping(v.record(v.string(), ParameterValue, (i) => `must be a mapping of parameter: value, got ${i.received}`));
 
 /** A list of pg_hba.conf lines. */
 export const HbaLines = v.array(NonEmptyString, (i) => `must be a list of pg_hba.conf lines, got ${i.received}`);
@@ -61,5 +59,8 @@ export function isMapping(x: unknown): x is Record<string, unknown> {
  * readable message (`must be a mapping, got Array`).
  */
 export function mapping<const S extends v.GenericSchema<Record<string, unknown>, unknown>>(schema: S) {
-  return v.pipe(v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`), schema);
+  return v.pipe(
+    v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
+    schema,
+  );
 }

@@ -37,7 +37,9 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
     const ha = env['HA_CONFIGURATION'] || undefined;
     const patroni = env['PATRONI_CONFIGURATION'] || undefined;
     if (ha !== undefined && patroni !== undefined && ha !== patroni) {
-      throw new ConfigError('environment', ['(root): HA_CONFIGURATION and PATRONI_CONFIGURATION are both set, to different documents; unset one']);
+      throw new ConfigError('environment', [
+        '(root): HA_CONFIGURATION and PATRONI_CONFIGURATION are both set, to different documents; unset one',
+      ]);
     }
     const text = ha ?? patroni;
     return text !== undefined
@@ -84,10 +86,9 @@ export function checkConfigText(yamlText: string, env: NodeJS.ProcessEnv = proce
   const t = readFileDocument(yamlText, source);
   const overlay = applyEnvOverrides(t.doc, env);
   const result = v.safeParse(FileSchema, overlay.doc);
-  const native = [
-    ...(result.success ? [] : formatIssues(result.issues).map(withSuggestion)),
-    ...crossCheck(overlay.doc),
-  ].map((p) => fileProblem(nameSource(p, overlay.sources), t.dialect, t.dcsDialect));
+  const native = [...(result.success ? [] : formatIssues(result.issues).map(withSuggestion)), ...crossCheck(overlay.doc)].map((p) =>
+    fileProblem(nameSource(p, overlay.sources), t.dialect, t.dcsDialect),
+  );
   const problems = [...t.problems, ...overlay.problems.map((p) => nameSource(p, overlay.sources)), ...native];
   if (!result.success || problems.length > 0) throw new ConfigError(source, [...new Set(problems)]);
   return { config: toAgentConfig(result.output), dialect: t.dialect, dcsDialect: t.dcsDialect };
@@ -134,7 +135,8 @@ export const REFERENCE_YAML: YAML.DocumentOptions & YAML.SchemaOptions = {
   version: '1.1',
   customTags: (tags) =>
     tags.map((t) => {
-      if (typeof t !== 'object' || !('tag' in t) || t.tag !== 'tag:yaml.org,2002:bool' || !('test' in t) || !(t.test instanceof RegExp)) return t;
+      if (typeof t !== 'object' || !('tag' in t) || t.tag !== 'tag:yaml.org,2002:bool' || !('test' in t) || !(t.test instanceof RegExp))
+        return t;
       return { ...t, test: t.test.test('yes') ? PYYAML_BOOLEANS['true']! : PYYAML_BOOLEANS['false']! } as typeof t;
     }),
 };
@@ -187,6 +189,18 @@ function replicaMethodsOf(db: FileConfig['database']): Pick<AgentConfig['databas
 }
 
 /** Fills the derived fields; the input has passed the schema and the cross-key rules. */
+/** `watchdog.safety_margin` when the file does not set it (the reference's default), seconds. */
+const DEFAULT_SAFETY_MARGIN = 5;
+
+/** The `watchdog` section: the default margin filled in, and whether the file wrote one (an adjustment of the default is no warning). */
+function watchdogOf(w: FileConfig['watchdog']): AgentConfig['watchdog'] {
+  return {
+    mode: w.mode,
+    safety_margin: w.safety_margin ?? DEFAULT_SAFETY_MARGIN,
+    ...(w.safety_margin !== undefined ? { safety_margin_set: true as const } : {}),
+  };
+}
+
 function toAgentConfig(f: FileConfig): AgentConfig {
   const { dcs, method, initdb, pg_hba, ...custom } = f.bootstrap;
   const db = f.database;
@@ -210,6 +224,7 @@ function toAgentConfig(f: FileConfig): AgentConfig {
       data_dir: db.data_dir,
       ...(db.bin_dir !== undefined ? { bin_dir: db.bin_dir } : {}),
       socket_dir: db.socket_dir ?? defaultSocketDir(db.data_dir, f.name),
+      ...(db.pgpass !== undefined ? { pgpass: db.pgpass } : {}),
       authentication: db.authentication,
       parameters: db.parameters,
       pg_hba: db.pg_hba,
@@ -219,7 +234,7 @@ function toAgentConfig(f: FileConfig): AgentConfig {
     },
     ...(f.backup !== undefined ? { backup: f.backup } : {}),
     tags: f.tags,
-    watchdog: { mode: f.watchdog.mode, safety_margin: f.watchdog.safety_margin },
+    watchdog: watchdogOf(f.watchdog),
     log: { level: f.log.level },
   };
 }

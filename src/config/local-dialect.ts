@@ -17,11 +17,14 @@
  *    [h:p]`; `create_replica_method` (its older name) → `create_replica_methods`;
  *    `use_unix_socket: true` and `use_unix_socket_repl: false` (what the agent always does)
  *    dropped, the other values refused.
+ *    In the reference's dialect, one directory in `parameters.unix_socket_directories` becomes
+ *    `socket_dir` (socketDirOfReference).
  * 5. Keys of the reference not implemented (src/config/reference-keys.ts) and keys of
  *    `bootstrap.dcs` the agent does not read (src/config/dynamic-keys.ts) are problems, named in
  *    the file's own names, and dropped so the schema does not name them again.
  * Pure.
  */
+import { posix } from 'node:path';
 import { convertDocument, DIALECT_NAMES, writtenDialect, type ConfigDialect } from '../domain/config-dialect.ts';
 import { formatUnread, unreadKeys } from './dynamic-keys.ts';
 import { isMapping } from './fields.ts';
@@ -154,8 +157,38 @@ export function fileProblem(problem: string, dialect: ConfigDialect, dcsDialect:
   const at = problem.indexOf(': ');
   if (at < 0 || problem.startsWith('(root)')) return problem;
   const path = problem.slice(0, at).split('.');
-  const text = dialect === 'patroni' && path[0] === 'database' ? problem.slice(at).replace(/\bdatabase\./g, 'postgresql.') : problem.slice(at);
+  const text =
+    dialect === 'patroni' && path[0] === 'database' ? problem.slice(at).replace(/\bdatabase\./g, 'postgresql.') : problem.slice(at);
   return `${filePath(path, dialect, dcsDialect).join('.')}${text}`;
+}
+
+/**
+ * The reference sets the socket directory as a parameter, `parameters.unix_socket_directories`
+ * (its example: `'..'`, relative to data_dir, as PostgreSQL resolves it); ours is `socket_dir`,
+ * where the agent also connects. In a file of the reference's dialect without `socket_dir`, one
+ * directory given there becomes `socket_dir` (absolute, resolved against data_dir): our agent
+ * then reaches the PostgreSQL the reference started through the same socket, and the parameter,
+ * which needs a restart to change, keeps its value (issue 26, docs/migration.md). A list of
+ * several directories is a problem (the agent listens on one); with `socket_dir` also given the
+ * parameter is left to the cross-checks (`set by postgresql.socket_dir; remove it`).
+ */
+function socketDirOfReference(db: Doc): { dir?: string; problem?: string } {
+  const params = db['parameters'];
+  if (!isMapping(params) || db['socket_dir'] !== undefined) return {};
+  const value = params['unix_socket_directories'];
+  if (typeof value !== 'string') return {};
+  const dirs = value
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '');
+  if (dirs.length !== 1) {
+    return {
+      problem: `database.parameters.unix_socket_directories: only one directory is implemented (it becomes socket_dir), got ${JSON.stringify(value)}`,
+    };
+  }
+  const dataDir = db['data_dir'];
+  if (!posix.isAbsolute(dirs[0]!) && typeof dataDir !== 'string') return {};
+  return { dir: posix.resolve(typeof dataDir === 'string' ? dataDir : '/', dirs[0]!) };
 }
 
 /**
@@ -173,7 +206,7 @@ export function translateFile(raw: Doc): FileTranslation {
   const written = writtenDialect(raw);
   const dialect: ConfigDialect = written === 'patroni' ? 'patroni' : 'native';
   if (written === 'both') {
-    problems.push('(root): postgresql (the reference\'s name) and database name the same section: write one');
+    problems.push("(root): postgresql (the reference's name) and database name the same section: write one");
     run({ op: 'delete', path: ['postgresql'] });
   } else if (written === 'patroni') {
     run({ op: 'rename', path: ['postgresql'], to: 'database' });
@@ -181,7 +214,8 @@ export function translateFile(raw: Doc): FileTranslation {
 
   for (const path of EMPTY_MAPPINGS) {
     const parent = getIn(doc, path.slice(0, -1));
-    if (isMapping(parent) && Object.hasOwn(parent, path[path.length - 1]!) && parent[path[path.length - 1]!] === null) run({ op: 'delete', path });
+    if (isMapping(parent) && Object.hasOwn(parent, path[path.length - 1]!) && parent[path[path.length - 1]!] === null)
+      run({ op: 'delete', path });
   }
 
   // bootstrap.dcs: its keys, then its dialect.
@@ -190,12 +224,13 @@ export function translateFile(raw: Doc): FileTranslation {
   if (isMapping(dcs)) {
     const dcsWritten = writtenDialect(dcs);
     if (dcsWritten === 'both') {
-      problems.push('bootstrap.dcs: postgresql (the reference\'s name) and database name the same section: write one');
+      problems.push("bootstrap.dcs: postgresql (the reference's name) and database name the same section: write one");
     } else {
       dcsDialect = dcsWritten === 'patroni' ? 'patroni' : 'native';
       const section = dcs[DIALECT_NAMES[dcsDialect].section];
       if (section === null) run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section] });
-      else if (isMapping(section) && section['parameters'] === null) run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section, 'parameters'] });
+      else if (isMapping(section) && section['parameters'] === null)
+        run({ op: 'delete', path: ['bootstrap', 'dcs', DIALECT_NAMES[dcsDialect].section, 'parameters'] });
       const current = getIn(doc, ['bootstrap', 'dcs']) as Doc;
       for (const u of unreadKeys(current)) {
         problems.push(`bootstrap.dcs.${formatUnread(u)}`);
@@ -212,7 +247,8 @@ export function translateFile(raw: Doc): FileTranslation {
         const db = after['database'];
         if (isMapping(db)) {
           for (const [k, v] of Object.entries(db)) {
-            if (getIn(doc, ['bootstrap', 'dcs', 'database', k]) === undefined) run({ op: 'set', path: ['bootstrap', 'dcs', 'database', k], value: v });
+            if (getIn(doc, ['bootstrap', 'dcs', 'database', k]) === undefined)
+              run({ op: 'set', path: ['bootstrap', 'dcs', 'database', k], value: v });
           }
         }
       }
@@ -240,9 +276,17 @@ export function translateFile(raw: Doc): FileTranslation {
       ['use_unix_socket_repl', false, "replicas always stream over TCP from the leader's connect_address"],
     ] as const) {
       if (!Object.hasOwn(db, key)) continue;
-      if (db[key] !== always) problems.push(`database.${key}: only ${String(always)} is implemented: ${why}, got ${JSON.stringify(db[key])}`);
+      if (db[key] !== always)
+        problems.push(`database.${key}: only ${String(always)} is implemented: ${why}, got ${JSON.stringify(db[key])}`);
       run({ op: 'delete', path: ['database', key] });
     }
+  }
+
+  if (dialect === 'patroni' && isMapping(db)) {
+    const socket = socketDirOfReference(db);
+    if (socket.problem) problems.push(socket.problem);
+    if (socket.dir !== undefined) run({ op: 'set', path: ['database', 'socket_dir'], value: socket.dir });
+    if (socket.dir !== undefined || socket.problem) run({ op: 'delete', path: ['database', 'parameters', 'unix_socket_directories'] });
   }
 
   // Keys of the reference not implemented.

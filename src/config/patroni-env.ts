@@ -41,6 +41,7 @@ export const PATRONI_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   PATRONI_POSTGRESQL_CONNECT_ADDRESS: 'database.connect_address',
   PATRONI_POSTGRESQL_DATA_DIR: 'database.data_dir',
   PATRONI_POSTGRESQL_BIN_DIR: 'database.bin_dir',
+  PATRONI_POSTGRESQL_PGPASS: 'database.pgpass',
   PATRONI_SUPERUSER_USERNAME: 'database.authentication.superuser.username',
   PATRONI_SUPERUSER_PASSWORD: 'database.authentication.superuser.password',
   PATRONI_REPLICATION_USERNAME: 'database.authentication.replication.username',
@@ -68,17 +69,61 @@ export function parsePatroniBool(raw: string): boolean | undefined {
 
 /** Suffixes the reference reads as DCS settings (`PATRONI_<DCS>_<SUFFIX>`, Patroni 3.0.2). */
 const DCS_SUFFIXES = new Set([
-  'HOST', 'HOSTS', 'PORT', 'USE_PROXIES', 'PROTOCOL', 'SRV', 'SRV_SUFFIX', 'URL', 'PROXY', 'CACERT', 'CERT', 'KEY', 'VERIFY', 'TOKEN',
-  'CHECKS', 'DC', 'CONSISTENCY', 'REGISTER_SERVICE', 'SERVICE_CHECK_INTERVAL', 'SERVICE_CHECK_TLS_SERVER_NAME', 'SERVICE_TAGS',
-  'NAMESPACE', 'CONTEXT', 'USE_ENDPOINTS', 'SCOPE_LABEL', 'ROLE_LABEL', 'POD_IP', 'PORTS', 'LABELS', 'BYPASS_API_SERVICE',
-  'RETRIABLE_HTTP_CODES', 'KEY_PASSWORD', 'USE_SSL', 'SET_ACLS', 'GROUP', 'DATABASE', 'USERNAME', 'PASSWORD',
+  'HOST',
+  'HOSTS',
+  'PORT',
+  'USE_PROXIES',
+  'PROTOCOL',
+  'SRV',
+  'SRV_SUFFIX',
+  'URL',
+  'PROXY',
+  'CACERT',
+  'CERT',
+  'KEY',
+  'VERIFY',
+  'TOKEN',
+  'CHECKS',
+  'DC',
+  'CONSISTENCY',
+  'REGISTER_SERVICE',
+  'SERVICE_CHECK_INTERVAL',
+  'SERVICE_CHECK_TLS_SERVER_NAME',
+  'SERVICE_TAGS',
+  'NAMESPACE',
+  'CONTEXT',
+  'USE_ENDPOINTS',
+  'SCOPE_LABEL',
+  'ROLE_LABEL',
+  'POD_IP',
+  'PORTS',
+  'LABELS',
+  'BYPASS_API_SERVICE',
+  'RETRIABLE_HTTP_CODES',
+  'KEY_PASSWORD',
+  'USE_SSL',
+  'SET_ACLS',
+  'GROUP',
+  'DATABASE',
+  'USERNAME',
+  'PASSWORD',
 ]);
 
 /** DCS sections of the reference other than etcd3 (each refused as a whole). */
 const OTHER_DCS = new Set(['ETCD', 'CONSUL', 'ZOOKEEPER', 'EXHIBITOR', 'KUBERNETES', 'CITUS', 'RAFT']);
 
 /** The reference's connection options of a role besides username and password. */
-const ROLE_OPTIONS = new Set(['SSLMODE', 'SSLCERT', 'SSLKEY', 'SSLPASSWORD', 'SSLROOTCERT', 'SSLCRL', 'SSLCRLDIR', 'GSSENCMODE', 'CHANNEL_BINDING']);
+const ROLE_OPTIONS = new Set([
+  'SSLMODE',
+  'SSLCERT',
+  'SSLKEY',
+  'SSLPASSWORD',
+  'SSLROOTCERT',
+  'SSLCRL',
+  'SSLCRLDIR',
+  'GSSENCMODE',
+  'CHANNEL_BINDING',
+]);
 
 /** Variables of the reference's settings of the sections below that are not implemented, as `<variable suffix>` -> reference path. */
 const SECTION_REFUSALS: Readonly<Record<string, string>> = {
@@ -88,7 +133,6 @@ const SECTION_REFUSALS: Readonly<Record<string, string>> = {
   RESTAPI_SERVER_TOKENS: 'restapi.server_tokens',
   POSTGRESQL_PROXY_ADDRESS: 'postgresql.proxy_address',
   POSTGRESQL_CONFIG_DIR: 'postgresql.config_dir',
-  POSTGRESQL_PGPASS: 'postgresql.pgpass',
   LOGFORMAT: 'log.format',
   LOG_DATEFMT: 'log.dateformat',
   LOG_TRACEBACK_LEVEL: 'log.traceback_level',
@@ -117,7 +161,7 @@ function refusal(variable: string, referencePath: string): string {
 /**
  * Problems of the set (non-empty) `PATRONI_*` variables of settings the reference reads and this
  * agent does not implement, one per variable, named by the reference's path and the variable:
- * `postgresql.pgpass: not implemented: … (from PATRONI_POSTGRESQL_PGPASS)`. Bootstrap users
+ * `postgresql.config_dir: not implemented: … (from PATRONI_POSTGRESQL_CONFIG_DIR)`. Bootstrap users
  * (`PATRONI_<user>_PASSWORD`, `_OPTIONS`) are the reference's `bootstrap.users`. Never throws.
  */
 export function refusedPatroniVariables(env: NodeJS.ProcessEnv): string[] {

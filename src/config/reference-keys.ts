@@ -52,7 +52,6 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'database.proxy_address': 'not implemented: members publish no address of a connection pooler',
   'database.config_dir': "not implemented: PostgreSQL's configuration files live in data_dir",
   'database.bin_name': 'not implemented: the PostgreSQL programs are found under their own names in bin_dir',
-  'database.pgpass': 'not implemented: passwords reach pg_basebackup and pg_rewind in their environment (PGPASSWORD); no pgpass file is written',
   'database.authentication.rewind': 'not implemented: pg_rewind connects as the superuser',
   'database.authentication.*.sslmode': CONNECTION_OPTION,
   'database.authentication.*.sslcert': CONNECTION_OPTION,

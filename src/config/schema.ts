@@ -24,7 +24,14 @@ const KeySegment = v.pipe(
 /** etcd3.hosts: a list of `host:port`, or one comma-separated string; becomes a list. */
 const EtcdHosts = v.pipe(
   v.union([v.string(), v.array(v.unknown())], (i) => `must be a list of host:port or a comma-separated string, got ${i.received}`),
-  v.transform((h) => (typeof h === 'string' ? h.split(',').map((s) => s.trim()).filter((s) => s !== '') : h)),
+  v.transform((h) =>
+    typeof h === 'string'
+      ? h
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
+      : h,
+  ),
   v.array(HostPortString),
   v.minLength(1, 'must name at least one etcd host:port'),
 );
@@ -36,99 +43,131 @@ const FilePath = NonEmptyString;
  * A secret: a string (quote numeric ones). The message never shows the value (a numeric
  * password would otherwise be printed in the configuration error).
  */
-const Secret = v.string((i) => `must be a string (quote it), got ${i.expected === 'string' && typeof i.input === 'number' ? 'a number' : i.received}`);
+const Secret = v.string(
+  (i) => `must be a string (quote it), got ${i.expected === 'string' && typeof i.input === 'number' ? 'a number' : i.received}`,
+);
 
-const Role = mapping(v.strictObject(
-  { username: NonEmptyString, password: v.optional(Secret) },
-  mappingMessage,
-));
-
+const Role = mapping(v.strictObject({ username: NonEmptyString, password: v.optional(Secret) }, mappingMessage));
 
 /** `{username, password}`: HTTP basic authentication credentials, both required. */
-const BasicAuth = mapping(v.strictObject({ username: NonEmptyString, password: v.pipe(Secret, v.nonEmpty('must not be empty')) }, mappingMessage));
+const BasicAuth = mapping(
+  v.strictObject({ username: NonEmptyString, password: v.pipe(Secret, v.nonEmpty('must not be empty')) }, mappingMessage),
+);
 
 /** Extra response headers: name -> value (strings). */
-const ExtraHeaders = mapping(v.record(
-  v.pipe(v.string(), v.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name')),
-  v.string((i) => `header values must be strings, got ${i.received}`),
-  (i) => `must be a mapping of header: value, got ${i.received}`,
-));
+const ExtraHeaders = mapping(
+  v.record(
+    v.pipe(v.string(), v.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name')),
+    v.string((i) => `header values must be strings, got ${i.received}`),
+    (i) => `must be a mapping of header: value, got ${i.received}`,
+  ),
+);
 
 /** A list of hosts, IP addresses or CIDRs; one comma-separated string is accepted too. */
 const AllowList = v.pipe(
   v.union([v.string(), v.array(v.unknown())], (i) => `must be a list of hosts, addresses or CIDRs, got ${i.received}`),
-  v.transform((h) => (typeof h === 'string' ? h.split(',').map((s) => s.trim()).filter((s) => s !== '') : h)),
+  v.transform((h) =>
+    typeof h === 'string'
+      ? h
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
+      : h,
+  ),
   v.array(NonEmptyString),
 );
 
 /** The node API (patroni.md §1.2, §4.1): listen address, TLS, authentication, allowlist, limits. */
-const RestApi = mapping(v.strictObject(
-  {
-    listen: HostPortString,
-    connect_address: v.optional(HostPortString),
-    certfile: v.optional(FilePath),
-    keyfile: v.optional(FilePath),
-    keyfile_password: v.optional(Secret),
-    cafile: v.optional(FilePath),
-    verify_client: v.optional(v.picklist(['none', 'optional', 'required'], (i) => `must be one of none, optional, required, got ${i.received}`)),
-    authentication: v.optional(BasicAuth),
-    allowlist: v.optional(AllowList),
-    allowlist_include_members: v.optional(Bool),
-    http_extra_headers: v.optional(ExtraHeaders),
-    https_extra_headers: v.optional(ExtraHeaders),
-    max_body_bytes: v.optional(v.pipe(NonNegativeInteger, v.minValue(1024, (i) => `must be at least 1024, got ${i.received}`))),
-    max_unsafe_requests: v.optional(v.pipe(NonNegativeInteger, v.minValue(1, (i) => `must be at least 1, got ${i.received}`))),
-  },
-  mappingMessage,
-));
+const RestApi = mapping(
+  v.strictObject(
+    {
+      listen: HostPortString,
+      connect_address: v.optional(HostPortString),
+      certfile: v.optional(FilePath),
+      keyfile: v.optional(FilePath),
+      keyfile_password: v.optional(Secret),
+      cafile: v.optional(FilePath),
+      verify_client: v.optional(
+        v.picklist(['none', 'optional', 'required'], (i) => `must be one of none, optional, required, got ${i.received}`),
+      ),
+      authentication: v.optional(BasicAuth),
+      allowlist: v.optional(AllowList),
+      allowlist_include_members: v.optional(Bool),
+      http_extra_headers: v.optional(ExtraHeaders),
+      https_extra_headers: v.optional(ExtraHeaders),
+      max_body_bytes: v.optional(
+        v.pipe(
+          NonNegativeInteger,
+          v.minValue(1024, (i) => `must be at least 1024, got ${i.received}`),
+        ),
+      ),
+      max_unsafe_requests: v.optional(
+        v.pipe(
+          NonNegativeInteger,
+          v.minValue(1, (i) => `must be at least 1, got ${i.received}`),
+        ),
+      ),
+    },
+    mappingMessage,
+  ),
+);
 
 /** etcd v3 (patroni.md §2.5): endpoints, TLS (`protocol: https`, `cacert`, `cert`, `key`) and etcd users. */
-const Etcd3 = mapping(v.strictObject(
-  {
-    hosts: EtcdHosts,
-    protocol: v.optional(v.picklist(['http', 'https'], (i) => `must be http or https, got ${i.received}`)),
-    cacert: v.optional(FilePath),
-    cert: v.optional(FilePath),
-    key: v.optional(FilePath),
-    username: v.optional(NonEmptyString),
-    password: v.optional(Secret),
-  },
-  mappingMessage,
-));
+const Etcd3 = mapping(
+  v.strictObject(
+    {
+      hosts: EtcdHosts,
+      protocol: v.optional(v.picklist(['http', 'https'], (i) => `must be http or https, got ${i.received}`)),
+      cacert: v.optional(FilePath),
+      cert: v.optional(FilePath),
+      key: v.optional(FilePath),
+      username: v.optional(NonEmptyString),
+      password: v.optional(Secret),
+    },
+    mappingMessage,
+  ),
+);
 
 /** hactl's client settings (patroni.md §4.1 `ctl`). */
-const Ctl = mapping(v.strictObject(
-  {
-    insecure: v.optional(Bool),
-    cacert: v.optional(FilePath),
-    certfile: v.optional(FilePath),
-    keyfile: v.optional(FilePath),
-    keyfile_password: v.optional(Secret),
-    authentication: v.optional(BasicAuth),
-  },
-  mappingMessage,
-));
+const Ctl = mapping(
+  v.strictObject(
+    {
+      insecure: v.optional(Bool),
+      cacert: v.optional(FilePath),
+      certfile: v.optional(FilePath),
+      keyfile: v.optional(FilePath),
+      keyfile_password: v.optional(Secret),
+      authentication: v.optional(BasicAuth),
+    },
+    mappingMessage,
+  ),
+);
 
-const Tags = mapping(v.looseObject(
-  {
-    nofailover: v.optional(Bool),
-    noloadbalance: v.optional(Bool),
-    clonefrom: v.optional(Bool),
-    nosync: v.optional(Bool),
-    failover_priority: v.optional(NonNegativeInteger),
-    // Cascading replication (docs/ha.md "Cascading replication"): the member to stream from.
-    replicatefrom: v.optional(KeySegment),
-    // A member that never streams needs archive recovery (restore_command), which this agent does
-    // not configure: `true` is refused rather than accepted and ignored.
-    nostream: v.optional(
-      v.pipe(
-        Bool,
-        v.check((b) => b === false, 'is not supported: a member without streaming needs archive recovery (restore_command), which this agent does not configure; remove the tag'),
+const Tags = mapping(
+  v.looseObject(
+    {
+      nofailover: v.optional(Bool),
+      noloadbalance: v.optional(Bool),
+      clonefrom: v.optional(Bool),
+      nosync: v.optional(Bool),
+      failover_priority: v.optional(NonNegativeInteger),
+      // Cascading replication (docs/ha.md "Cascading replication"): the member to stream from.
+      replicatefrom: v.optional(KeySegment),
+      // A member that never streams needs archive recovery (restore_command), which this agent does
+      // not configure: `true` is refused rather than accepted and ignored.
+      nostream: v.optional(
+        v.pipe(
+          Bool,
+          v.check(
+            (b) => b === false,
+            'is not supported: a member without streaming needs archive recovery (restore_command), which this agent does not configure; remove the tag',
+          ),
+        ),
       ),
-    ),
-  },
-  mappingMessage,
-));
+    },
+    mappingMessage,
+  ),
+);
 
 /** Keys of `bootstrap` that are not custom method sections. */
 const BOOTSTRAP_KEYS: readonly string[] = ['dcs', 'method', 'initdb', 'pg_hba'];
@@ -159,7 +198,10 @@ const Bootstrap = v.pipe(
     {
       dcs: v.optional(DynamicConfigSchema, {}),
       method: v.optional(KeySegment, 'initdb'),
-      initdb: v.optional(v.array(InitdbOptionSchema, (i) => `must be a list, got ${i.received}`), []),
+      initdb: v.optional(
+        v.array(InitdbOptionSchema, (i) => `must be a list, got ${i.received}`),
+        [],
+      ),
       pg_hba: v.optional(HbaLines, []),
     },
     CustomMethod,
@@ -197,10 +239,15 @@ const CallbackCommand = v.pipe(
 );
 
 /** `database.callbacks` (patroni.md §3.11): only the five known names; each a program run with `<action> <role> <scope>`. */
-const Callbacks = mapping(v.strictObject(
-  Object.fromEntries(CALLBACK_NAMES.map((n) => [n, v.optional(CallbackCommand)])) as Record<CallbackName, v.OptionalSchema<typeof CallbackCommand, undefined>>,
-  mappingMessage,
-));
+const Callbacks = mapping(
+  v.strictObject(
+    Object.fromEntries(CALLBACK_NAMES.map((n) => [n, v.optional(CallbackCommand)])) as Record<
+      CallbackName,
+      v.OptionalSchema<typeof CallbackCommand, undefined>
+    >,
+    mappingMessage,
+  ),
+);
 
 const DatabaseEntries = {
   listen: HostPortString,
@@ -208,6 +255,7 @@ const DatabaseEntries = {
   data_dir: v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path')),
   bin_dir: v.optional(NonEmptyString),
   socket_dir: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
+  pgpass: v.optional(v.pipe(NonEmptyString, v.startsWith('/', 'must be an absolute path'))),
   authentication: mapping(v.strictObject({ superuser: Role, replication: Role }, mappingMessage)),
   parameters: v.optional(Parameters, {}),
   pg_hba: v.optional(HbaLines, []),
@@ -241,20 +289,27 @@ const Database = v.pipe(
  * `safety_margin` seconds before the lease can expire at which the fence fires (default 5; −1 =
  * ttl / 2, as the reference). `device` has no meaning here (there is no device) and is refused.
  */
-const Watchdog = mapping(v.strictObject(
-  {
-    mode: v.optional(v.picklist(['off', 'automatic', 'required'], (i) => `must be one of off, automatic, required, got ${i.received}`), 'automatic'),
-    safety_margin: v.optional(
-      v.pipe(
-        v.number((i) => `must be a number of seconds, got ${i.received}`),
-        v.integer((i) => `must be an integer number of seconds, got ${i.received}`),
-        v.check((n) => n === -1 || n >= 1, (i) => `must be at least 1 second (or -1 for ttl / 2), got ${String(i.input)}`),
+const Watchdog = mapping(
+  v.strictObject(
+    {
+      mode: v.optional(
+        v.picklist(['off', 'automatic', 'required'], (i) => `must be one of off, automatic, required, got ${i.received}`),
+        'automatic',
       ),
-      5,
-    ),
-  },
-  mappingMessage,
-));
+      safety_margin: v.optional(
+        v.pipe(
+          v.number((i) => `must be a number of seconds, got ${i.received}`),
+          v.integer((i) => `must be an integer number of seconds, got ${i.received}`),
+          v.check(
+            (n) => n === -1 || n >= 1,
+            (i) => `must be at least 1 second (or -1 for ttl / 2), got ${String(i.input)}`,
+          ),
+        ),
+      ),
+    },
+    mappingMessage,
+  ),
+);
 
 /** The whole file. Output: as written, with defaults of optional sections filled in. */
 export const FileSchema = v.strictObject(
@@ -271,10 +326,17 @@ export const FileSchema = v.strictObject(
     watchdog: v.optional(Watchdog, {}),
     backup: v.optional(BackupSection),
     log: v.optional(
-      mapping(v.strictObject(
-        { level: v.optional(v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`), 'info') },
-        mappingMessage,
-      )),
+      mapping(
+        v.strictObject(
+          {
+            level: v.optional(
+              v.picklist(LOG_LEVELS, (i) => `must be one of ${LOG_LEVELS.join(', ')}, got ${i.received}`),
+              'info',
+            ),
+          },
+          mappingMessage,
+        ),
+      ),
       {},
     ),
   },

@@ -6,7 +6,7 @@
  * leader lock; promote-cluster removes the section: the standby leader is promoted. `--wait`
  * polls the leader's member key until its role shows the change. docs/ha.md "Standby cluster".
  */
-import { withDefaults } from '../domain/dynamic-config.ts';
+import { timingOf, withDefaults } from '../domain/dynamic-config.ts';
 import { standbyClusterOf } from '../domain/standby-cluster.ts';
 import { checkEditedConfig } from './config-edit.ts';
 import { CtlError, errorText, usageError } from './errors.ts';
@@ -30,7 +30,8 @@ export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Pro
   let port: number | undefined;
   if (o.port !== undefined) {
     port = Number(o.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw usageError(`invalid --port ${JSON.stringify(o.port)}: expected 1..65535`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw usageError(`invalid --port ${JSON.stringify(o.port)}: expected 1..65535`);
   }
   const view = await readView(s);
   if (!view.config) throw new CtlError(`cluster "${s.scope}" has no config key in the DCS`);
@@ -83,7 +84,8 @@ async function write(s: Session, doc: Record<string, unknown>, revision: string)
 async function waitForLeaderRole(s: Session, role: 'standby_leader' | 'primary', timeoutMs?: number): Promise<void> {
   const first = await readView(s);
   const config = withDefaults(first.config?.value);
-  const deadline = s.now() + (timeoutMs ?? Math.max(60, 3 * config.loop_wait + config.ttl) * 1000);
+  const t = timingOf(config);
+  const deadline = s.now() + (timeoutMs ?? Math.max(60_000, 3 * t.loopWaitMs + t.ttlMs));
   s.io.out(`Waiting for the leader to run as ${role} ...`);
   for (;;) {
     const v = await readView(s);

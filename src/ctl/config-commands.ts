@@ -116,7 +116,8 @@ export async function runEditConfig(s: Session, o: EditConfigOptions): Promise<v
       for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
       throw new CtlError(`invalid configuration: ${problems.join('; ')}`);
     }
-    if (!catalogue) s.io.err('note: no PostgreSQL binaries here to check the parameters against; the members drop the ones their server refuses');
+    if (!catalogue)
+      s.io.err('note: no PostgreSQL binaries here to check the parameters against; the members drop the ones their server refuses');
   }
   for (const l of unifiedDiff(configYaml(before), configYaml(after))) s.io.out(l);
   if (checked.defaulted.length) s.io.out(`Falling back to their defaults: ${checked.defaulted.map(formatDefaulted).join('; ')}`);
@@ -169,4 +170,3 @@ function parametersChanged(before: Record<string, unknown>, after: Record<string
   const of = (d: Record<string, unknown>) => JSON.stringify((d[section] as Record<string, unknown> | undefined)?.['parameters'] ?? {});
   return of(before) !== of(after);
 }
-

@@ -130,7 +130,9 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
     // drop its restapi TLS and credentials without a word (issue 30).
     const agentSections = Object.keys(d).filter((k) => !CLIENT_ONLY_KEYS.has(k));
     if (agentSections.length > 0) {
-      throw usageError(`${e.message}\n(hactl reads ${path} as an agent's file, since it has ${agentSections.join(', ')}; a client-only file has only ${[...CLIENT_ONLY_KEYS].join(', ')})`);
+      throw usageError(
+        `${e.message}\n(hactl reads ${path} as an agent's file, since it has ${agentSections.join(', ')}; a client-only file has only ${[...CLIENT_ONLY_KEYS].join(', ')})`,
+      );
     }
     const etcd = d['etcd3'] as Record<string, unknown> | undefined;
     const raw = etcd?.['hosts'];
@@ -152,7 +154,11 @@ async function readConfigTarget(path: string): Promise<FileTarget> {
  * positional `cluster` over `--scope` over the file's scope. Throws a usage error when no DCS or
  * no cluster name can be found.
  */
-export async function resolveTarget(opts: GlobalOptions, cluster: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+export async function resolveTarget(
+  opts: GlobalOptions,
+  cluster: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Target> {
   const path = opts.config ?? (env['HACTL_CONFIG'] || undefined);
   const file = path !== undefined ? await readConfigTarget(path) : undefined;
   const plainHosts = opts.dcsUrl !== undefined ? parseDcsUrl(opts.dcsUrl) : file?.hosts;

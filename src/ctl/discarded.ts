@@ -14,7 +14,18 @@ import { selectMembers } from './member-actions.ts';
 import { readView, type Session } from './session.ts';
 import { renderPretty, renderTsv, type Cell } from './table.ts';
 
-const RECEIPT_COLUMNS = ['Member', 'Taken', 'Action', 'Leader', 'TL', 'Discarded WAL', 'Transactions', 'Committed', 'Aborted', 'Unfinished'];
+const RECEIPT_COLUMNS = [
+  'Member',
+  'Taken',
+  'Action',
+  'Leader',
+  'TL',
+  'Discarded WAL',
+  'Transactions',
+  'Committed',
+  'Aborted',
+  'Unfinished',
+];
 const TX_COLUMNS = ['Member', 'Taken', 'XID', 'Status', 'At', 'Relations', 'First LSN', 'Last LSN', 'Records'];
 
 /** Options of `discarded`. */
@@ -38,7 +49,18 @@ function rangesText(r: Receipt): string {
 
 /** Rows of the receipt table. */
 export function receiptRows(member: string, receipts: readonly Receipt[]): Cell[][] {
-  return receipts.map((r) => [member, r.at, r.action, r.leader, r.leaderTimeline, rangesText(r), r.counts.transactions, r.counts.committed, r.counts.aborted, r.counts.unfinished]);
+  return receipts.map((r) => [
+    member,
+    r.at,
+    r.action,
+    r.leader,
+    r.leaderTimeline,
+    rangesText(r),
+    r.counts.transactions,
+    r.counts.committed,
+    r.counts.aborted,
+    r.counts.unfinished,
+  ]);
 }
 
 /** Rows of the transaction table: relation paths replaced by their names where the receipt resolved them. */
@@ -83,7 +105,8 @@ export async function runDiscarded(s: Session, o: DiscardedOptions): Promise<voi
   const columns = o.transactions ? TX_COLUMNS : RECEIPT_COLUMNS;
   const rows = all.flatMap((x) => (o.transactions ? transactionRows(x.member, x.receipts) : receiptRows(x.member, x.receipts)));
   let lines: string[];
-  if (o.format === 'pretty') lines = rows.length === 0 ? ['No receipts: no member discarded any transaction.'] : renderPretty(columns, rows);
+  if (o.format === 'pretty')
+    lines = rows.length === 0 ? ['No receipts: no member discarded any transaction.'] : renderPretty(columns, rows);
   else if (o.format === 'tsv') lines = renderTsv(columns, rows);
   else {
     const objects = all.flatMap((x) => x.receipts);

@@ -109,7 +109,8 @@ export type ListRow = Record<string, string | number>;
 /**
  * The rows of `list` (json/yaml/tsv keys: Cluster, Member, Host, Role, State, TL, Receive LSN,
  * Receive Lag, Replay LSN, Replay Lag, then Pending restart, Pending restart reason, Scheduled
- * restart, Tags when shown). Lags in MB. Absent values are left out.
+ * restart, Tags when shown; Failure, the last failed database action, in json/yaml only). Lags in
+ * MB. Absent values are left out.
  */
 export function listRows(
   view: ClusterView,
@@ -150,15 +151,21 @@ export function listRows(
     }
     if (columns.includes('Scheduled restart')) set('Scheduled restart', m.scheduled_restart?.schedule);
     if (columns.includes('Tags')) set('Tags', tagsText(m.tags));
+    // Not a column of the table (the footer names it there): json/yaml rows carry it.
+    set('Failure', m.failure);
     return row;
   });
   return { columns, rows };
 }
 
-/** Footer lines: maintenance mode and a scheduled switchover (from/to aligned under `at:`). */
+/**
+ * Footer lines: maintenance mode, a scheduled switchover (from/to aligned under `at:`), and each
+ * member's last failed database action with its reason (`failure`, issue 30 item 2).
+ */
 export function listFooter(view: ClusterView, scope: string): string[] {
   const doc = clusterDocumentOf(view, scope);
   const lines: string[] = [];
+  for (const m of doc.members) if (m.failure !== undefined) lines.push(` ${m.name}: ${m.failure}`);
   if (doc.pause) lines.push(' Maintenance mode: on');
   const s = doc.scheduled_switchover;
   if (s) {
@@ -179,7 +186,10 @@ export function renderList(view: ClusterView, scope: string, opts: ListOptions):
     case 'yaml':
       return rows.length === 0 ? ['[]'] : YAML.stringify(rows).trimEnd().split('\n');
     case 'tsv':
-      return renderTsv(columns, rows.map((r) => columns.map((c) => r[c])));
+      return renderTsv(
+        columns,
+        rows.map((r) => columns.map((c) => r[c])),
+      );
     case 'pretty': {
       const shown = columns.slice(1);
       const headers = shown.map((c) => (c === 'Receive Lag' || c === 'Replay Lag' ? 'Lag' : c));

@@ -35,7 +35,8 @@ export function selectMembers(view: ClusterView, scope: string, names: string[],
     if (role === 'standby-leader') return isLeader && m.data.role === 'standby_leader';
     return isLeader && m.data.role !== 'standby_leader';
   });
-  if (filtered.length === 0) throw new CtlError(`No ${role} members found in cluster ${scope}${names.length ? ` among ${names.join(', ')}` : ''}`);
+  if (filtered.length === 0)
+    throw new CtlError(`No ${role} members found in cluster ${scope}${names.length ? ` among ${names.join(', ')}` : ''}`);
   const rank = (m: Member) => (m.name === leader ? 1 : 0);
   return filtered.sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -78,7 +79,8 @@ export async function runRestart(s: Session, o: RestartOptions): Promise<void> {
     }
   }
   const schedule = parseWhen(o.scheduled, s.now(), 'restart');
-  if (schedule !== undefined && withDefaults(view.config?.value).pause === true) throw new CtlError("Can't schedule restart in the paused state");
+  if (schedule !== undefined && withDefaults(view.config?.value).pause === true)
+    throw new CtlError("Can't schedule restart in the paused state");
   const body: Record<string, unknown> = {};
   if (o.pending) body['restart_pending'] = true;
   if (o.pgVersion !== undefined) body['database_version'] = o.pgVersion;

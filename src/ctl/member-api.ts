@@ -7,9 +7,7 @@ import type { Member } from '../domain/member.ts';
 import { requestApi, type ApiClientOptions } from '../net/api-client.ts';
 
 /** Outcome of one request to a member. */
-export type MemberReply =
-  | { reachable: true; status: number; text: string }
-  | { reachable: false; error: string };
+export type MemberReply = { reachable: true; status: number; text: string } | { reachable: false; error: string };
 
 /** Base URL of a member's API from its `api_url` (the last path segment removed). */
 export function memberBaseUrl(apiUrl: string): string {
@@ -43,7 +41,13 @@ export async function callMember(member: Member, method: string, path: string, b
   const url = memberBaseUrl(member.data.api_url) + path;
   const { auth, ...tls } = client;
   const unsafe = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
-  const r = await requestApi(url, { ...tls, ...(unsafe && auth ? { auth } : {}), method, ...(body !== undefined ? { body } : {}), timeoutMs });
+  const r = await requestApi(url, {
+    ...tls,
+    ...(unsafe && auth ? { auth } : {}),
+    method,
+    ...(body !== undefined ? { body } : {}),
+    timeoutMs,
+  });
   return r.reachable ? { reachable: true, status: r.status, text: r.text.trim() } : r;
 }
 

@@ -3,7 +3,7 @@
  * member that answers (leader first); `--wait` polls the member keys until every member reports
  * the new mode (patroni.md §5).
  */
-import { withDefaults } from '../domain/dynamic-config.ts';
+import { timingOf, withDefaults } from '../domain/dynamic-config.ts';
 import { CtlError } from './errors.ts';
 import { callMember, unreachableText } from './member-api.ts';
 import { readView, requireMembers, type Session } from './session.ts';
@@ -24,7 +24,8 @@ export async function runPause(s: Session, paused: boolean, o: { wait: boolean; 
       s.io.err(unreachableText(m, r.error));
       continue;
     }
-    if (r.status !== 200) throw new CtlError(`Failed: ${paused ? 'pause' : 'resume'} on member ${m.name}, status code=${r.status}, (${r.text})`);
+    if (r.status !== 200)
+      throw new CtlError(`Failed: ${paused ? 'pause' : 'resume'} on member ${m.name}, status code=${r.status}, (${r.text})`);
     done = true;
     break;
   }
@@ -32,7 +33,8 @@ export async function runPause(s: Session, paused: boolean, o: { wait: boolean; 
   const word = paused ? 'paused' : 'resumed';
   if (o.wait) {
     s.io.out(`Waiting for cluster to become ${paused ? 'paused' : 'unpaused'} ...`);
-    const deadline = s.now() + (o.waitTimeoutMs ?? Math.max(60, 3 * config.loop_wait + config.ttl) * 1000);
+    const t = timingOf(config);
+    const deadline = s.now() + (o.waitTimeoutMs ?? Math.max(60_000, 3 * t.loopWaitMs + t.ttlMs));
     for (;;) {
       const v = await readView(s);
       const behind = v.members.filter((m) => (m.data.pause === true) !== paused).map((m) => m.name);

@@ -162,15 +162,23 @@ export interface QueryOptions extends MemberChoice {
  */
 export async function runQuery(s: Session, o: QueryOptions, exec: QueryExecutor = postgresExecutor): Promise<void> {
   checkQueryOptions(o);
-  const sql = o.command ?? (await o.readFile(o.file!).catch((e: unknown) => {
-    throw usageError(`cannot read ${o.file}: ${errorText(e)}`);
-  }));
+  const sql =
+    o.command ??
+    (await o.readFile(o.file!).catch((e: unknown) => {
+      throw usageError(`cannot read ${o.file}: ${errorText(e)}`);
+    }));
   const m = chooseMember(await readView(s), s.scope, o);
   const { host, port } = hostPortOf(m);
   const env = o.env ?? process.env;
   const username = o.username ?? o.superuser?.username ?? (env['PGUSER'] || 'postgres');
   const password = env['PGPASSWORD'] || (o.superuser && o.superuser.username === username ? o.superuser.password : undefined);
-  const target: QueryTarget = { host, port, dbname: o.dbname ?? (env['PGDATABASE'] || 'postgres'), username, ...(password !== undefined ? { password } : {}) };
+  const target: QueryTarget = {
+    host,
+    port,
+    dbname: o.dbname ?? (env['PGDATABASE'] || 'postgres'),
+    username,
+    ...(password !== undefined ? { password } : {}),
+  };
   const role = o.member === undefined ? (o.role ?? 'leader') : 'any';
   let result: QueryResult;
   try {
@@ -178,13 +186,17 @@ export async function runQuery(s: Session, o: QueryOptions, exec: QueryExecutor 
       const r = await exec(target, 'SELECT pg_catalog.pg_is_in_recovery()');
       const inRecovery = r.rows[0]?.[0] === 't';
       const wantRecovery = role === 'replica' || role === 'standby-leader';
-      if (inRecovery !== wantRecovery) throw new CtlError(`No connection to role ${role} is available: member ${m.name} is ${inRecovery ? 'in recovery' : 'not in recovery'}`);
+      if (inRecovery !== wantRecovery)
+        throw new CtlError(
+          `No connection to role ${role} is available: member ${m.name} is ${inRecovery ? 'in recovery' : 'not in recovery'}`,
+        );
     }
     result = await exec(target, sql);
   } catch (e) {
     if (e instanceof CtlError) throw e;
     const pgErr = e as { code?: unknown; severity?: unknown };
-    const sqlState = typeof pgErr.code === 'string' && /^[0-9A-Z]{5}$/.test(pgErr.code) && typeof pgErr.severity === 'string' ? pgErr.code : undefined;
+    const sqlState =
+      typeof pgErr.code === 'string' && /^[0-9A-Z]{5}$/.test(pgErr.code) && typeof pgErr.severity === 'string' ? pgErr.code : undefined;
     if (sqlState) throw new CtlError(`member ${m.name}: ${String(pgErr.severity)}: ${errorText(e)} (SQLSTATE ${sqlState})`);
     throw new CtlError(`member ${m.name}: cannot query ${username}@${host}:${port}/${target.dbname}: ${errorText(e)}`);
   }
@@ -226,7 +238,8 @@ export async function runVersion(s: Session | undefined, hactlVersion: string, n
   out('');
   const view = await readView(s);
   const members = requireMembers(view, s.scope).filter((m) => names.length === 0 || names.includes(m.name));
-  for (const n of names) if (!view.members.some((m) => m.name === n)) throw new CtlError(`Member ${n} does not exist in cluster ${s.scope}`);
+  for (const n of names)
+    if (!view.members.some((m) => m.name === n)) throw new CtlError(`Member ${n} does not exist in cluster ${s.scope}`);
   for (const m of members) {
     const r = await callMember(m, 'GET', '/ha', undefined, 5000);
     if (!r.reachable) {
@@ -255,5 +268,8 @@ export function scopeQueryCommandFlag(argv: string[]): string[] {
   let i = 2;
   while (i < argv.length && argv[i]!.startsWith('-')) i += GLOBAL_VALUE_OPTIONS.has(argv[i]!) ? 2 : 1;
   if (argv[i] !== 'query') return argv;
-  return [...argv.slice(0, i + 1), ...argv.slice(i + 1).map((a) => (a === '-c' ? '--command' : a.startsWith('-c') && !a.startsWith('--') ? `--command=${a.slice(2)}` : a))];
+  return [
+    ...argv.slice(0, i + 1),
+    ...argv.slice(i + 1).map((a) => (a === '-c' ? '--command' : a.startsWith('-c') && !a.startsWith('--') ? `--command=${a.slice(2)}` : a)),
+  ];
 }

@@ -6,7 +6,7 @@
  * directly (compare-and-set), as the reference does.
  */
 import { mayPromote, type Member } from '../domain/member.ts';
-import { withDefaults } from '../domain/dynamic-config.ts';
+import { timingOf, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
 import { switchoverCandidates, syncAllowed } from '../domain/switchover-admission.ts';
 import { CtlError } from './errors.ts';
 import { askWithDefault, confirm } from './io.ts';
@@ -29,9 +29,9 @@ export interface FailoverOptions {
   force: boolean;
 }
 
-/** Timeout of an immediate switchover/failover call: the API polls up to 2 × max(10, loop_wait) s. */
-function actionTimeoutMs(loopWait: number): number {
-  return (2 * Math.max(10, loopWait) + 30) * 1000;
+/** Timeout of an immediate switchover/failover call, ms: the API polls up to 2 × max(10 s, loop_wait), plus 30 s. */
+function actionTimeoutMs(config: DynamicConfig): number {
+  return 2 * Math.max(10_000, timingOf(config).loopWaitMs) + 30_000;
 }
 
 function aborted(action: string): CtlError {
@@ -73,7 +73,9 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
     if (!candidates.includes(candidate)) {
       const synchronous = syncAllowed(view, withDefaults(view.config?.value), 'switchover');
       if (synchronous && members.some((m) => m.name === candidate && mayPromote(m.data.tags))) {
-        throw new CtlError(`Member ${candidate} is not a synchronous standby of cluster ${s.scope} (sync key: ${synchronous.join(', ') || 'none'})`);
+        throw new CtlError(
+          `Member ${candidate} is not a synchronous standby of cluster ${s.scope} (sync key: ${synchronous.join(', ') || 'none'})`,
+        );
       }
       throw new CtlError(`Member ${candidate} does not exist in cluster ${s.scope} or is tagged as nofailover`);
     }
@@ -98,12 +100,16 @@ export async function runSwitchover(s: Session, o: SwitchoverOptions): Promise<v
   if (scheduledAt !== undefined) body['scheduled_at'] = scheduledAt;
   const target = leaderMember(view);
   const reply: MemberReply = target
-    ? await callMember(target, 'POST', '/switchover', body, actionTimeoutMs(config.loop_wait))
+    ? await callMember(target, 'POST', '/switchover', body, actionTimeoutMs(config))
     : { reachable: false, error: 'the leader has no member key' };
   if (reply.reachable) return report(s, 'switchover', reply);
   s.io.err(`${target ? unreachableText(target, reply.error) : reply.error}; writing the failover key in the DCS instead`);
   const ok = await s.dcs.setFailover(
-    { leader, ...(candidate !== undefined ? { member: candidate } : {}), ...(scheduledAt !== undefined ? { scheduled_at: scheduledAt } : {}) },
+    {
+      leader,
+      ...(candidate !== undefined ? { member: candidate } : {}),
+      ...(scheduledAt !== undefined ? { scheduled_at: scheduledAt } : {}),
+    },
     view.failover?.revision ?? '0',
   );
   if (!ok) throw new CtlError('Switchover failed: the failover key was modified concurrently');
@@ -138,9 +144,11 @@ export async function runFailover(s: Session, o: FailoverOptions): Promise<void>
     const demoting = leader !== undefined ? `, demoting current leader ${leader}` : '';
     if (!(await confirm(s.io, `Are you sure you want to failover cluster ${s.scope}${demoting}?`))) throw aborted('failover');
   }
-  const timeoutMs = actionTimeoutMs(config.loop_wait);
+  const timeoutMs = actionTimeoutMs(config);
   const lead = leaderMember(view);
-  let reply: MemberReply = lead ? await callMember(lead, 'POST', '/failover', { candidate }, timeoutMs) : { reachable: false, error: 'no leader' };
+  let reply: MemberReply = lead
+    ? await callMember(lead, 'POST', '/failover', { candidate }, timeoutMs)
+    : { reachable: false, error: 'no leader' };
   if (!reply.reachable) {
     if (lead) s.io.err(`${unreachableText(lead, reply.error)}; asking ${candidate} instead`);
     reply = await callMember(target, 'POST', '/failover', { candidate }, timeoutMs);

@@ -20,8 +20,17 @@ export function parseWhen(text: string | undefined, nowMs: number, action: Sched
   const m = LOCAL.exec(t);
   if (m) {
     const [, y, mo, d, h, mi, s, ms] = m;
-    const local = new Date(Number(y), Number(mo) - 1, Number(d), Number(h ?? 0), Number(mi ?? 0), Number(s ?? 0), Number((ms ?? '').padEnd(3, '0')));
-    if (Number.isNaN(local.getTime()) || local.getDate() !== Number(d)) throw usageError(`invalid --scheduled ${JSON.stringify(t)}: not a date`);
+    const local = new Date(
+      Number(y),
+      Number(mo) - 1,
+      Number(d),
+      Number(h ?? 0),
+      Number(mi ?? 0),
+      Number(s ?? 0),
+      Number((ms ?? '').padEnd(3, '0')),
+    );
+    if (Number.isNaN(local.getTime()) || local.getDate() !== Number(d))
+      throw usageError(`invalid --scheduled ${JSON.stringify(t)}: not a date`);
     iso = local.toISOString();
   }
   const r = parseScheduledAt(iso, nowMs, action);

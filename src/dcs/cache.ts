@@ -12,9 +12,7 @@ import { KEY, memberNameOf } from './keys.ts';
 import { buildClusterView, type StoredKv } from './view.ts';
 
 /** One watch event on a relative key. `revision`: mod_revision of the put, revision of the delete. */
-export type KvChange =
-  | { type: 'put'; key: string; kv: StoredKv }
-  | { type: 'delete'; key: string; revision: string };
+export type KvChange = { type: 'put'; key: string; kv: StoredKv } | { type: 'delete'; key: string; revision: string };
 
 /** The DcsEvents caused by one key going from `before` to `after` (undefined = absent). */
 export function eventsForChange(key: string, before: StoredKv | undefined, after: StoredKv | undefined): DcsEvent[] {

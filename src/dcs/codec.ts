@@ -10,6 +10,7 @@ import type { FailoverRequest, HistoryEntry, LeaderStatus, SyncState } from '../
 import type { MemberData } from '../domain/member.ts';
 import { parseScheduledAt } from '../domain/schedule.ts';
 import { DATABASE_STATES } from '../domain/states.ts';
+import { memberFromReference } from './reference-member.ts';
 
 const int = () => v.pipe(v.number(), v.integer());
 
@@ -44,13 +45,13 @@ export const MemberDataSchema = v.looseObject({
   timeline: v.optional(int()),
   tags: v.optional(TagsSchema),
   pending_restart: v.optional(v.boolean()),
-  pending_restart_reason: v.optional(
-    v.record(v.string(), v.object({ old_value: v.string(), new_value: v.string() })),
-  ),
+  pending_restart_reason: v.optional(v.record(v.string(), v.object({ old_value: v.string(), new_value: v.string() }))),
   scheduled_restart: v.optional(ScheduledRestartSchema),
   pause: v.optional(v.boolean()),
   not_streaming_since: v.optional(v.string()),
   diverged: v.optional(v.string()),
+  failure: v.optional(v.string()),
+  switchover_refused: v.optional(v.object({ at: v.string(), reason: v.string() })),
 });
 
 /** Schema of `status`. */
@@ -78,8 +79,7 @@ function scheduledAtProblem(text: string): string | undefined {
   return parsed.status === 400 ? 'has no timezone offset' : 'is not an ISO 8601 date-time';
 }
 
-const failoverString = (field: string) =>
-  v.string((i) => `${field}: must be a string, got ${shown(i.input)}`);
+const failoverString = (field: string) => v.string((i) => `${field}: must be a string, got ${shown(i.input)}`);
 
 /**
  * Schema of a `failover` value: a JSON object whose `leader` and `member`, when present, are
@@ -111,13 +111,7 @@ export const SyncSchema = v.looseObject({
   quorum: v.optional(int()),
 });
 
-const HistoryEntrySchema = v.tuple([
-  int(),
-  int(),
-  v.string(),
-  v.optional(v.nullable(v.string())),
-  v.optional(v.nullable(v.string())),
-]);
+const HistoryEntrySchema = v.tuple([int(), int(), v.string(), v.optional(v.nullable(v.string())), v.optional(v.nullable(v.string()))]);
 
 /** Schema of `history`: a list of `[timeline, switch_lsn, reason, timestamp?, new_leader?]`. */
 export const HistorySchema = v.array(HistoryEntrySchema);
@@ -128,10 +122,14 @@ export const ConfigSchema = v.record(v.string(), v.unknown());
 /** Schema of `failsafe`: member name -> api_url. */
 export const FailsafeSchema = v.record(v.string(), v.string());
 
-function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOutput<S> | undefined {
+function parseJson<S extends v.GenericSchema>(
+  schema: S,
+  raw: string,
+  read: (d: unknown) => unknown = (d) => d,
+): v.InferOutput<S> | undefined {
   let data: unknown;
   try {
-    data = JSON.parse(raw);
+    data = read(JSON.parse(raw));
   } catch {
     return undefined;
   }
@@ -141,9 +139,13 @@ function parseJson<S extends v.GenericSchema>(schema: S, raw: string): v.InferOu
   return r.success ? r.output : undefined;
 }
 
-/** Parses `members/<name>`; undefined when it is not valid member data. */
+/**
+ * Parses `members/<name>`; undefined when it is not valid member data. A member key of the
+ * reference is read in our words (reference-member.ts: `role: master` → `primary`, `creating
+ * replica` → `creating_replica`, …).
+ */
 export function decodeMember(raw: string): MemberData | undefined {
-  return parseJson(MemberDataSchema, raw) as MemberData | undefined;
+  return parseJson(MemberDataSchema, raw, memberFromReference) as MemberData | undefined;
 }
 
 /** Parses `leader` (plain text member name); undefined when empty. */

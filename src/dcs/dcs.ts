@@ -11,7 +11,7 @@
  *   are attached to it; the lease is kept alive only by `keepalive()` (called each HA loop), never
  *   by a background timer, so a frozen agent loses its keys after ttl;
  * - `close()` revokes the lease before closing the client (etcd3's close() alone does not stop
- *   keepalive streams: stack.md §2.3);
+ *   keepalive streams: stack.md §2.3), unless asked to keep it (`keepLease`: it then expires);
  * - the view is a cache of the whole prefix: one range read, then one watch from the returned
  *   revision; watch events update the cache and are emitted as DcsEvents.
  */
@@ -84,8 +84,13 @@ export interface Dcs {
    */
   start(opts?: { lease?: boolean; watch?: boolean }): Promise<void>;
 
-  /** Revokes the lease (deleting this member's keys, and the leader key if held), then closes. */
-  close(): Promise<void>;
+  /**
+   * Revokes the lease (deleting this member's keys, and the leader key if held), then closes.
+   * `keepLease`: closes without revoking, so the member key and the leader key stay until the
+   * lease expires (ttl), as the reference leaves them when it stops in pause; the agent that runs
+   * on this member next adopts the leader key (LeaderLock.adopt).
+   */
+  close(opts?: { keepLease?: boolean }): Promise<void>;
 
   /** The cached view. Synchronous and cheap: safe in HTTP handlers and metrics. */
   view(): ClusterView;
@@ -174,8 +179,12 @@ export interface Dcs {
    */
   initialize(sysid: string, opts: { create: boolean }): Promise<boolean>;
 
-  /** Deletes `initialize` (bootstrap failed). */
-  cancelInitialize(): Promise<void>;
+  /**
+   * Deletes `initialize` while it is still empty (a bootstrap that failed before its winner wrote
+   * the system identifier): compare-and-delete on the value ''. False when the key holds a system
+   * identifier or is gone.
+   */
+  cancelInitialize(): Promise<boolean>;
 
   /**
    * Writes `config` (compact JSON). With `expectedRevision`: compare-and-set on mod_revision

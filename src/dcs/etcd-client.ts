@@ -58,8 +58,7 @@ export function createEtcdClient(hosts: string[], security?: EtcdSecurity): Etcd
       : {}),
     ...(security?.auth ? { auth: { username: security.auth.username, password: security.auth.password } } : {}),
     faultHandling: {
-      host: () =>
-        circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 500, breaker: new ConsecutiveBreaker(3) }),
+      host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 500, breaker: new ConsecutiveBreaker(3) }),
       global: retry(handleWhen(isRecoverableError), { maxAttempts: 1 }),
       // Typed IBackoff, but etcd3 calls `.next()` on it as a factory at runtime (stack.md §2.5).
       watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1000 }) as unknown as IBackoff<unknown>,
@@ -91,7 +90,10 @@ export function errorMessage(err: unknown): string {
 export function plainEtcdError(err: unknown): string {
   if (isBrokenCircuitError(err)) return 'no etcd host answered (each is tried again 0.5 s after it failed)';
   let m = err instanceof Error ? err.message : String(err);
-  m = m.replace(/\s*Resolution note:[\s\S]*$/, '').replace(/ \(\d{4}-\d\d-\d\dT[^)]*\)/g, '').replace(/^\d+ [A-Z_]+: /, '');
+  m = m
+    .replace(/\s*Resolution note:[\s\S]*$/, '')
+    .replace(/ \(\d{4}-\d\d-\d\dT[^)]*\)/g, '')
+    .replace(/^\d+ [A-Z_]+: /, '');
   const refused = /connect ECONNREFUSED (\S+)/.exec(m);
   if (refused) return `connection refused by ${refused[1]!.replace(/[.,;]$/, '')}`;
   const unreachable = /connect (EHOSTUNREACH|ENETUNREACH|ETIMEDOUT) (\S+)/.exec(m);
@@ -116,10 +118,7 @@ export async function boundedCall<T>(
   const deadline = new Date(Date.now() + timeoutMs);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new DcsError('dcs_unavailable', `etcd did not answer ${what} within ${timeoutMs} ms`)),
-      timeoutMs + 50,
-    );
+    timer = setTimeout(() => reject(new DcsError('dcs_unavailable', `etcd did not answer ${what} within ${timeoutMs} ms`)), timeoutMs + 50);
   });
   // The open circuit hides why the host failed (an unknown CA, a refused client certificate):
   // keep the last real failure and name it.
@@ -133,7 +132,10 @@ export async function boundedCall<T>(
         if (!isBrokenCircuitError(err)) lastReal = err;
         const left = deadline.getTime() - Date.now();
         if (!isNotSentError(err) || left <= RETRY_PAUSE_MS) {
-          const why = isBrokenCircuitError(err) && lastReal !== undefined ? `${plainEtcdError(err)}; the last failure: ${plainEtcdError(lastReal)}` : plainEtcdError(err);
+          const why =
+            isBrokenCircuitError(err) && lastReal !== undefined
+              ? `${plainEtcdError(err)}; the last failure: ${plainEtcdError(lastReal)}`
+              : plainEtcdError(err);
           throw new DcsError('dcs_unavailable', `etcd ${what} failed: ${why}`, { cause: err });
         }
         await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));

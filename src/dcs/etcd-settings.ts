@@ -7,23 +7,15 @@
 import { readTlsFiles } from '../net/tls-files.ts';
 import { securedHosts, type EtcdSecurity } from './etcd-client.ts';
 
-/** The etcd settings of ha.yml's `etcd3` section (src/config's Etcd3Config is one); file paths of PEM files. */
-export interface EtcdSettings {
-  /** etcd endpoints as `host:port`, at least one. */
-  hosts: string[];
-  /** `https` when `cacert` or `cert` is set, else `http`, unless given. */
-  protocol?: 'http' | 'https';
-  /** PEM CA bundle verifying etcd's certificate. */
-  cacert?: string;
-  /** PEM client certificate (etcd `--client-cert-auth`). */
-  cert?: string;
-  /** PEM private key of `cert`. */
-  key?: string;
-  /** etcd user (etcd `auth enable`). */
-  username?: string;
-  /** Its password (secret). */
-  password?: string;
-}
+/**
+ * The etcd settings this module reads, as ha.yml's `etcd3` section has them (src/config's
+ * Etcd3Config is one): the endpoints (`host:port`), the protocol (`https` when `cacert` or `cert`
+ * is set, unless given), the paths of the PEM files (CA bundle, client certificate for etcd's
+ * `--client-cert-auth`, its key) and the etcd user with its password (secret).
+ */
+export type EtcdSettings = { hosts: string[]; protocol?: 'http' | 'https' } & Partial<
+  Record<'cacert' | 'cert' | 'key' | 'username' | 'password', string>
+>;
 
 /**
  * Reads the files named by `etcd3.cacert`, `etcd3.cert`, `etcd3.key`.

@@ -111,7 +111,7 @@ export class EtcdDcs implements Dcs {
    * Revokes the lease (deadline-bounded), cancels the watch and closes the client. Resolves even
    * when etcd cannot be reached (the lease then expires after ttl): shutdown must not hang.
    */
-  async close(): Promise<void> {
+  async close(opts: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.watchWanted = false;
@@ -120,7 +120,7 @@ export class EtcdDcs implements Dcs {
     this.lease = undefined;
     this.leaseId = undefined;
     this.keepalives.close();
-    if (lease) {
+    if (lease && opts.keepLease !== true) {
       await boundedCall('lease revoke', this.retryTimeoutMs, (deadline) => lease.revoke({ deadline })).catch(() => {});
     }
     const w = this.watcher;
@@ -201,7 +201,8 @@ export class EtcdDcs implements Dcs {
     if (res.succeeded && kv) return { acquired: true, createRevision: String(kv.create_revision) };
     const holder = kv ? kv.value.toString('utf8') : undefined;
     // A repeated attempt after an ambiguous failure may find our own key: that is a win.
-    if (kv && holder === this.name && String(kv.lease) === this.leaseId) return { acquired: true, createRevision: String(kv.create_revision) };
+    if (kv && holder === this.name && String(kv.lease) === this.leaseId)
+      return { acquired: true, createRevision: String(kv.create_revision) };
     return { acquired: false, holder: holder || undefined };
   }
 
@@ -306,9 +307,12 @@ export class EtcdDcs implements Dcs {
     return res.succeeded;
   }
 
-  async cancelInitialize(): Promise<void> {
+  async cancelInitialize(): Promise<boolean> {
     const key = this.abs(KEY.initialize);
-    await this.call('initialize delete', (deadline) => this.client.delete().key(key).options({ deadline }).exec());
+    const res = await this.call('initialize delete', (deadline) =>
+      this.client.if(key, 'Value', '==', '').then(this.client.delete().key(key)).options({ deadline }).commit(),
+    );
+    return res.succeeded;
   }
 
   async setConfig(value: Record<string, unknown>, expectedRevision?: string): Promise<boolean> {

@@ -50,9 +50,12 @@ export class KeepaliveStream {
         reject(new GRPCUnavailableError('lease keepalive: the stream ended before the request was sent'));
         return;
       }
-      const timer = setTimeout(() => {
-        this.drop(stream, new GRPCDeadlineExceededError('lease keepalive: no answer before the deadline'));
-      }, Math.max(0, deadline.getTime() - Date.now()));
+      const timer = setTimeout(
+        () => {
+          this.drop(stream, new GRPCDeadlineExceededError('lease keepalive: no answer before the deadline'));
+        },
+        Math.max(0, deadline.getTime() - Date.now()),
+      );
       list.push({ resolve, reject, timer });
       try {
         stream.write({ ID: leaseId });
@@ -105,10 +108,13 @@ export class KeepaliveStream {
     const opening = this.opening;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        if (this.opening === opening) this.opening = undefined;
-        reject(new GRPCDeadlineExceededError('lease keepalive: no stream before the deadline'));
-      }, Math.max(0, deadline.getTime() - Date.now()));
+      timer = setTimeout(
+        () => {
+          if (this.opening === opening) this.opening = undefined;
+          reject(new GRPCDeadlineExceededError('lease keepalive: no stream before the deadline'));
+        },
+        Math.max(0, deadline.getTime() - Date.now()),
+      );
     });
     return Promise.race([opening, late]).finally(() => clearTimeout(timer));
   }

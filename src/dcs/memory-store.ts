@@ -25,9 +25,7 @@ export interface InMemoryStoreOptions {
 }
 
 /** One write seen by a watch: absolute key, new value (undefined for a delete), revision. */
-export type StoreChange =
-  | { type: 'put'; key: string; kv: StoredKv }
-  | { type: 'delete'; key: string; revision: string };
+export type StoreChange = { type: 'put'; key: string; kv: StoredKv } | { type: 'delete'; key: string; revision: string };
 
 /** A client registered for partition simulation. */
 export interface StoreClientHandle {

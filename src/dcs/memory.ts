@@ -88,10 +88,10 @@ export class InMemoryDcs implements Dcs {
     }
   }
 
-  async close(): Promise<void> {
+  async close(opts: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     try {
-      if (this.leaseId && this.store.isReachable(this.name)) this.store.revokeLease(this.leaseId);
+      if (this.leaseId && opts.keepLease !== true && this.store.isReachable(this.name)) this.store.revokeLease(this.leaseId);
     } finally {
       this.closed = true;
       this.leaseId = undefined;
@@ -193,8 +193,13 @@ export class InMemoryDcs implements Dcs {
     });
   }
 
-  async cancelInitialize(): Promise<void> {
-    await this.call(() => this.store.delete(this.abs(KEY.initialize)));
+  async cancelInitialize(): Promise<boolean> {
+    return this.call(() => {
+      const key = this.abs(KEY.initialize);
+      if (this.store.get(key)?.value !== '') return false;
+      this.store.delete(key);
+      return true;
+    });
   }
 
   async setConfig(value: Record<string, unknown>, expectedRevision?: string): Promise<boolean> {

@@ -33,6 +33,8 @@ export interface ClusterMemberDocument {
   not_streaming_since?: string;
   /** Ours: why this member's WAL diverged from the leader's timeline (it does not run as a replica). */
   diverged?: string;
+  /** Ours: the last failed database action and why (`<action> failed: <reason>`). */
+  failure?: string;
   /** Non-leaders only: `X/Y` text or "unknown"; lags in bytes = status.optime − LSN, floored at 0. */
   receive_lag?: LagValue;
   receive_lsn?: string;
@@ -90,6 +92,7 @@ function memberDocument(m: Member, view: ClusterView, mode: 'off' | 'on' | 'quor
   if (d.scheduled_restart !== undefined) out.scheduled_restart = d.scheduled_restart;
   if (d.not_streaming_since !== undefined) out.not_streaming_since = d.not_streaming_since;
   if (d.diverged !== undefined) out.diverged = d.diverged;
+  if (d.failure !== undefined) out.failure = d.failure;
   if (role !== 'leader' && role !== 'standby_leader') {
     const optime = view.status?.optime;
     const [receiveLag, receiveLsn] = lagAndLsn(optime, d.receive_lsn);

@@ -30,7 +30,9 @@ export const DIALECT_NAMES: Readonly<Record<ConfigDialect, { section: string; re
  * the reference's (patroni.md §4.2: `use_pg_rewind` false; `remove_data_directory_on_rewind_failure`
  * false).
  */
-export const DIALECT_DEFAULTS: Readonly<Record<ConfigDialect, Readonly<Record<'use_db_rewind' | 'remove_data_directory_on_rewind_failure', boolean>>>> = {
+export const DIALECT_DEFAULTS: Readonly<
+  Record<ConfigDialect, Readonly<Record<'use_db_rewind' | 'remove_data_directory_on_rewind_failure', boolean>>>
+> = {
   native: { use_db_rewind: true, remove_data_directory_on_rewind_failure: true },
   patroni: { use_db_rewind: false, remove_data_directory_on_rewind_failure: false },
 };
@@ -101,7 +103,9 @@ export function renameDocument(doc: Record<string, unknown>, from: ConfigDialect
   const fromSection = DIALECT_NAMES[from].section;
   if (from === to || !Object.hasOwn(doc, fromSection) || Object.hasOwn(doc, DIALECT_NAMES[to].section)) return { ...doc };
   return Object.fromEntries(
-    Object.entries(doc).map(([k, v]) => (k === fromSection ? [DIALECT_NAMES[to].section, isObject(v) ? renameSection(v, from, to) : v] : [k, v])),
+    Object.entries(doc).map(([k, v]) =>
+      k === fromSection ? [DIALECT_NAMES[to].section, isObject(v) ? renameSection(v, from, to) : v] : [k, v],
+    ),
   );
 }
 
@@ -139,9 +143,10 @@ export function readAsNative(doc: unknown): unknown {
   if (!isObject(doc) || storedDialect(doc) === 'native') return doc;
   // A native-named rewind switch inside the reference's section is not read (it is reported).
   const pg = doc['postgresql'];
-  const source = isObject(pg) && Object.hasOwn(pg, DIALECT_NAMES.native.rewind)
-    ? { ...doc, postgresql: Object.fromEntries(Object.entries(pg).filter(([k]) => k !== DIALECT_NAMES.native.rewind)) }
-    : doc;
+  const source =
+    isObject(pg) && Object.hasOwn(pg, DIALECT_NAMES.native.rewind)
+      ? { ...doc, postgresql: Object.fromEntries(Object.entries(pg).filter(([k]) => k !== DIALECT_NAMES.native.rewind)) }
+      : doc;
   const out = renameDocument(source, 'patroni', 'native');
   const section = out['database'];
   if (section === null) out['database'] = {};

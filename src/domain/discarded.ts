@@ -309,7 +309,13 @@ export interface Receipt {
 }
 
 /** Builds the receipt of `plan` from what `builder` read. */
-export function buildReceipt(member: string, atMs: number, plan: DiscardPlan, builder: ReceiptBuilder, extra: { relationNames?: Record<string, string>; error?: string } = {}): Receipt {
+export function buildReceipt(
+  member: string,
+  atMs: number,
+  plan: DiscardPlan,
+  builder: ReceiptBuilder,
+  extra: { relationNames?: Record<string, string>; error?: string } = {},
+): Receipt {
   return {
     version: 1,
     member,

@@ -68,6 +68,32 @@ export interface DynamicConfig {
   [other: string]: unknown;
 }
 
+/**
+ * The durations of a dynamic configuration in ms. The DCS document carries them in seconds (the
+ * reference's keys ttl, loop_wait, retry_timeout); the agent, the API and hactl compute in ms and
+ * read them from here (`timingOf`): the one place these seconds become ms.
+ */
+export interface Timing {
+  /** Lease TTL of the leader lock and member keys. */
+  readonly ttlMs: number;
+  /** Period of the HA loop. */
+  readonly loopWaitMs: number;
+  /** Budget of every DCS and PostgreSQL call. */
+  readonly retryTimeoutMs: number;
+}
+
+const timings = new WeakMap<object, Timing>();
+
+/** The durations of `config` in ms, converted once per configuration object (configurations are replaced, never changed in place). */
+export function timingOf(config: Pick<DynamicConfig, 'ttl' | 'loop_wait' | 'retry_timeout'>): Timing {
+  let t = timings.get(config);
+  if (!t) {
+    t = { ttlMs: config.ttl * 1000, loopWaitMs: config.loop_wait * 1000, retryTimeoutMs: config.retry_timeout * 1000 };
+    timings.set(config, t);
+  }
+  return t;
+}
+
 /** Defaults of the issue and of the reference: ttl 30, loop_wait 10, retry_timeout 10, 1 MiB lag. */
 export const DYNAMIC_DEFAULTS: DynamicConfig = {
   ttl: 30,

@@ -65,7 +65,11 @@ export function parseFailsafeRequest(body: Record<string, unknown>): FailsafeReq
 }
 
 /** What a member answers to POST /failsafe (patroni.md §1.9). */
-export type FailsafeAnswer = { status: 200; text: 'Accepted' } | { status: 500; text: 'Running as a leader' } | { status: 502; text: string } | { status: 400; text: string };
+export type FailsafeAnswer =
+  | { status: 200; text: 'Accepted' }
+  | { status: 500; text: 'Running as a leader' }
+  | { status: 502; text: string }
+  | { status: 400; text: string };
 
 /**
  * The answer of a member to a POST /failsafe: 502 when failsafe mode is off; 400 for a bad body;
@@ -95,7 +99,13 @@ export function answerFailsafe(
  *   still run as the leader on it (finding 10b, docs/simulation.md);
  * - the `failsafe` key is not empty and does not list it (patroni.md §3.3).
  */
-export function failsafeRaceVeto(i: { name: string; config: Pick<DynamicConfig, 'failsafe_mode'>; view: ClusterView; acceptedLeader?: string; restartGraceMs?: number }): string | undefined {
+export function failsafeRaceVeto(i: {
+  name: string;
+  config: Pick<DynamicConfig, 'failsafe_mode'>;
+  view: ClusterView;
+  acceptedLeader?: string;
+  restartGraceMs?: number;
+}): string | undefined {
   if (i.config.failsafe_mode !== true) return undefined;
   if (i.acceptedLeader !== undefined && i.acceptedLeader !== i.name) {
     return `${i.acceptedLeader} runs as the leader in failsafe mode (it called POST /failsafe less than ttl ago)`;
@@ -117,7 +127,10 @@ export function failsafeListed(config: Pick<DynamicConfig, 'failsafe_mode'>, vie
 }
 
 /** The members a failsafe round calls: every entry of the key except the leader itself. Undefined when the key does not list the leader. */
-export function failsafeTargets(failsafe: Record<string, string> | undefined, self: string): { name: string; apiUrl: string }[] | undefined {
+export function failsafeTargets(
+  failsafe: Record<string, string> | undefined,
+  self: string,
+): { name: string; apiUrl: string }[] | undefined {
   if (!failsafe || !Object.hasOwn(failsafe, self)) return undefined;
   return Object.entries(failsafe)
     .filter(([name]) => name !== self)

@@ -5,9 +5,16 @@
  * shared/docs/dcs-layout.md; each result carries the one sentence the cycle logs.
  */
 import { clusterTimeline, type ClusterView } from './cluster.ts';
-import type { DynamicConfig } from './dynamic-config.ts';
+import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
-import { isEligibleCandidate, isHealthiest, publishedPositions, type PeerStatus } from './leader-race.ts';
+import {
+  candidateRefusal,
+  isEligibleCandidate,
+  isHealthiest,
+  publishedPositions,
+  type CandidateOptions,
+  type PeerStatus,
+} from './leader-race.ts';
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
@@ -112,6 +119,12 @@ export interface CycleInput {
   rewindFailure?: RewindFailure;
   /** This agent won the `initialize` race in this process lifetime. */
   initializedByMe: boolean;
+  /**
+   * The bootstrap this member won failed (initdb, the custom bootstrap or its first start):
+   * `<action> failed: <reason>`. The `initialize` key is then given back (as the reference's
+   * cancel_initialization), so the cluster bootstraps once the cause is fixed.
+   */
+  bootstrapFailed?: string;
   /** System identifier of the local data, when known. */
   sysid?: string;
   tags: Tags;
@@ -128,6 +141,8 @@ export interface CycleInput {
 export type CycleAction =
   | { kind: 'bootstrap' }
   | { kind: 'finishBootstrap' }
+  /** The bootstrap this member won failed: delete the `initialize` key it holds (still empty), so the race can run again. */
+  | { kind: 'cancelBootstrap' }
   | { kind: 'clone'; from: string }
   /** `remote`: the standby leader of a standby cluster, streaming from `standby_cluster` host:port. */
   | { kind: 'start'; role: 'primary' | 'replica'; leader?: string; remote?: true }
@@ -142,7 +157,8 @@ export type CycleAction =
   /** The standby leader: point primary_conninfo (and slot, recovery settings) at the `standby_cluster` remote. */
   | { kind: 'followRemote' }
   | { kind: 'leaderDuties' }
-  | { kind: 'clearFailover' }
+  /** `refused`: why the leader refused the request (published in its member key for the API's answer). */
+  | { kind: 'clearFailover'; refused?: string }
   /** Stop the local database (a replica whose WAL diverged from the leader's timeline). */
   | { kind: 'stop'; reason: string }
   /** Delete a leader key naming a member that has had no member key for longer than ttl. */
@@ -238,7 +254,7 @@ function leaderIsPrimary(view: ClusterView): boolean {
  * The leader may be followed: running as primary, or in a standby cluster running as the standby
  * leader (or still as primary, while a demote-cluster is under way).
  */
-function leaderReady(view: ClusterView, standby: boolean): boolean {
+export function leaderReady(view: ClusterView, standby: boolean): boolean {
   if (!standby) return leaderIsPrimary(view);
   const leader = view.leader?.name;
   const m = view.members.find((x) => x.name === leader);
@@ -252,7 +268,8 @@ function remoteText(sc: StandbyClusterConfig): string {
 
 /** Below this long without streaming, a replica following its leader is given time (ms). */
 export function notStreamingGraceMs(config: DynamicConfig): number {
-  return Math.max(2 * config.loop_wait, config.retry_timeout) * 1000;
+  const { loopWaitMs, retryTimeoutMs } = timingOf(config);
+  return Math.max(2 * loopWaitMs, retryTimeoutMs);
 }
 
 /**
@@ -287,193 +304,325 @@ export function ghostSighting(previous: GhostSighting | undefined, view: Cluster
   return { name: key.name, revision: key.revision, sinceMs: seenMs };
 }
 
-/** The decision of one HA cycle. */
+/** What every phase of decideCycle reads besides the input. */
+interface CycleContext {
+  paused: boolean;
+  /** This agent holds the leader lock (CycleInput.holdsLock). */
+  iLead: boolean;
+  /** The leader: this member when it holds the lock, else the view's leader key. */
+  leader: string | undefined;
+  /**
+   * A standby cluster (docs/ha.md "Standby cluster"): its leader replicates from the remote and
+   * is never promoted; its other members follow the standby leader without divergence checks
+   * (the remote's timelines are not described by this cluster's history key).
+   */
+  sc: StandbyClusterConfig | undefined;
+  standby: boolean;
+}
+
+/**
+ * The decision of one HA cycle: the first phase that decides, in the reference's order
+ * (patroni.md §3.2): the DCS, an effect in progress, a lock this agent released, an empty data
+ * directory, another cluster's data, the bootstrap winner, a ghost leader key, a stopped
+ * database, the leader race, the lock holder, a replica.
+ */
 export function decideCycle(i: CycleInput): CycleDecision {
-  const { name, view, config, db } = i;
-  const paused = config.pause === true;
-  const iLead = i.holdsLock;
-  const leader = iLead ? name : view.leader?.name;
-  // A standby cluster (docs/ha.md "Standby cluster"): its leader replicates from the remote and
-  // is never promoted; its other members follow the standby leader without divergence checks
-  // (the remote's timelines are not described by this cluster's history key).
-  const sc = standbyClusterOf(config);
-  const standby = sc !== undefined;
+  const sc = standbyClusterOf(i.config);
+  const c: CycleContext = {
+    paused: i.config.pause === true,
+    iLead: i.holdsLock,
+    leader: i.holdsLock ? i.name : i.view.leader?.name,
+    sc,
+    standby: sc !== undefined,
+  };
+  return (
+    whileDcsDown(i, c) ??
+    whileBusy(i, c) ??
+    afterFailedBootstrap(i, c) ??
+    onReleasedLock(i, c) ??
+    withoutData(i, c) ??
+    otherSystem(i) ??
+    afterBootstrap(i, c) ??
+    onGhostLeader(i, c) ??
+    whileStopped(i, c) ??
+    (!c.leader ? leaderRace(i, c) : c.iLead ? asLockHolder(i, c) : asReplica(i, c.leader))
+  );
+}
 
-  if (!i.dcsOk) {
-    if (!paused && db.role === 'primary' && db.state === 'running') {
-      if (i.failsafeAccepted === true) return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
-      return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
-    }
-    return d('DCS is not accessible');
+/** The DCS did not answer this cycle: a running primary demotes, unless failsafe mode keeps it. */
+function whileDcsDown(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.dcsOk) return undefined;
+  if (!c.paused && i.db.role === 'primary' && i.db.state === 'running') {
+    if (i.failsafeAccepted === true)
+      return d('continue to run as a leader because failsafe mode is enabled and all members are accessible');
+    return d('demoted self because DCS is not accessible and I was a leader', { kind: 'demote', mode: 'offline', releaseLock: false });
   }
+  return d('DCS is not accessible');
+}
 
-  if (db.busy) {
-    if (iLead && i.lockRenewal === 'failed' && db.role === 'primary') {
-      return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    return d(`${db.state} in progress`);
+/** An effect runs: wait, except that a primary whose lock renewal failed demotes at once. */
+function whileBusy(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (!i.db.busy) return undefined;
+  if (c.iLead && i.lockRenewal === 'failed' && i.db.role === 'primary') {
+    return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
+  return d(`${i.db.state} in progress`);
+}
 
-  // The view names this member, but this agent released or lost that lock: the view is stale
-  // (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
-  // follow it: a released lock is won back only through the leader race.
-  if (!iLead && leader === name) {
-    if (db.role === 'primary' && db.state === 'running') {
-      return d('demoting self because I do not hold the leader lock the view shows for me', { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    return d('the leader key still names me but I released or lost it: waiting for it to clear');
+/**
+ * The bootstrap this member won failed and nobody leads: the `initialize` key it holds (still
+ * empty: no system identifier published) is given back, with the reason in the log; the race
+ * runs again after the start back-off, so the cluster bootstraps once the cause is fixed
+ * (issue 30, item 1; the reference's cancel_initialization).
+ */
+function afterFailedBootstrap(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.bootstrapFailed === undefined || !i.initializedByMe || i.view.initialize !== '' || c.leader || c.sc) return undefined;
+  return d(`removing initialize key after failed attempt to bootstrap the cluster: ${i.bootstrapFailed}`, { kind: 'cancelBootstrap' });
+}
+
+/**
+ * The view names this member, but this agent released or lost that lock: the view is stale
+ * (the delete has not reached the cache yet) or the key is not ours. Never lead on it, never
+ * follow it: a released lock is won back only through the leader race.
+ */
+function onReleasedLock(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (c.iLead || c.leader !== i.name) return undefined;
+  if (i.db.role === 'primary' && i.db.state === 'running') {
+    return d('demoting self because I do not hold the leader lock the view shows for me', {
+      kind: 'demote',
+      mode: 'immediate',
+      releaseLock: false,
+    });
   }
+  return d('the leader key still names me but I released or lost it: waiting for it to clear');
+}
 
-  if (!i.hasData) {
-    if (iLead) return d('released leader key voluntarily as data dir empty and currently leader', { kind: 'releaseLock' });
-    if (leader) {
-      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-      }
-      const from = cloneSource(view, name) ?? leader;
-      return d(`trying to bootstrap from ${from === leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
+/** An empty data directory: release the lock, clone from the leader, win the bootstrap race, or wait. */
+function withoutData(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (i.hasData) return undefined;
+  const { view, name } = i;
+  if (c.iLead) return d('released leader key voluntarily as data dir empty and currently leader', { kind: 'releaseLock' });
+  if (c.leader) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
-    if (view.initialize === undefined && !paused && mayPromote(i.tags)) {
-      if (sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
-      return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
-    }
-    // This agent won the race of a standby cluster and its clone from the remote failed: clone again.
-    if (sc && i.initializedByMe && view.initialize === '' && !paused) {
-      if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-        return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-      }
-      return d(`trying again to bootstrap the standby cluster from ${remoteText(sc)}`, { kind: 'bootstrap' });
-    }
-    return d('waiting for leader to bootstrap');
+    const from = cloneSource(view, name) ?? c.leader;
+    return d(`trying to bootstrap from ${from === c.leader ? 'leader' : 'replica'} '${from}'`, { kind: 'clone', from });
   }
-
-  if (i.sysid && view.initialize && view.initialize !== i.sysid) {
-    return d(`system identifier ${i.sysid} differs from the cluster's ${view.initialize}: not joining`);
+  if (view.initialize === undefined && !c.paused && mayPromote(i.tags)) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`bootstrap failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
+    if (c.sc) return d(`trying to bootstrap a new standby cluster from ${remoteText(c.sc)}`, { kind: 'bootstrap' });
+    return d('trying to bootstrap a new cluster', { kind: 'bootstrap' });
   }
+  // This agent won the race of a standby cluster and its clone from the remote failed: clone again.
+  if (c.sc && i.initializedByMe && view.initialize === '' && !c.paused) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
+    return d(`trying again to bootstrap the standby cluster from ${remoteText(c.sc)}`, { kind: 'bootstrap' });
+  }
+  return d('waiting for leader to bootstrap');
+}
 
-  // The bootstrap winner's database runs: publish the identifier and the configuration, take the lock.
-  if (i.initializedByMe && !leader && db.state === 'running' && (db.role === 'primary' || (standby && db.role === 'replica')) && view.initialize === '') {
+/** Data of another cluster (another system identifier): never joins. */
+function otherSystem(i: CycleInput): CycleDecision | undefined {
+  if (i.sysid && i.view.initialize && i.view.initialize !== i.sysid) {
+    return d(`system identifier ${i.sysid} differs from the cluster's ${i.view.initialize}: not joining`);
+  }
+  return undefined;
+}
+
+/** The bootstrap winner's database runs: publish the identifier and the configuration, take the lock. */
+function afterBootstrap(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  const { db } = i;
+  if (
+    i.initializedByMe &&
+    !c.leader &&
+    db.state === 'running' &&
+    (db.role === 'primary' || (c.standby && db.role === 'replica')) &&
+    i.view.initialize === ''
+  ) {
     return d('initialized a new cluster', { kind: 'finishBootstrap' });
   }
+  return undefined;
+}
 
-  // A leader key naming a member that has no member key: nobody renews it as a live agent would
-  // (the member key shares the holder's lease and is re-published every cycle). After ttl it is
-  // deleted with a compare-and-set on its revision, and the race follows (docs/ha.md).
-  if (!iLead && leader && !view.members.some((m) => m.name === leader)) {
-    const since = i.ghostLeaderSinceMs ?? i.nowMs;
-    const waitedMs = i.nowMs - since;
-    if (!paused && waitedMs >= config.ttl * 1000) {
-      return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, { kind: 'clearGhostLeader' });
-    }
-    const demote: CycleAction[] = db.role === 'primary' && db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
-    return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
-  }
-
-  if (!RUNNING_STATES.includes(db.state)) {
-    if (paused) {
-      if (iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
-      if (!i.demoted || !leader) return d('database is not running: paused, not starting it');
-    }
-    if (iLead) {
-      if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
-      if (sc) {
-        if (db.state === 'start_failed') return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
-        return d(`starting as the standby leader, replicating from ${remoteText(sc)}`, { kind: 'start', role: 'replica', remote: true });
-      }
-      if (db.state === 'start_failed' && db.role === 'primary') {
-        return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
-      }
-      // A data directory that last ran as a replica (a promotion cut short by a crash) starts as a
-      // replica and is promoted by the next cycle, so this leader makes its own timeline instead
-      // of writing on one another member made.
-      if (i.local && /recovery/.test(i.local.clusterState)) {
-        return d('starting as a replica to finish the promotion cut short', { kind: 'start', role: 'replica' });
-      }
-      return d('starting primary after failure', { kind: 'start', role: 'primary' });
-    }
-    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
-      return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
-    }
-    if (leader) {
-      if (!i.local) {
-        // A rewind that failed may leave pg_controldata unreadable: still no loop, and still wiped when allowed.
-        if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
-        return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
-      }
-      if (!leaderReady(view, standby)) return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
-      if (!standby) {
-        const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
-        if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
-        const fork = i.sameNumberFork;
-        if (verdict.kind === 'ok' && fork && fork.leader === leader && fork.timeline === leaderTimeline(view) && i.local.timeline === fork.timeline) {
-          return diverged(i, leader, sameNumberForkText(fork), false);
-        }
-        if (verdict.kind === 'unknown') {
-          if (i.local.clusterState === 'in production' && i.local.timeline !== 0 && i.local.timeline < leaderTimeline(view) && !historyPending(view)) {
-            return diverged(i, leader, verdict.reason, false);
-          }
-          return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
-        }
-      }
-      return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
-    }
-    return d('starting as a secondary (no leader)', { kind: 'start', role: 'replica' });
-  }
-
-  // The database runs.
-  if (!leader) {
-    const failover = view.failover?.value;
-    // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6).
-    if (paused && failover?.member !== name) return d('no leader: paused, no automatic failover');
-    const failsafeVeto = failsafeRaceVeto({
-      name,
-      config,
-      view,
-      ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}),
-      ...(i.failsafeRestartGraceMs !== undefined ? { restartGraceMs: i.failsafeRestartGraceMs } : {}),
+/**
+ * A leader key naming a member that has no member key: nobody renews it as a live agent would
+ * (the member key shares the holder's lease and is re-published every cycle). After ttl it is
+ * deleted with a compare-and-set on its revision, and the race follows (docs/ha.md).
+ */
+function onGhostLeader(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  const { leader } = c;
+  if (c.iLead || !leader || i.view.members.some((m) => m.name === leader)) return undefined;
+  const since = i.ghostLeaderSinceMs ?? i.nowMs;
+  const waitedMs = i.nowMs - since;
+  if (!c.paused && waitedMs >= timingOf(i.config).ttlMs) {
+    return d(`leader key names '${leader}', which has had no member key for ${Math.round(waitedMs / 1000)} s: clearing it`, {
+      kind: 'clearGhostLeader',
     });
-    if (failsafeVeto) {
-      if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
-      return d(`following no leader: ${failsafeVeto}`);
-    }
-    const verdict = isHealthiest({
-      self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
-      peers: i.peers,
-      published: publishedPositions(view.members, name),
-      leaderOptimeBytes: BigInt(view.status?.optime ?? 0),
-      maxLagBytes: config.maximum_lag_on_failover,
-      checkTimeline: config.check_timeline,
-      clusterTimeline: clusterTimeline(view),
-      ...(failover && (failover.member || failover.leader) ? { failover } : {}),
-      ...syncRule(i),
-      ...(config.failsafe_mode === true ? { failsafeListed: (n: string) => failsafeListed(config, view, n) } : {}),
-    });
-    if (verdict.healthy) {
-      if (standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });
-      return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
-    }
-    if (db.role === 'primary') {
-      return d(`demoting self because ${verdict.reason}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    return d(`following no leader: ${verdict.reason}`);
   }
+  const demote: CycleAction[] =
+    i.db.role === 'primary' && i.db.state === 'running' ? [{ kind: 'demote', mode: 'immediate', releaseLock: false }] : [];
+  return d(`leader key names '${leader}', which is not a member: not following it`, ...demote);
+}
 
-  if (iLead) {
-    if (i.lockRenewal === 'failed') {
-      if (paused) return d('continue to run as primary after failing to update leader lock in DCS');
-      return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
-    }
-    if (sc) return decideStandbyLeader(i, sc);
-    if (db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
-    if (view.failoverInvalid) {
-      return d(`ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'leaderDuties' });
-    }
-    const sw = decideSwitchover(i);
-    if (sw) return sw;
-    return d(`no action. I am (${name}), the leader with the lock`, { kind: 'leaderDuties' });
+/** The database does not run: in pause only a demoted member starts; else start as the lock holder or as a replica (after the back-off). */
+function whileStopped(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (RUNNING_STATES.includes(i.db.state)) return undefined;
+  if (c.paused) {
+    if (c.iLead) return d('removed leader lock because the database is not running', { kind: 'releaseLock' });
+    if (!i.demoted || !c.leader) return d('database is not running: paused, not starting it');
   }
+  if (c.iLead) return startAsLockHolder(i, c);
+  if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+    return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+  }
+  if (c.leader) return startAsReplica(i, c.leader, c.standby);
+  return d('starting as a secondary (no leader)', { kind: 'start', role: 'replica' });
+}
 
-  if (db.role === 'primary') {
+/** The lock holder's database does not run: start it as primary (or as the standby leader), or give the lock up. */
+function startAsLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
+  const { db } = i;
+  if (i.lockRenewal === 'failed') return d('not starting as primary: failed to update leader lock in DCS');
+  if (c.sc) {
+    if (db.state === 'start_failed')
+      return d('removed leader key after trying and failing to start the standby leader', { kind: 'releaseLock' });
+    return d(`starting as the standby leader, replicating from ${remoteText(c.sc)}`, { kind: 'start', role: 'replica', remote: true });
+  }
+  if (db.state === 'start_failed' && db.role === 'primary') {
+    return d('removed leader key after trying and failing to start the database', { kind: 'releaseLock' });
+  }
+  // A data directory that last ran as a replica (a promotion cut short by a crash) starts as a
+  // replica and is promoted by the next cycle, so this leader makes its own timeline instead
+  // of writing on one another member made.
+  if (i.local && /recovery/.test(i.local.clusterState)) {
+    return d('starting as a replica to finish the promotion cut short', { kind: 'start', role: 'replica' });
+  }
+  return d('starting primary after failure', { kind: 'start', role: 'primary' });
+}
+
+/** A stopped member with a leader: start as its replica once its data is known not to have diverged (docs/ha.md "Divergence"). */
+function startAsReplica(i: CycleInput, leader: string, standby: boolean): CycleDecision {
+  const { view } = i;
+  if (!i.local) {
+    // A rewind that failed may leave pg_controldata unreadable: still no loop, and still wiped when allowed.
+    if (rewindFailedFor(i, leader)) return diverged(i, leader, 'pg_controldata cannot be read after the failed rewind', false);
+    return d(`waiting to know where the local WAL ends (pg_controldata) before following ${leader}`);
+  }
+  if (!leaderReady(view, standby))
+    return d(`waiting for leader ${leader} to run as ${standby ? 'standby leader' : 'primary'} before following it`);
+  if (!standby) {
+    const verdict = checkDivergence(i.local, leaderTimeline(view), currentHistory(view));
+    if (verdict.kind === 'diverged') return diverged(i, leader, verdict.reason, false);
+    const fork = i.sameNumberFork;
+    if (
+      verdict.kind === 'ok' &&
+      fork &&
+      fork.leader === leader &&
+      fork.timeline === leaderTimeline(view) &&
+      i.local.timeline === fork.timeline
+    ) {
+      return diverged(i, leader, sameNumberForkText(fork), false);
+    }
+    if (verdict.kind === 'unknown') {
+      if (
+        i.local.clusterState === 'in production' &&
+        i.local.timeline !== 0 &&
+        i.local.timeline < leaderTimeline(view) &&
+        !historyPending(view)
+      ) {
+        return diverged(i, leader, verdict.reason, false);
+      }
+      return d(`waiting for the timeline history of leader ${leader} before following it: ${verdict.reason}`);
+    }
+  }
+  return d(`starting as a secondary of ${leader}`, { kind: 'start', role: 'replica', leader });
+}
+
+/**
+ * In pause, with no leader key and no manual failover naming another member: a running primary
+ * takes the leader lock when the cluster has no system identifier yet or it is this member's
+ * (the reference's rule: patroni 3.0.2 ha.py is_healthiest_node, "in pause leader is the
+ * healthiest only when no initialize or sysid matches with initialize"). Without it, a leader
+ * whose key expired while no agent ran on it (a takeover or an agent restart in pause slower
+ * than ttl, issue 26) stays without a leader key until the cluster is resumed, when the race may
+ * elect another member. A standby leader runs in recovery and never takes the lock this way.
+ */
+function pausedPrimaryRace(i: CycleInput, c: CycleContext): boolean {
+  if (c.standby || i.db.role !== 'primary' || i.db.state !== 'running') return false;
+  if (i.view.failover?.value.member !== undefined) return false;
+  return !i.view.initialize || i.sysid === i.view.initialize;
+}
+
+/** The database runs and there is no leader: the leader race (isHealthiest), unless paused or failsafe mode vetoes it. */
+function leaderRace(i: CycleInput, c: CycleContext): CycleDecision {
+  const { name, view, config, db } = i;
+  const failover = view.failover?.value;
+  // In pause only the candidate of a manual switchover/failover races (patroni.md §3.6), and a
+  // running primary of this cluster's data, which is the healthiest then (pausedPrimaryRace).
+  if (c.paused && failover?.member !== name) {
+    if (pausedPrimaryRace(i, c)) return d('paused: acquiring the leader lock as the running primary', { kind: 'acquireLock' });
+    return d('no leader: paused, no automatic failover');
+  }
+  const failsafeVeto = failsafeRaceVeto({
+    name,
+    config,
+    view,
+    ...(i.failsafeLeader !== undefined ? { acceptedLeader: i.failsafeLeader } : {}),
+    ...(i.failsafeRestartGraceMs !== undefined ? { restartGraceMs: i.failsafeRestartGraceMs } : {}),
+  });
+  if (failsafeVeto) {
+    if (db.role === 'primary') return d(`demoting self because ${failsafeVeto}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
+    return d(`following no leader: ${failsafeVeto}`);
+  }
+  const verdict = isHealthiest({
+    self: { name, walBytes: i.walBytes, timeline: i.timeline, tags: i.tags },
+    peers: i.peers,
+    published: publishedPositions(view.members, name),
+    leaderOptimeBytes: BigInt(view.status?.optime ?? 0),
+    maxLagBytes: config.maximum_lag_on_failover,
+    checkTimeline: config.check_timeline,
+    clusterTimeline: clusterTimeline(view),
+    ...(failover && (failover.member || failover.leader) ? { failover } : {}),
+    ...syncRule(i),
+    ...(config.failsafe_mode === true ? { failsafeListed: (n: string) => failsafeListed(config, view, n) } : {}),
+  });
+  if (verdict.healthy) {
+    if (c.standby) return d(`acquiring the leader lock as the standby leader: ${verdict.reason}`, { kind: 'acquireLock' });
+    return d(`acquiring the leader lock: ${verdict.reason}`, { kind: 'acquireLock' });
+  }
+  if (db.role === 'primary') return d(`demoting self because ${verdict.reason}`, { kind: 'demote', mode: 'immediate', releaseLock: false });
+  return d(`following no leader: ${verdict.reason}`);
+}
+
+/** The lock holder's database runs: renewal failed → demote (not in pause); promote a replica; switchover requests; the leader's duties. */
+function asLockHolder(i: CycleInput, c: CycleContext): CycleDecision {
+  const { view, name } = i;
+  if (i.lockRenewal === 'failed') {
+    if (c.paused) return d('continue to run as primary after failing to update leader lock in DCS');
+    return d('demoted self because failed to update leader lock in DCS', { kind: 'demote', mode: 'immediate', releaseLock: false });
+  }
+  if (c.sc) return decideStandbyLeader(i, c.sc);
+  if (i.db.role !== 'primary') return d('promoted self to leader because I had the session lock', { kind: 'promote' });
+  if (view.failoverInvalid) {
+    return d(
+      `ignoring an invalid failover key (${view.failoverInvalid.reason}): clearing it`,
+      { kind: 'clearFailover' },
+      { kind: 'leaderDuties' },
+    );
+  }
+  const sw = decideSwitchover(i);
+  if (sw) return sw;
+  return d(`no action. I am (${name}), the leader with the lock`, { kind: 'leaderDuties' });
+}
+
+/** Another member leads and the database runs: a primary demotes; a replica follows the leader (decideFollow). */
+function asReplica(i: CycleInput, leader: string): CycleDecision {
+  if (i.db.role === 'primary') {
     return d('demoting self because I do not have the lock and I was a leader', { kind: 'demote', mode: 'immediate', releaseLock: false });
   }
   return decideFollow(i, leader);
@@ -493,9 +642,17 @@ function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   if (standbyClusterOf(i.config)) return {};
   const mode = syncSettings(i.config).mode;
   if (mode === 'off' || !i.view.sync) return {};
-  const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter((t): t is number => t !== undefined);
+  const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter(
+    (t): t is number => t !== undefined,
+  );
   const settledAtMs = lastWal.length > 0 ? Math.max(...lastWal) + VOTE_SETTLE_MS : i.nowMs;
-  return { sync: { mode, key: syncKeyOf(i.view.sync.value), ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}) } };
+  return {
+    sync: {
+      mode,
+      key: syncKeyOf(i.view.sync.value),
+      ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}),
+    },
+  };
 }
 
 /** The history key lags the leader's published timeline (the new leader has not written it yet). */
@@ -554,14 +711,27 @@ function decideFollow(i: CycleInput, leader: string): CycleDecision {
  */
 function decideStandbyLeader(i: CycleInput, sc: StandbyClusterConfig): CycleDecision {
   if (i.db.role === 'primary') {
-    return d(`demoting self to standby leader: standby_cluster replicates from ${remoteText(sc)}`, { kind: 'demote', mode: 'demote-cluster', releaseLock: false });
+    return d(`demoting self to standby leader: standby_cluster replicates from ${remoteText(sc)}`, {
+      kind: 'demote',
+      mode: 'demote-cluster',
+      releaseLock: false,
+    });
   }
   if (i.view.failoverInvalid) {
-    return d(`ignoring an invalid failover key (${i.view.failoverInvalid.reason}): clearing it`, { kind: 'clearFailover' }, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+    return d(
+      `ignoring an invalid failover key (${i.view.failoverInvalid.reason}): clearing it`,
+      { kind: 'clearFailover' },
+      { kind: 'followRemote' },
+      { kind: 'leaderDuties' },
+    );
   }
   const sw = decideSwitchover(i);
   if (sw) return sw.actions.some((a) => a.kind === 'demote') ? sw : { ...sw, actions: [{ kind: 'followRemote' }, ...sw.actions] };
-  return d(`no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`, { kind: 'followRemote' }, { kind: 'leaderDuties' });
+  return d(
+    `no action. I am (${i.name}), the standby leader with the lock, replicating from ${remoteText(sc)}`,
+    { kind: 'followRemote' },
+    { kind: 'leaderDuties' },
+  );
 }
 
 /**
@@ -585,9 +755,19 @@ function sameNumberForkText(f: SameNumberFork): string {
  * Divergence of a running replica: checkDivergence with the end of the WAL it received or
  * replayed as the end of its WAL (which may reach the switch point, not go past it).
  */
-function checkRunningDivergence(endLsn: bigint, timeline: number, leaderTl: number, history: ClusterView['history'], lineage: Pick<LocalPosition, 'history' | 'promotedBy'>) {
+function checkRunningDivergence(
+  endLsn: bigint,
+  timeline: number,
+  leaderTl: number,
+  history: ClusterView['history'],
+  lineage: Pick<LocalPosition, 'history' | 'promotedBy'>,
+) {
   if (timeline === 0) return { kind: 'unknown' as const, reason: 'local timeline unknown' };
-  return checkDivergence({ clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, walEndLsn: endLsn, ...lineage }, leaderTl, history);
+  return checkDivergence(
+    { clusterState: 'in archive recovery', timeline, checkpointLsn: 0n, minRecoveryLsn: endLsn, walEndLsn: endLsn, ...lineage },
+    leaderTl,
+    history,
+  );
 }
 
 /**
@@ -659,13 +839,19 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
     if (running) return { ...d(`stopping to rewind: ${why}`, { kind: 'stop', reason: why }), diverged: why };
     const cannot = i.local ? whyNotRewindable(i.local, leaderTimeline(i.view), currentHistory(i.view)) : 'pg_controldata cannot be read';
     if (cannot === undefined) {
-      return withPlan({ ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why }, 'rewind');
+      return withPlan(
+        { ...d(`running pg_rewind from ${leader}: ${why}`, { kind: 'rewind', leader, timeline: leaderTimeline(i.view) }), diverged: why },
+        'rewind',
+      );
     }
     why = `${why} (cannot rewind: ${cannot})`;
     // Data pg_rewind cannot repair is a rewind that failed before it ran: re-cloned under the same
     // setting (default on), so the defaults heal every divergence (docs/ha.md "Divergence": "Defaults").
     if (db.remove_data_directory_on_rewind_failure === true) {
-      return withPlan({ ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why }, 'reinitialize');
+      return withPlan(
+        { ...d(`reinitializing: pg_rewind cannot repair the data: ${why}`, { kind: 'reinitialize' }), diverged: why },
+        'reinitialize',
+      );
     }
   }
   // A running replica stops first (as for a rewind): the next cycle takes the receipt of the
@@ -705,6 +891,22 @@ function discardPlan(i: CycleInput, leader: string, action: DiscardPlan['action'
   return ranges.length > 0 ? { action, leader, leaderTimeline: leaderTl, reason, ranges } : undefined;
 }
 
+/**
+ * Why no peer may take over: for a named candidate, its own reason (not a member, candidateRefusal,
+ * not in the sync key); else "no healthy members found" (the reference's words).
+ */
+function handoverRefusal(i: CycleInput, member: string | undefined, opts: CandidateOptions, allowed: string[] | undefined): string {
+  if (!member) return 'no healthy members found';
+  const p = i.peers.find((x) => x.name === member);
+  const why = !p
+    ? `${member} is not a member of the cluster`
+    : (candidateRefusal(p, opts) ??
+      (allowed && !allowed.includes(member)
+        ? `${member} is not a synchronous standby (sync key: ${allowed.join(', ') || 'none'})`
+        : `${member} is not healthy`));
+  return `${opts.failover ? 'failover' : 'switchover'} to ${member} refused: ${why}`;
+}
+
 /** The leader's handling of the `failover` key (patroni.md §3.5); undefined when there is nothing to do. */
 function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   const req = i.view.failover?.value;
@@ -716,7 +918,7 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   if (req.member === i.name) return d('I am already the leader: clearing the failover key', { kind: 'clearFailover' }, duties);
   if (req.scheduled_at) {
     const atMs = Date.parse(req.scheduled_at);
-    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, i.config.loop_wait * 1000).kind;
+    const derived = Number.isNaN(atMs) ? 'stale' : decideScheduled(atMs, i.nowMs, timingOf(i.config).loopWaitMs).kind;
     const timing = i.switchoverPhase === undefined ? derived : i.switchoverPhase === 'run' ? 'runNow' : i.switchoverPhase;
     if (timing === 'wait') return d(`Awaiting switchover at ${req.scheduled_at}`, duties);
     if (timing === 'stale') return d('scheduled switchover is stale: clearing the failover key', { kind: 'clearFailover' }, duties);
@@ -737,12 +939,18 @@ function decideSwitchover(i: CycleInput): CycleDecision | undefined {
   const candidates = i.peers.filter(
     (p) => (req.member ? p.name === req.member : p.name !== i.name) && isEligibleCandidate(p, opts) && syncOk(p),
   );
-  if (candidates.length === 0) return d('no healthy members found: clearing the failover key', { kind: 'clearFailover' }, duties);
+  if (candidates.length === 0) {
+    const refused = handoverRefusal(i, req.member, opts, allowed);
+    return d(`${refused}: clearing the failover key`, { kind: 'clearFailover', refused }, duties);
+  }
   // Failsafe mode: a member the `failsafe` key does not list can never win the race (patroni.md
   // §3.7), so handing over to it would leave the cluster without a leader. The key is rewritten
   // from the member keys after this cycle (src/node/lock/failsafe.ts afterCycle): wait for it.
   if (!candidates.some((p) => failsafeListed(i.config, i.view, p.name))) {
-    return d(`waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`, duties);
+    return d(
+      `waiting for the failsafe key to list ${candidates.map((p) => p.name).join(', ')} before the ${isFailover ? 'failover' : 'switchover'}`,
+      duties,
+    );
   }
   return d(`manual ${isFailover ? 'failover' : 'switchover'}: demoting myself`, { kind: 'demote', mode: 'graceful', releaseLock: true });
 }

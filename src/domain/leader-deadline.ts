@@ -29,20 +29,20 @@
  */
 export const FAILSAFE_ROUND_RESERVE_MS = 2000;
 
-/** Inputs of the deadline, epoch ms and seconds. */
+/** Inputs of the deadline: epoch ms and durations in ms (timingOf). */
 export interface LeaderDeadlineInput {
   /** Send time of the last successful lease keepalive (or grant); 0 when never. */
   lastRenewalMs: number;
   /** Send time of the last failsafe round every member accepted in time; 0 when none. */
   failsafeSentMs?: number;
-  ttlSeconds: number;
-  retryTimeoutSeconds: number;
+  ttlMs: number;
+  retryTimeoutMs: number;
 }
 
 /** The deadline, epoch ms (see the module comment). */
 export function leaderDeadlineMs(i: LeaderDeadlineInput): number {
   const anchor = Math.max(i.lastRenewalMs, i.failsafeSentMs ?? 0);
-  return anchor + (i.ttlSeconds - i.retryTimeoutSeconds) * 1000;
+  return anchor + (i.ttlMs - i.retryTimeoutMs);
 }
 
 /**

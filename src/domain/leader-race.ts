@@ -89,9 +89,7 @@ export type RaceVerdict = { healthy: true; reason: string } | { healthy: false; 
 export function peerWalFromStatus(doc: Record<string, unknown>): bigint | undefined {
   const xlog = doc['xlog'] as Record<string, unknown> | undefined;
   if (!xlog) return undefined;
-  const nums = ['location', 'received_location', 'replayed_location']
-    .map((k) => xlog[k])
-    .filter((v): v is number => typeof v === 'number');
+  const nums = ['location', 'received_location', 'replayed_location'].map((k) => xlog[k]).filter((v): v is number => typeof v === 'number');
   if (nums.length === 0) return undefined;
   return nums.map((n) => BigInt(n)).reduce((a, b) => (a > b ? a : b));
 }
@@ -138,80 +136,149 @@ export function peerFromStatus(name: string, doc: Record<string, unknown> | unde
  * tolerance (finding 21, docs/simulation.md).
  */
 export function isHealthiest(input: RaceInput): RaceVerdict {
+  const c = raceContext(input);
+  return (
+    notAllowed(c) ??
+    candidateRaces(c) ??
+    formerLeaderStepsAside(c) ??
+    ownPosition(c) ??
+    peersAhead(c) ??
+    silentAhead(c) ?? { healthy: true, reason: c.isCandidate ? 'I am the failover candidate' : 'I am the healthiest member' }
+  );
+}
+
+/** What the phases of isHealthiest share besides the input. */
+interface RaceContext {
+  input: RaceInput;
+  /** This member and the peers, for the sync key's rules. */
+  everyone: { name: string; reachable: boolean; walBytes?: bigint }[];
+  myPriority: number;
+  /** A manual failover or switchover names this member. */
+  isCandidate: boolean;
+  /** An operator's failover (a candidate without a leader) names this member: it races without the lag rule. */
+  operatorFailover: boolean;
+  maxLag: bigint;
+  /** The sync key does not let `p` win at all (a quorum vote still settling is not a refusal). */
+  syncRefuses(p: { name: string; walBytes?: bigint }): boolean;
+  /**
+   * A switchover's candidate more than maximum_lag_on_failover behind the leader's last optime or
+   * behind a member (this one, or a reachable peer) does not hold up the race, and races under
+   * the lag rule itself: the switchover did not hand over (finding 19).
+   */
+  switchoverCandidateLags(cand: { walBytes?: bigint }): boolean;
+}
+
+function raceContext(input: RaceInput): RaceContext {
   const { self, peers, failover } = input;
   const everyone = [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers];
-  // Whether the sync key lets a member win at all (a quorum vote still settling is not a refusal).
   const settled = input.sync ? { mode: input.sync.mode, key: input.sync.key } : undefined;
-  const syncRefuses = (p: { name: string; walBytes?: bigint }) => !!settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined;
-  const myPriority = failoverPriority(self.tags);
   const isCandidate = failover?.member === self.name;
-  const maxLag = BigInt(input.maxLagBytes);
-  // A switchover's candidate more than maximum_lag_on_failover behind the leader's last optime or
-  // behind a member (this one, or a reachable peer) does not hold up the race, and races under
-  // the lag rule itself: the switchover did not hand over (finding 19).
-  const switchoverCandidateLags = (cand: { walBytes?: bigint }) =>
-    !!failover?.leader && cand.walBytes !== undefined && switchoverLag(cand.walBytes, input) !== undefined;
-  if (myPriority <= 0 && !isCandidate) return { healthy: false, reason: 'I am not allowed to promote' };
-  if (failover?.member && !isCandidate) {
-    // The named candidate races alone only while it can promote (patroni.md §3.5: "if it is
-    // healthy"); a candidate that is down, has no running database, or (in a switchover) is behind
-    // the cluster timeline does not hold up the race.
-    const cand = peers.find((p) => p.name === failover.member);
-    const candBehind =
-      !!failover.leader &&
-      !!cand &&
-      ((cand.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline) || newerTimelineAhead(cand, input) !== undefined);
-    // A switchover's candidate the sync key no longer lets be promoted (it left the key after the
-    // request was accepted) does not hold up the race either: it would refuse it, and everyone
-    // would wait for it (ha simulate, docs/simulation.md).
-    const candRefusedBySync =
-      !!failover.leader &&
-      !!input.sync &&
-      !!cand &&
-      syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [{ name: self.name, reachable: true, walBytes: self.walBytes }, ...peers]) !== undefined;
-    // Nor does a candidate the failsafe key does not list: it would refuse to race ("not listed in
-    // the failsafe key") while the others waited for it (finding 12, docs/simulation.md).
-    const candUnlisted = !!input.failsafeListed && !input.failsafeListed(failover.member);
-    const candLags = !!cand && switchoverCandidateLags(cand);
-    if (cand?.reachable && cand.state === 'running' && failoverPriority(cand.tags) > 0 && !candBehind && !candRefusedBySync && !candUnlisted && !candLags) {
-      return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
-    }
+  return {
+    input,
+    everyone,
+    myPriority: failoverPriority(self.tags),
+    isCandidate,
+    operatorFailover: isCandidate && !failover?.leader,
+    maxLag: BigInt(input.maxLagBytes),
+    syncRefuses: (p) => !!settled && syncRaceRefusal(settled, { name: p.name, walBytes: p.walBytes ?? 0n }, everyone) !== undefined,
+    switchoverCandidateLags: (cand) =>
+      !!failover?.leader && cand.walBytes !== undefined && switchoverLag(cand.walBytes, input) !== undefined,
+  };
+}
+
+/** A member that may never be promoted (nofailover, priority 0) does not race, unless an operator names it. */
+function notAllowed(c: RaceContext): RaceVerdict | undefined {
+  return c.myPriority <= 0 && !c.isCandidate ? { healthy: false, reason: 'I am not allowed to promote' } : undefined;
+}
+
+/**
+ * A manual failover or switchover names another member: it races alone only while it can
+ * promote (patroni.md §3.5: "if it is healthy"); a candidate that is down, has no running
+ * database, or (in a switchover) is behind the cluster timeline does not hold up the race.
+ */
+function candidateRaces(c: RaceContext): RaceVerdict | undefined {
+  const { input } = c;
+  const { self, peers, failover } = input;
+  if (!failover?.member || c.isCandidate) return undefined;
+  const cand = peers.find((p) => p.name === failover.member);
+  const candBehind =
+    !!failover.leader &&
+    !!cand &&
+    ((cand.timeline !== undefined && input.clusterTimeline > 0 && cand.timeline < input.clusterTimeline) ||
+      newerTimelineAhead(cand, input) !== undefined);
+  // A switchover's candidate the sync key no longer lets be promoted (it left the key after the
+  // request was accepted) does not hold up the race either: it would refuse it, and everyone
+  // would wait for it (ha simulate, docs/simulation.md).
+  const candRefusedBySync =
+    !!failover.leader &&
+    !!input.sync &&
+    !!cand &&
+    syncRaceRefusal(input.sync, { name: cand.name, walBytes: cand.walBytes ?? 0n }, [
+      { name: self.name, reachable: true, walBytes: self.walBytes },
+      ...peers,
+    ]) !== undefined;
+  // Nor does a candidate the failsafe key does not list: it would refuse to race ("not listed in
+  // the failsafe key") while the others waited for it (finding 12, docs/simulation.md).
+  const candUnlisted = !!input.failsafeListed && !input.failsafeListed(failover.member);
+  const candLags = !!cand && c.switchoverCandidateLags(cand);
+  if (
+    cand?.reachable &&
+    cand.state === 'running' &&
+    failoverPriority(cand.tags) > 0 &&
+    !candBehind &&
+    !candRefusedBySync &&
+    !candUnlisted &&
+    !candLags
+  ) {
+    return { healthy: false, reason: `manual failover to ${failover.member} in progress` };
   }
-  if (failover?.leader === self.name && !isCandidate) {
-    // Only for a member that can win the race: running, allowed to promote, not behind the cluster
-    // timeline (no member behind it wins by itself), let by the sync key (synchronous mode), in
-    // failsafe mode listed in the failsafe key, and not stopped by this member's WAL position: the
-    // candidate (it races without comparing WAL), a member at or past this one's position, or one
-    // whose race skips this member (the sync key's former leader or a member it refuses; this
-    // member behind the cluster timeline while the peer is on it). Otherwise nobody would take the
-    // lock (findings 13 and 18, docs/simulation.md).
-    const selfAsPeer = { name: self.name, walBytes: self.walBytes };
-    const peerSkipsMyWal = (p: PeerStatus) =>
-      (!!input.sync && input.sync.key.leader === self.name) ||
-      syncRefuses(selfAsPeer) ||
-      (input.clusterTimeline > 0 && self.timeline < input.clusterTimeline && p.timeline !== undefined && p.timeline >= input.clusterTimeline);
-    const other = peers.some(
-      (p) =>
-        p.reachable &&
-        p.state === 'running' &&
-        failoverPriority(p.tags) > 0 &&
-        !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
-        !syncRefuses(p) &&
-        (input.failsafeListed?.(p.name) ?? true) &&
-        ((p.name === failover.member && !switchoverCandidateLags(p) && newerTimelineAhead(p, input) === undefined) ||
-          p.walBytes === undefined ||
-          p.walBytes >= self.walBytes ||
-          peerSkipsMyWal(p)),
-    );
-    if (other) return { healthy: false, reason: 'I am the former leader of a switchover' };
-  }
+  return undefined;
+}
+
+/**
+ * The former leader of a switchover steps aside, but only for a member that can win the race:
+ * running, allowed to promote, not behind the cluster timeline (no member behind it wins by
+ * itself), let by the sync key (synchronous mode), in failsafe mode listed in the failsafe key,
+ * and not stopped by this member's WAL position: the candidate (it races without comparing WAL),
+ * a member at or past this one's position, or one whose race skips this member (the sync key's
+ * former leader or a member it refuses; this member behind the cluster timeline while the peer is
+ * on it). Otherwise nobody would take the lock (findings 13 and 18, docs/simulation.md).
+ */
+function formerLeaderStepsAside(c: RaceContext): RaceVerdict | undefined {
+  const { input } = c;
+  const { self, peers, failover } = input;
+  if (failover?.leader !== self.name || c.isCandidate) return undefined;
+  const selfAsPeer = { name: self.name, walBytes: self.walBytes };
+  const peerSkipsMyWal = (p: PeerStatus) =>
+    (!!input.sync && input.sync.key.leader === self.name) ||
+    c.syncRefuses(selfAsPeer) ||
+    (input.clusterTimeline > 0 && self.timeline < input.clusterTimeline && p.timeline !== undefined && p.timeline >= input.clusterTimeline);
+  const other = peers.some(
+    (p) =>
+      p.reachable &&
+      p.state === 'running' &&
+      failoverPriority(p.tags) > 0 &&
+      !(input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline) &&
+      !c.syncRefuses(p) &&
+      (input.failsafeListed?.(p.name) ?? true) &&
+      ((p.name === failover.member && !c.switchoverCandidateLags(p) && newerTimelineAhead(p, input) === undefined) ||
+        p.walBytes === undefined ||
+        p.walBytes >= self.walBytes ||
+        peerSkipsMyWal(p)),
+  );
+  return other ? { healthy: false, reason: 'I am the former leader of a switchover' } : undefined;
+}
+
+/** This member's own position: the lag rule, a switchover candidate's extra rules, the sync key, the cluster timeline. */
+function ownPosition(c: RaceContext): RaceVerdict | undefined {
+  const { input, operatorFailover } = c;
+  const { self } = input;
   // Only an operator's failover (a candidate without a leader) races without the lag rule and may
   // take a member behind the cluster timeline; a switchover candidate may not.
-  const operatorFailover = isCandidate && !failover?.leader;
-  if (!operatorFailover && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > maxLag) {
+  if (!operatorFailover && input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - self.walBytes > c.maxLag) {
     return { healthy: false, reason: 'my wal position exceeds maximum replication lag' };
   }
-  if (isCandidate && !operatorFailover) {
+  if (c.isCandidate && !operatorFailover) {
     // A switchover whose leader did not hand over (its lock ran out while it kept writing, e.g. in
     // failsafe mode): a candidate far behind a member it can reach would drop that WAL.
     const ahead = switchoverLag(self.walBytes, input);
@@ -219,12 +286,16 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // It races without comparing WAL: behind a newer timeline that a member holding more WAL runs
     // on, it would fork a second timeline with that number (finding 23).
     const newer = newerTimelineAhead(self, input);
-    if (newer) return { healthy: false, reason: `my timeline ${self.timeline} is behind timeline ${newer.timeline} of ${newer.name}, which holds more WAL` };
+    if (newer)
+      return {
+        healthy: false,
+        reason: `my timeline ${self.timeline} is behind timeline ${newer.timeline} of ${newer.name}, which holds more WAL`,
+      };
   }
   // Synchronous mode: only a member the sync key shows holding every acknowledged commit; an
   // operator's failover naming a member may still take an asynchronous one (patroni.md §3.5).
   if (input.sync && !operatorFailover) {
-    const refusal = syncRaceRefusal(input.sync, self, peers);
+    const refusal = syncRaceRefusal(input.sync, self, input.peers);
     if (refusal) return { healthy: false, reason: refusal };
   }
   if (!operatorFailover && input.clusterTimeline > 0 && self.timeline < input.clusterTimeline) {
@@ -235,21 +306,17 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // member still may (docs/ha.md "Leader race").
     return { healthy: false, reason: `my timeline ${self.timeline} is behind the cluster timeline ${input.clusterTimeline}` };
   }
-  for (const p of peers) {
+  return undefined;
+}
+
+/** A reachable peer still running as primary, ahead in WAL, or at equal WAL with a higher priority (with the exceptions of isHealthiest). */
+function peersAhead(c: RaceContext): RaceVerdict | undefined {
+  const { input } = c;
+  const { self, failover } = input;
+  for (const p of input.peers) {
     if (!p.reachable || p.name === self.name) continue;
     if (p.role === 'primary' && p.state === 'running') return { healthy: false, reason: `primary (${p.name}) is still alive` };
-    if (isCandidate) continue;
-    if (p.walBytes === undefined) continue;
-    // The sync key's former leader may hold WAL it never had acknowledged: being behind it is fine.
-    if (input.sync && p.name === input.sync.key.leader) continue;
-    // A peer the sync key does not let win holds no acknowledged commit this member lacks (the
-    // key lets this member: it holds them all, its votes included): being behind it loses
-    // nothing acknowledged, and deferring to it would leave nobody to take over (finding 14).
-    if (syncRefuses(p)) continue;
-    // A peer behind the cluster timeline never wins the race by itself, and what it has past the
-    // cluster's switch point is not in the cluster's history (this member, on the cluster
-    // timeline, holds the rest): its WAL position does not count either.
-    if (input.clusterTimeline > 0 && p.timeline !== undefined && p.timeline < input.clusterTimeline && self.timeline >= input.clusterTimeline) continue;
+    if (c.isCandidate || p.walBytes === undefined || skipsPosition(c, p)) continue;
     // A peer the failsafe key does not list never wins the race (failsafeRaceVeto), and nothing
     // but a leader rewrites the key: deferring to it for its WAL position or its priority would
     // leave nobody to take over (finding 24). Its WAL still counts under the lag rule: this member
@@ -257,33 +324,63 @@ export function isHealthiest(input: RaceInput): RaceVerdict {
     // synchronous mode no acknowledged commit is at stake: the sync key, checked above, let this
     // member, so it holds them all (as for a peer the sync key refuses, finding 14).
     if (input.failsafeListed && !input.failsafeListed(p.name)) {
-      if (p.walBytes - self.walBytes > maxLag) return { healthy: false, reason: `wal position of ${p.name} (not listed in the failsafe key) is more than maximum_lag_on_failover ahead of mine` };
+      if (p.walBytes - self.walBytes > c.maxLag)
+        return {
+          healthy: false,
+          reason: `wal position of ${p.name} (not listed in the failsafe key) is more than maximum_lag_on_failover ahead of mine`,
+        };
       continue;
     }
     if (p.walBytes > self.walBytes) return { healthy: false, reason: `wal position of ${p.name} is ahead of my wal position` };
-    if (p.walBytes === self.walBytes && failoverPriority(p.tags) > myPriority && p.name !== failover?.leader) {
+    if (p.walBytes === self.walBytes && failoverPriority(p.tags) > c.myPriority && p.name !== failover?.leader) {
       return { healthy: false, reason: `${p.name} has equally tolerable wal position and higher priority` };
     }
   }
-  // A member that did not answer (a network cut, a late or lost answer) is not known to be gone:
-  // its member key still shows where its WAL stood at its last cycle, and the leader's last
-  // optime can be older than that (the leader wrote on after its last status update: its DCS was
-  // cut, failsafe mode). Ignoring it let a member promote more than maximum_lag_on_failover
-  // behind a member whose answer had been lost to a network cut that healed before the
-  // promotion (finding 21). More than the lag tolerance ahead, it stops the race as a reachable
-  // peer ahead would; within it, not (the key is up to a cycle old, and a member that cannot be
-  // asked must not hold up a failover the lag rule allows). The exceptions of the loop above hold.
-  if (!isCandidate) {
-    for (const k of silentPositions(input)) {
-      if (input.sync && k.name === input.sync.key.leader) continue;
-      if (syncRefuses(k)) continue;
-      if (input.clusterTimeline > 0 && k.timeline !== undefined && k.timeline < input.clusterTimeline && self.timeline >= input.clusterTimeline) continue;
-      if (k.walBytes - self.walBytes > maxLag) {
-        return { healthy: false, reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine` };
-      }
+  return undefined;
+}
+
+/**
+ * Whose WAL position does not count against this member: the sync key's former leader (it may
+ * hold WAL it never had acknowledged); a member the sync key does not let win (it holds no
+ * acknowledged commit this member lacks: the key lets this member, which holds them all, its
+ * votes included; deferring to it would leave nobody to take over, finding 14); a member behind
+ * the cluster timeline while this one is on it (it never wins the race by itself, and what it
+ * has past the cluster's switch point is not in the cluster's history).
+ */
+function skipsPosition(c: RaceContext, p: { name: string; walBytes?: bigint; timeline?: number }): boolean {
+  const { input } = c;
+  if (input.sync && p.name === input.sync.key.leader) return true;
+  if (c.syncRefuses(p)) return true;
+  return (
+    input.clusterTimeline > 0 &&
+    p.timeline !== undefined &&
+    p.timeline < input.clusterTimeline &&
+    input.self.timeline >= input.clusterTimeline
+  );
+}
+
+/**
+ * A member that did not answer (a network cut, a late or lost answer) is not known to be gone:
+ * its member key still shows where its WAL stood at its last cycle, and the leader's last optime
+ * can be older than that (the leader wrote on after its last status update: its DCS was cut,
+ * failsafe mode). Ignoring it let a member promote more than maximum_lag_on_failover behind a
+ * member whose answer had been lost to a network cut that healed before the promotion (finding
+ * 21). More than the lag tolerance ahead, it stops the race as a reachable peer ahead would;
+ * within it, not (the key is up to a cycle old, and a member that cannot be asked must not hold
+ * up a failover the lag rule allows). The exceptions of peersAhead hold. Not for a candidate.
+ */
+function silentAhead(c: RaceContext): RaceVerdict | undefined {
+  if (c.isCandidate) return undefined;
+  for (const k of silentPositions(c.input)) {
+    if (skipsPosition(c, k)) continue;
+    if (k.walBytes - c.input.self.walBytes > c.maxLag) {
+      return {
+        healthy: false,
+        reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine`,
+      };
     }
   }
-  return { healthy: true, reason: isCandidate ? 'I am the failover candidate' : 'I am the healthiest member' };
+  return undefined;
 }
 
 /**
@@ -303,7 +400,10 @@ function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published'>)
  * leader's shutdown checkpoint reaches every streaming standby), so the tolerance only matters
  * when the switchover did not hand over (docs/simulation.md finding 19).
  */
-function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>): string | undefined {
+function switchoverLag(
+  candWal: bigint,
+  input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>,
+): string | undefined {
   const maxLag = BigInt(input.maxLagBytes);
   if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
   if (input.self.walBytes - candWal > maxLag) return input.self.name;
@@ -332,9 +432,15 @@ function switchoverLag(candWal: bigint, input: Pick<RaceInput, 'self' | 'peers' 
  * checkpoint); a candidate ahead of it in WAL forks at another point, which the history files
  * tell, so it still may race (refusing it could leave nobody to take over).
  */
-function newerTimelineAhead(cand: { name: string; timeline?: number; walBytes?: bigint }, input: Pick<RaceInput, 'self' | 'peers'>): { name: string; timeline: number } | undefined {
+function newerTimelineAhead(
+  cand: { name: string; timeline?: number; walBytes?: bigint },
+  input: Pick<RaceInput, 'self' | 'peers'>,
+): { name: string; timeline: number } | undefined {
   if (cand.timeline === undefined || cand.walBytes === undefined) return undefined;
-  const members: PeerStatus[] = [{ name: input.self.name, reachable: true, timeline: input.self.timeline, walBytes: input.self.walBytes }, ...input.peers];
+  const members: PeerStatus[] = [
+    { name: input.self.name, reachable: true, timeline: input.self.timeline, walBytes: input.self.walBytes },
+    ...input.peers,
+  ];
   for (const m of members) {
     if (m.name === cand.name || !m.reachable || m.timeline === undefined || m.walBytes === undefined) continue;
     if (m.timeline > cand.timeline && m.walBytes > cand.walBytes) return { name: m.name, timeline: m.timeline };
@@ -342,20 +448,40 @@ function newerTimelineAhead(cand: { name: string; timeline?: number; walBytes?: 
   return undefined;
 }
 
+/** What the leader knows of a handover: its own position, the lag bound, the cluster timeline, and whether it is a failover. */
+export interface CandidateOptions {
+  leaderOptimeBytes: bigint;
+  maxLagBytes: number;
+  checkTimeline: boolean;
+  clusterTimeline: number;
+  failover: boolean;
+}
+
 /**
  * Is a peer eligible to take over in a switchover or failover the leader carries out
  * (seed 000 healthy-member rules 1, 2, 4, 5)? Its timeline must not be behind the cluster's;
  * `failover` skips the lag rule.
  */
-export function isEligibleCandidate(
-  p: PeerStatus,
-  opts: { leaderOptimeBytes: bigint; maxLagBytes: number; checkTimeline: boolean; clusterTimeline: number; failover: boolean },
-): boolean {
-  if (!p.reachable || p.state !== 'running') return false;
-  if (failoverPriority(p.tags) <= 0) return false;
+export function isEligibleCandidate(p: PeerStatus, opts: CandidateOptions): boolean {
+  return candidateRefusal(p, opts) === undefined;
+}
+
+/**
+ * Why a peer may not take over in a handover the leader carries out (isEligibleCandidate's rules,
+ * in its order), as a sentence for the log and the API's answer (issue 30, item 5: a refused
+ * switchover answers with its reason); undefined when it may.
+ */
+export function candidateRefusal(p: PeerStatus, opts: CandidateOptions): string | undefined {
+  if (!p.reachable) return `${p.name} did not answer the leader's status request`;
+  if (p.state !== 'running') return `${p.name} is not running (${p.state ?? 'state unknown'})`;
+  if (failoverPriority(p.tags) <= 0) return `${p.name} is tagged nofailover (or failover_priority 0)`;
   // A candidate behind the cluster timeline would fork a second timeline with a used number.
-  if (p.timeline !== undefined && p.timeline < opts.clusterTimeline) return false;
-  if (opts.failover) return true;
-  if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) return false;
-  return true;
+  if (p.timeline !== undefined && p.timeline < opts.clusterTimeline) {
+    return `${p.name} is on timeline ${p.timeline}, behind the cluster's ${opts.clusterTimeline} (it has not followed the current leader yet)`;
+  }
+  if (opts.failover) return undefined;
+  if (p.walBytes !== undefined && opts.leaderOptimeBytes - p.walBytes > BigInt(opts.maxLagBytes)) {
+    return `${p.name} is ${opts.leaderOptimeBytes - p.walBytes} bytes behind the leader (maximum_lag_on_failover ${opts.maxLagBytes})`;
+  }
+  return undefined;
 }

@@ -48,6 +48,13 @@ export interface MemberData {
   not_streaming_since?: string;
   /** Ours: why this member's WAL diverged from the leader's timeline; it does not run as a replica. */
   diverged?: string;
+  /** Ours: the last failed database action and why (`initdb failed: …`), until an attempt starts again or the database runs. */
+  failure?: string;
+  /**
+   * Ours: the last switchover or failover this leader refused and why (`at`: ISO 8601, the
+   * leader's clock), so the API that took the request answers with the reason.
+   */
+  switchover_refused?: { at: string; reason: string };
 }
 
 /** A member as seen in the cluster view: its name plus its data. */

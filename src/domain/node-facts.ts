@@ -3,7 +3,7 @@
  * checks and the metrics so that all three agree (patroni.md §1.3, §1.4).
  */
 import type { ClusterView } from './cluster.ts';
-import type { DynamicConfig } from './dynamic-config.ts';
+import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import type { NodeSnapshot } from './snapshot.ts';
 
 /** Derived facts of a snapshot; LSNs in bytes. */
@@ -40,7 +40,7 @@ export function syncMode(config: Pick<DynamicConfig, 'synchronous_mode'>): 'off'
 
 /** The cached DCS view of `s` is valid at `nowMs`: last successful contact within `ttl` seconds. */
 export function dcsViewValid(s: NodeSnapshot, nowMs: number): boolean {
-  return s.dcsLastSeenMs > 0 && nowMs - s.dcsLastSeenMs <= s.config.ttl * 1000;
+  return s.dcsLastSeenMs > 0 && nowMs - s.dcsLastSeenMs <= timingOf(s.config).ttlMs;
 }
 
 /** Computes the NodeFacts of `s` at `nowMs` (epoch ms). Pure; never throws. */

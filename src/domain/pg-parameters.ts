@@ -93,7 +93,8 @@ export function checkParameter(name: string, value: ParameterValue, catalogue: S
   if (key.includes('.')) return undefined; // custom (placeholder) parameter: value not checked
   const setting = catalogue.settings.get(key);
   if (!setting) return 'unknown PostgreSQL parameter';
-  if (setting.context === 'internal') return 'PostgreSQL parameter cannot be changed (fixed when PostgreSQL was built or the cluster initialised)';
+  if (setting.context === 'internal')
+    return 'PostgreSQL parameter cannot be changed (fixed when PostgreSQL was built or the cluster initialised)';
   const text = typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value);
   switch (setting.vartype) {
     case 'bool':
@@ -362,7 +363,12 @@ function checkNumber(setting: PgSetting, text: string): string | undefined {
   const unit = setting.unit ?? '';
   const withUnit = (n: number | undefined): string => (unit === '' ? String(n) : /^\d/.test(unit) ? `${n} × ${unit}` : `${n} ${unit}`);
   const shown = text.trim() === String(value) ? withUnit(value) : `${text.trim()} = ${withUnit(value)}`;
-  const range = unit === '' ? `${setting.min}..${setting.max}` : /^\d/.test(unit) ? `${setting.min}..${setting.max} × ${unit}` : `${setting.min}..${setting.max} ${unit}`;
+  const range =
+    unit === ''
+      ? `${setting.min}..${setting.max}`
+      : /^\d/.test(unit)
+        ? `${setting.min}..${setting.max} × ${unit}`
+        : `${setting.min}..${setting.max} ${unit}`;
   return `${shown} is outside the range ${range}`;
 }
 

@@ -55,4 +55,3 @@ export interface PgStatus {
   /** Physical replication slots present: name -> restart_lsn bytes (0 when null). */
   slots: Record<string, bigint>;
 }
-

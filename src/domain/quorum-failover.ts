@@ -45,11 +45,16 @@ export interface QuorumFailoverSettings {
  * It needs synchronous mode `quorum` or `on` with `synchronous_mode_strict`: only a primary that
  * never acknowledges without its synchronous standbys can be fenced by them.
  */
-export function quorumFailoverProblem(config: Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict'> & { quorum_failover_window?: unknown }): string | undefined {
+export function quorumFailoverProblem(
+  config: Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict'> & { quorum_failover_window?: unknown },
+): string | undefined {
   const w = config.quorum_failover_window;
   if (w === undefined || w === null || w === 0) return undefined;
-  if (typeof w !== 'number' || !Number.isFinite(w) || w < 0) return `quorum_failover_window: must be a number of seconds >= 0, got ${JSON.stringify(w)}`;
-  const s = syncSettings(config as Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>);
+  if (typeof w !== 'number' || !Number.isFinite(w) || w < 0)
+    return `quorum_failover_window: must be a number of seconds >= 0, got ${JSON.stringify(w)}`;
+  const s = syncSettings(
+    config as Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>,
+  );
   if (s.mode === 'off' || !s.strict) {
     return 'quorum_failover_window: needs synchronous_mode "quorum" or true with synchronous_mode_strict: true (only a primary that never acknowledges without its synchronous standbys can be fenced by them)';
   }
@@ -79,7 +84,12 @@ export function witnessesNeeded(standbys: number): number {
  * `standbys`: the members of the cluster other than the leader (member keys). Returns undefined
  * when complete, else why not.
  */
-export function fenceIncomplete(mode: QuorumFailoverSettings['mode'], key: SyncKey, fence: QuorumFence | undefined, standbys: readonly string[]): string | undefined {
+export function fenceIncomplete(
+  mode: QuorumFailoverSettings['mode'],
+  key: SyncKey,
+  fence: QuorumFence | undefined,
+  standbys: readonly string[],
+): string | undefined {
   if (!fence || fence.leader !== key.leader) return `no fence of ${key.leader}`;
   const q = fromKeyNeeded(mode, key);
   if (key.members.length === 0 || q < 1) return `the sync key of ${key.leader} lists no synchronous standby`;
@@ -106,7 +116,12 @@ export function fenceTaker(fence: QuorumFence): string | undefined {
  * agent and PostgreSQL have not answered it for at least the window (`unreachableSinceMs`: since
  * when neither did; undefined while one does).
  */
-export function shouldFence(i: { settings: QuorumFailoverSettings; nowMs: number; streaming: boolean; unreachableSinceMs: number | undefined }): boolean {
+export function shouldFence(i: {
+  settings: QuorumFailoverSettings;
+  nowMs: number;
+  streaming: boolean;
+  unreachableSinceMs: number | undefined;
+}): boolean {
   return !i.streaming && i.unreachableSinceMs !== undefined && i.nowMs - i.unreachableSinceMs >= i.settings.windowMs;
 }
 

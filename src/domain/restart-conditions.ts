@@ -15,9 +15,7 @@ import type { Role } from './states.ts';
 export { restartConditionsData, type RestartRequest, type RestartRole };
 
 /** Outcome of `parseRestartRequest`: the request, or the HTTP status and exact message. */
-export type ParsedRestartRequest =
-  | { ok: true; value: RestartRequest }
-  | { ok: false; status: 400 | 422; message: string };
+export type ParsedRestartRequest = { ok: true; value: RestartRequest } | { ok: false; status: 400 | 422; message: string };
 
 /** Facts about the local node that `restartConditionsHold` compares against. */
 export interface RestartNodeFacts {
@@ -35,6 +33,11 @@ const ROLES: readonly string[] = ['primary', 'standby_leader', 'replica'];
 
 /** Seconds per unit of a `timeout` string (PostgreSQL time units, as the reference's `parse_int`). */
 const SECONDS_PER_UNIT: Readonly<Record<string, number>> = { ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 };
+
+/** The restart's timeout in ms (the request carries the reference's `timeout`, seconds); undefined: the caller's default. */
+export function restartTimeoutMs(req: Pick<RestartRequest, 'timeoutSeconds'>): number | undefined {
+  return req.timeoutSeconds !== undefined ? req.timeoutSeconds * 1000 : undefined;
+}
 
 /**
  * Validate a POST /restart body (patroni.md §1.9). Keys are checked in the body's order and the
@@ -111,10 +114,7 @@ export function parseRestartRequest(body: unknown, nowMs: number): ParsedRestart
  *
  * @returns `{ ok: true }` or `{ ok: false, reason: 'restart conditions are not satisfied' }`
  */
-export function restartConditionsHold(
-  req: RestartRequest,
-  node: RestartNodeFacts,
-): { ok: true } | { ok: false; reason: string } {
+export function restartConditionsHold(req: RestartRequest, node: RestartNodeFacts): { ok: true } | { ok: false; reason: string } {
   const roleOk = req.role === undefined || req.role === node.role;
   const versionOk = req.databaseVersion === undefined || node.serverVersion < req.databaseVersion;
   const pendingOk = req.restartPending !== true || node.pendingRestart;

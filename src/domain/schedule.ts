@@ -14,20 +14,16 @@ export { decideScheduled, formatScheduledAt, type ScheduledDecision } from '@ha/
 export type ScheduledAction = 'switchover' | 'restart';
 
 /** Outcome of `parseScheduledAt`: epoch ms, or the HTTP status and exact message to answer. */
-export type ParsedSchedule =
-  | { ok: true; atMs: number }
-  | { ok: false; status: 400 | 422; message: string };
+export type ParsedSchedule = { ok: true; atMs: number } | { ok: false; status: 400 | 422; message: string };
 
 /** The message for a timestamp that does not parse (patroni.md §1.8, same for both actions). */
-export const UNPARSEABLE_SCHEDULE_MESSAGE =
-  'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601';
+export const UNPARSEABLE_SCHEDULE_MESSAGE = 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601';
 
 /**
  * `YYYY-MM-DD[(T| )hh:mm[:ss[.fraction]]][offset]`, offset `Z`, `±hh:mm` or `±hhmm`.
  * Groups: 1 year, 2 month, 3 day, 4 hour, 5 minute, 6 second, 7 fraction, 8 offset.
  */
-const ISO_8601 =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
 
 /**
  * Parse the timestamp of a scheduled switchover (`scheduled_at`) or restart (`schedule`).
@@ -45,11 +41,7 @@ const ISO_8601 =
  * @param action `switchover` (default) or `restart`
  * @returns `{ ok: true, atMs }` (epoch ms) or `{ ok: false, status, message }`; never throws
  */
-export function parseScheduledAt(
-  text: unknown,
-  nowMs: number,
-  action: ScheduledAction = 'switchover',
-): ParsedSchedule {
+export function parseScheduledAt(text: unknown, nowMs: number, action: ScheduledAction = 'switchover'): ParsedSchedule {
   const unparseable = { ok: false, status: 422, message: UNPARSEABLE_SCHEDULE_MESSAGE } as const;
   if (typeof text !== 'string') return unparseable;
   const m = ISO_8601.exec(text.trim());

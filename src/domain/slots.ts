@@ -57,9 +57,16 @@ export function permanentSlots(config: Record<string, unknown> | undefined): Map
   if (!isObject(raw)) return out;
   for (const [name, v] of Object.entries(raw)) {
     if (!SLOT_NAME_RE.test(name)) continue;
-    const type = isObject(v) ? v['type'] ?? 'physical' : 'physical';
+    const type = isObject(v) ? (v['type'] ?? 'physical') : 'physical';
     if (type === 'physical') out.set(name, { type: 'physical' });
-    else if (type === 'logical' && isObject(v) && typeof v['database'] === 'string' && typeof v['plugin'] === 'string' && v['database'] && v['plugin']) {
+    else if (
+      type === 'logical' &&
+      isObject(v) &&
+      typeof v['database'] === 'string' &&
+      typeof v['plugin'] === 'string' &&
+      v['database'] &&
+      v['plugin']
+    ) {
       out.set(name, { type: 'logical', database: v['database'], plugin: v['plugin'] });
     }
   }

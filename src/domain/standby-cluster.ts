@@ -41,7 +41,8 @@ export function standbyClusterOf(config: { standby_cluster?: unknown } | Record<
   const port = typeof o['port'] === 'number' && Number.isInteger(o['port']) ? o['port'] : STANDBY_CLUSTER_DEFAULT_PORT;
   const out: StandbyClusterConfig = { host: o['host'], port };
   if (typeof o['primary_slot_name'] === 'string' && o['primary_slot_name'] !== '') out.primary_slot_name = o['primary_slot_name'];
-  if (Array.isArray(o['create_replica_methods'])) out.create_replica_methods = o['create_replica_methods'].filter((x): x is string => typeof x === 'string');
+  if (Array.isArray(o['create_replica_methods']))
+    out.create_replica_methods = o['create_replica_methods'].filter((x): x is string => typeof x === 'string');
   for (const k of ['restore_command', 'archive_cleanup_command'] as const) {
     if (typeof o[k] === 'string' && o[k] !== '') out[k] = o[k];
   }

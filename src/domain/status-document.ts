@@ -21,7 +21,7 @@ import type { ScheduledRestartData, Tags } from './member.ts';
 import type { NodeSnapshot } from './snapshot.ts';
 import type { ReplicationRow } from './pg-status.ts';
 import type { DatabaseState, Role } from './states.ts';
-import { nodeFacts } from './node-facts.ts';
+import { nodeFacts, type NodeFacts } from './node-facts.ts';
 
 /** One attached standby (pg_stat_replication row, seed field `replication`): the probe's row without LSNs. */
 export type ReplicationEntry = Omit<ReplicationRow, 'flush_lsn' | 'replay_lsn'>;
@@ -99,6 +99,26 @@ export function ignoredConfigKeys(stored: Record<string, unknown> | undefined): 
   return out;
 }
 
+/** The probe's fields of the status document (start time, version, timeline, WAL positions), in the reference's order. */
+function setPostgresFields(doc: StatusDocument, pg: NonNullable<NodeSnapshot['pg']>, f: NodeFacts): void {
+  doc.postmaster_start_time = pg.postmasterStartTime;
+  doc.server_version = pg.serverVersion;
+  doc.timeline = pg.timeline;
+  if (pg.inRecovery) {
+    const replayed = pg.replayLsn ?? 0n;
+    const received = pg.receiveLsn ?? replayed;
+    doc.xlog = {
+      received_location: lsnToNumber(received),
+      replayed_location: lsnToNumber(replayed),
+      replayed_timestamp: pg.replayTimestamp ?? null,
+      paused: pg.replayPaused === true,
+    };
+    if (f.replicationState) doc.replication_state = f.replicationState;
+  } else {
+    doc.xlog = { location: lsnToNumber(pg.flushLsn ?? 0n) };
+  }
+}
+
 /**
  * Builds the status document of `s` as seen at `nowMs` (epoch ms; used for the leader lease and
  * the DCS view validity). Pure; never throws.
@@ -108,24 +128,7 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   // Keys are inserted in the reference's order; `dcs_last_seen` and `ha` are set below.
   const doc = { state: s.state, role: s.role } as StatusDocument;
   const pg = s.pg;
-  if (pg) {
-    doc.postmaster_start_time = pg.postmasterStartTime;
-    doc.server_version = pg.serverVersion;
-    doc.timeline = pg.timeline;
-    if (pg.inRecovery) {
-      const replayed = pg.replayLsn ?? 0n;
-      const received = pg.receiveLsn ?? replayed;
-      doc.xlog = {
-        received_location: lsnToNumber(received),
-        replayed_location: lsnToNumber(replayed),
-        replayed_timestamp: pg.replayTimestamp ?? null,
-        paused: pg.replayPaused === true,
-      };
-      if (f.replicationState) doc.replication_state = f.replicationState;
-    } else {
-      doc.xlog = { location: lsnToNumber(pg.flushLsn ?? 0n) };
-    }
-  }
+  if (pg) setPostgresFields(doc, pg, f);
   if (f.syncStandby && s.role === 'replica') doc.sync_standby = true;
   if (f.quorumStandby && s.role === 'replica') doc.quorum_standby = true;
   if (pg && pg.replication.length > 0) {
@@ -159,7 +162,13 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   if (s.syncDegraded !== undefined && f.isLeader) doc.synchronous_degraded = s.syncDegraded;
   if (s.discarded) {
     const d = s.discarded;
-    doc.discarded = { receipts: d.receipts, transactions: d.transactions, committed: d.committed, ...(d.lastAt ? { last_at: d.lastAt } : {}), location: d.location };
+    doc.discarded = {
+      receipts: d.receipts,
+      transactions: d.transactions,
+      committed: d.committed,
+      ...(d.lastAt ? { last_at: d.lastAt } : {}),
+      location: d.location,
+    };
   }
   const ignored = ignoredConfigKeys(s.cluster.config?.value);
   if (ignored) doc.config_ignored = ignored;

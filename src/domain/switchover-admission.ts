@@ -26,7 +26,11 @@ export type Admission = { ok: true; considered: Member[] } | { ok: false; refusa
  * undefined when any member will do (asynchronous, or a failover, which may name an asynchronous
  * member as in the reference).
  */
-export function syncAllowed(view: ClusterView, config: Pick<DynamicConfig, 'synchronous_mode'>, action: HandoverRequest['action']): string[] | undefined {
+export function syncAllowed(
+  view: ClusterView,
+  config: Pick<DynamicConfig, 'synchronous_mode'>,
+  action: HandoverRequest['action'],
+): string[] | undefined {
   if (action === 'failover' || syncSettings(config).mode === 'off') return undefined;
   return view.sync ? syncKeyOf(view.sync.value).members : [];
 }
@@ -48,7 +52,9 @@ export function admitHandover(view: ClusterView, config: Pick<DynamicConfig, 'sy
     return { ok: true, considered };
   }
   if (allowed && allowed.length === 0) return { ok: false, refusal: `${action} is not possible: can not find sync_standby` };
-  const considered = view.members.filter((m) => m.name !== view.leader?.name && m.data.api_url !== '' && (!allowed || allowed.includes(m.name)));
+  const considered = view.members.filter(
+    (m) => m.name !== view.leader?.name && m.data.api_url !== '' && (!allowed || allowed.includes(m.name)),
+  );
   if (considered.length === 0) return { ok: false, refusal: `${action} is not possible: cluster does not have members except leader` };
   return { ok: true, considered };
 }

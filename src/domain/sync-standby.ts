@@ -37,7 +37,9 @@ export interface SyncSettings {
 }
 
 /** The synchronous settings of `config`. */
-export function syncSettings(config: Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>): SyncSettings {
+export function syncSettings(
+  config: Pick<DynamicConfig, 'synchronous_mode' | 'synchronous_mode_strict' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>,
+): SyncSettings {
   const m = config.synchronous_mode;
   return {
     mode: m === 'quorum' ? 'quorum' : m === true ? 'on' : 'off',
@@ -138,7 +140,13 @@ export interface SyncKey {
 
 /** Parses the `sync` key value (dcs-layout.md: `sync_standby` is "a,b" or null). */
 export function syncKeyOf(s: SyncState): SyncKey {
-  const members = typeof s.sync_standby === 'string' && s.sync_standby !== '' ? s.sync_standby.split(',').map((x) => x.trim()).filter(Boolean) : [];
+  const members =
+    typeof s.sync_standby === 'string' && s.sync_standby !== ''
+      ? s.sync_standby
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : [];
   return { leader: s.leader, members: [...new Set(members)].sort(), quorum: typeof s.quorum === 'number' ? s.quorum : 0 };
 }
 
@@ -213,7 +221,13 @@ export interface SyncCandidateFacts {
  * PostgreSQL reports synchronous, then the furthest flushed, members that may be promoted
  * first, then by name.
  */
-export function syncCandidates(i: { self: string; members: Member[]; replication: ReplicationRow[]; settings: SyncSettings; inKey: string[] }): string[] {
+export function syncCandidates(i: {
+  self: string;
+  members: Member[];
+  replication: ReplicationRow[];
+  settings: SyncSettings;
+  inKey: string[];
+}): string[] {
   const byName = new Map(i.members.map((m) => [m.name.toLowerCase(), m]));
   const facts: SyncCandidateFacts[] = [];
   const seen = new Set<string>();
@@ -319,12 +333,18 @@ export function decideSyncStep(i: SyncStepInput): SyncStep {
   const { settings, self } = i;
   const mode = settings.mode;
   if (!i.key || i.key.leader !== self) {
-    return { kind: 'writeKey', key: { leader: self, members: [], quorum: 0 }, reason: `the sync key ${i.key ? `names ${i.key.leader}` : 'is absent'}: this leader takes it over with no standby` };
+    return {
+      kind: 'writeKey',
+      key: { leader: self, members: [], quorum: 0 },
+      reason: `the sync key ${i.key ? `names ${i.key.leader}` : 'is absent'}: this leader takes it over with no standby`,
+    };
   }
   const key = i.key;
   const target = targetSyncSet(settings, i.candidates, i.configured);
   if (!sameSyncSet(i.configured, target)) {
-    const kept = key.members.filter((m) => target.kind === 'blocked' || ((target.kind === 'first' || target.kind === 'any') && target.members.includes(m)));
+    const kept = key.members.filter(
+      (m) => target.kind === 'blocked' || ((target.kind === 'first' || target.kind === 'any') && target.members.includes(m)),
+    );
     const safe = protectiveKey(mode, self, kept, [i.configured, ...i.uncovered, target], mode === 'quorum' ? key.quorum : 0);
     if (!sameSyncKey(key, safe)) {
       const gone = key.members.filter((m) => !safe.members.includes(m));
@@ -400,7 +420,11 @@ export interface SyncRaceRule {
  * listed members (itself included when listed) that answered and are not ahead of it. An empty
  * key promotes nobody but its leader. Returns undefined when allowed, else the reason.
  */
-export function syncRaceRefusal(rule: SyncRaceRule, self: { name: string; walBytes: bigint }, peers: { name: string; reachable: boolean; walBytes?: bigint }[]): string | undefined {
+export function syncRaceRefusal(
+  rule: SyncRaceRule,
+  self: { name: string; walBytes: bigint },
+  peers: { name: string; reachable: boolean; walBytes?: bigint }[],
+): string | undefined {
   const { key } = rule;
   if (key.leader === self.name) return undefined;
   if (key.members.length === 0) return `the sync key lists no synchronous standby: only its leader ${key.leader} may take over`;

@@ -38,7 +38,8 @@ export function historyEntries(lines: HistoryLine[], opts: { previous?: HistoryE
     const last = i === lines.length - 1;
     if (prev && !last) return prev;
     // The last line is the fork this leader's own promotion made: it names this leader.
-    if (last && prev && prev[4] !== undefined && prev[4] !== opts.newLeader) return [l.timeline, Number(l.switchLsn), l.reason, opts.now, opts.newLeader];
+    if (last && prev && prev[4] !== undefined && prev[4] !== opts.newLeader)
+      return [l.timeline, Number(l.switchLsn), l.reason, opts.now, opts.newLeader];
     return [l.timeline, Number(l.switchLsn), l.reason, prev?.[3] ?? opts.now, prev?.[4] ?? (last ? opts.newLeader : undefined)].filter(
       (x) => x !== undefined,
     ) as HistoryEntry;
@@ -89,19 +90,11 @@ export function shutDownCleanly(clusterState: string): boolean {
 export type Divergence = { kind: 'ok' } | { kind: 'diverged'; reason: string } | { kind: 'unknown'; reason: string };
 
 /**
- * May a data directory that stopped at `local` stream from a leader on `leaderTimeline` whose
- * timeline history is `history` (the DCS key)? (docs/ha.md "Divergence")
- * - same timeline: ok (the leader is the same lineage);
- * - local timeline ahead of the leader's: diverged;
- * - behind: the local WAL must end at or before the switch point of its timeline in the leader's
- *   history. Where it ends is read from the WAL itself when it was (`walEndLsn`: the end of the
- *   last valid record, compared with the switch point, which is the end of the last record the
- *   new leader's timeline kept); otherwise a clean shutdown ends at its shutdown checkpoint
- *   (primary) or minimum recovery point (replica), and data that did not shut down cleanly and
- *   whose WAL end could not be read counts as diverged (never a guess).
+ * checkDivergence's lineage checks: the same timeline numbers with another lineage (a timeline
+ * forked twice ends its parent at another point; or the leader's history names another member's
+ * promotion for the local timeline). Undefined when neither shows.
  */
-export function checkDivergence(local: LocalPosition, leaderTimeline: number, history: HistoryEntry[] | undefined): Divergence {
-  if (leaderTimeline === 0) return { kind: 'unknown', reason: 'leader timeline unknown' };
+function otherLineage(local: LocalPosition, history: HistoryEntry[] | undefined): Divergence | undefined {
   // Same numbers, other lineage: a timeline forked twice (two members promoted from the same
   // parent) has the same number on both sides but ends its parents at other points.
   for (const line of local.history ?? []) {
@@ -118,17 +111,43 @@ export function checkDivergence(local: LocalPosition, leaderTimeline: number, hi
   if (local.promotedBy !== undefined && local.timeline > 1) {
     const made = history?.find((e) => e[0] === local.timeline - 1);
     if (made && made[4] !== undefined && made[4] !== local.promotedBy) {
-      return { kind: 'diverged', reason: `timeline ${local.timeline} here was made by ${local.promotedBy}'s promotion, the leader's by ${made[4]}'s` };
+      return {
+        kind: 'diverged',
+        reason: `timeline ${local.timeline} here was made by ${local.promotedBy}'s promotion, the leader's by ${made[4]}'s`,
+      };
     }
   }
+  return undefined;
+}
+
+/**
+ * May a data directory that stopped at `local` stream from a leader on `leaderTimeline` whose
+ * timeline history is `history` (the DCS key)? (docs/ha.md "Divergence")
+ * - same timeline: ok (the leader is the same lineage);
+ * - local timeline ahead of the leader's: diverged;
+ * - behind: the local WAL must end at or before the switch point of its timeline in the leader's
+ *   history. Where it ends is read from the WAL itself when it was (`walEndLsn`: the end of the
+ *   last valid record, compared with the switch point, which is the end of the last record the
+ *   new leader's timeline kept); otherwise a clean shutdown ends at its shutdown checkpoint
+ *   (primary) or minimum recovery point (replica), and data that did not shut down cleanly and
+ *   whose WAL end could not be read counts as diverged (never a guess).
+ */
+export function checkDivergence(local: LocalPosition, leaderTimeline: number, history: HistoryEntry[] | undefined): Divergence {
+  if (leaderTimeline === 0) return { kind: 'unknown', reason: 'leader timeline unknown' };
+  const fork = otherLineage(local, history);
+  if (fork) return fork;
   if (local.timeline === leaderTimeline) return { kind: 'ok' };
-  if (local.timeline > leaderTimeline) return { kind: 'diverged', reason: `local timeline ${local.timeline} is ahead of the leader's ${leaderTimeline}` };
+  if (local.timeline > leaderTimeline)
+    return { kind: 'diverged', reason: `local timeline ${local.timeline} is ahead of the leader's ${leaderTimeline}` };
   const entry = history?.find((e) => e[0] === local.timeline);
   if (!entry) return { kind: 'unknown', reason: `no history entry for timeline ${local.timeline}` };
   const switchLsn = BigInt(entry[1]);
   if (local.walEndLsn !== undefined) {
     if (local.walEndLsn > switchLsn) {
-      return { kind: 'diverged', reason: `local WAL (ends at ${local.walEndLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+      return {
+        kind: 'diverged',
+        reason: `local WAL (ends at ${local.walEndLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}`,
+      };
     }
     return { kind: 'ok' };
   }
@@ -143,10 +162,16 @@ export function checkDivergence(local: LocalPosition, leaderTimeline: number, hi
   // the switch point. The minimum recovery point is where replayed WAL *ends*: it may reach the
   // switch point (the end of the old timeline's last record) but not go past it.
   if (local.checkpointLsn >= switchLsn) {
-    return { kind: 'diverged', reason: `local WAL (checkpoint at ${local.checkpointLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+    return {
+      kind: 'diverged',
+      reason: `local WAL (checkpoint at ${local.checkpointLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}`,
+    };
   }
   if (local.minRecoveryLsn > switchLsn) {
-    return { kind: 'diverged', reason: `local WAL (replayed to ${local.minRecoveryLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}` };
+    return {
+      kind: 'diverged',
+      reason: `local WAL (replayed to ${local.minRecoveryLsn}) goes past the switch point (${switchLsn}) of timeline ${local.timeline}`,
+    };
   }
   return { kind: 'ok' };
 }

@@ -33,5 +33,13 @@ export function buildInfo(): BuildInfo {
 
 /** The /version body (no trailing newline), in pg_exporter's shape (§2.5). */
 export function versionText(b: BuildInfo): string {
-  return [`db_exporter version ${b.version}`, `revision: ${b.revision}`, `branch: ${b.branch}`, `node version: ${b.goversion}`, `build date: ${b.builddate}`, `goos: ${b.goos}`, `goarch: ${b.goarch}`].join('\n');
+  return [
+    `db_exporter version ${b.version}`,
+    `revision: ${b.revision}`,
+    `branch: ${b.branch}`,
+    `node version: ${b.goversion}`,
+    `build date: ${b.builddate}`,
+    `goos: ${b.goos}`,
+    `goarch: ${b.goarch}`,
+  ].join('\n');
 }

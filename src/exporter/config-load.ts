@@ -94,8 +94,10 @@ function validateCollector(c: CollectorDef): void {
         const b = col.bucket;
         if (!b || b.length === 0) throw new ConfigError(`collector ${c.branch}: histogram column ${col.name} has no bucket`);
         for (let i = 0; i < b.length; i++) {
-          if (!Number.isFinite(b[i]!)) throw new ConfigError(`collector ${c.branch}: histogram column ${col.name}: bucket bounds must be finite`);
-          if (i > 0 && !(b[i]! > b[i - 1]!)) throw new ConfigError(`collector ${c.branch}: histogram column ${col.name}: buckets must be strictly increasing`);
+          if (!Number.isFinite(b[i]!))
+            throw new ConfigError(`collector ${c.branch}: histogram column ${col.name}: bucket bounds must be finite`);
+          if (i > 0 && !(b[i]! > b[i - 1]!))
+            throw new ConfigError(`collector ${c.branch}: histogram column ${col.name}: buckets must be strictly increasing`);
         }
         family(`${base}_bucket`);
         family(`${base}_count`);
@@ -104,7 +106,8 @@ function validateCollector(c: CollectorDef): void {
     }
   }
   if (values === 0) throw new ConfigError(`collector ${c.branch} defines no GAUGE/COUNTER/HISTOGRAM columns`);
-  if (labels.has('le') && c.columns.some((x) => x.usage === 'HISTOGRAM')) throw new ConfigError(`collector ${c.branch}: histogram collector cannot have a label named le`);
+  if (labels.has('le') && c.columns.some((x) => x.usage === 'HISTOGRAM'))
+    throw new ConfigError(`collector ${c.branch}: histogram collector cannot have a label named le`);
 }
 
 /**
@@ -137,7 +140,11 @@ export function parseCollectorFile(text: string, fileName: string, defaultPriori
       name: r.name || branch,
       desc: r.desc ?? '',
       query: r.query,
-      predicates: (r.predicate_queries ?? []).map((p) => ({ ...(p.name ? { name: p.name } : {}), query: p.predicate_query, ttlSeconds: p.ttl ?? 0 })),
+      predicates: (r.predicate_queries ?? []).map((p) => ({
+        ...(p.name ? { name: p.name } : {}),
+        query: p.predicate_query,
+        ttlSeconds: p.ttl ?? 0,
+      })),
       tags: r.tags ?? [],
       ttlSeconds: r.ttl ?? 0,
       timeoutSeconds: timeout,
@@ -226,6 +233,7 @@ export function loadConfig(path: string): LoadedConfig {
       merged.set(c.branch, c);
     }
   }
-  if (merged.size === 0) throw new ConfigError(`no valid queries loaded from config dir ${path}${warnings.length ? `: ${warnings.join('; ')}` : ''}`);
+  if (merged.size === 0)
+    throw new ConfigError(`no valid queries loaded from config dir ${path}${warnings.length ? `: ${warnings.join('; ')}` : ''}`);
   return { path, collectors: sortCollectors([...merged.values()]), warnings };
 }

@@ -11,7 +11,12 @@ const floatLike = v.union([num, v.pipe(v.string(), v.trim(), v.nonEmpty('must be
 
 /** Column settings: the value of a `- <column>: {...}` item. */
 export const ColumnSchema = v.object({
-  usage: v.pipe(v.string('usage is required'), v.trim(), v.toUpperCase(), v.picklist(['DISCARD', 'LABEL', 'COUNTER', 'GAUGE', 'HISTOGRAM'], 'usage must be DISCARD, LABEL, COUNTER, GAUGE or HISTOGRAM')),
+  usage: v.pipe(
+    v.string('usage is required'),
+    v.trim(),
+    v.toUpperCase(),
+    v.picklist(['DISCARD', 'LABEL', 'COUNTER', 'GAUGE', 'HISTOGRAM'], 'usage must be DISCARD, LABEL, COUNTER, GAUGE or HISTOGRAM'),
+  ),
   name: v.optional(v.string()),
   rename: v.optional(v.nullable(v.string())),
   description: v.optional(v.nullable(v.string())),
@@ -23,7 +28,10 @@ export const ColumnSchema = v.object({
 /** One predicate query. */
 export const PredicateSchema = v.object({
   name: v.optional(v.nullable(v.string())),
-  predicate_query: v.pipe(v.string('predicate_query is required'), v.check((s) => s.trim() !== '', 'predicate_query is blank')),
+  predicate_query: v.pipe(
+    v.string('predicate_query is required'),
+    v.check((s) => s.trim() !== '', 'predicate_query is blank'),
+  ),
   ttl: v.optional(v.nullable(v.pipe(num, v.minValue(0, 'predicate ttl must be >= 0')))),
 });
 
@@ -31,7 +39,10 @@ export const PredicateSchema = v.object({
 export const CollectorSchema = v.object({
   name: v.optional(v.nullable(v.string())),
   desc: v.optional(v.nullable(v.string())),
-  query: v.pipe(v.string('query is required'), v.check((s) => s.trim() !== '', 'query is blank')),
+  query: v.pipe(
+    v.string('query is required'),
+    v.check((s) => s.trim() !== '', 'query is blank'),
+  ),
   predicate_queries: v.optional(v.nullable(v.array(PredicateSchema))),
   tags: v.optional(v.nullable(v.array(v.string('tags must be strings')))),
   ttl: v.optional(v.nullable(v.pipe(num, v.minValue(0, 'ttl must be >= 0')))),

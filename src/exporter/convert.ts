@@ -34,7 +34,8 @@ export function labelValue(raw: unknown, typeOid?: number): string {
   if (typeof raw === 'string') return raw;
   if (typeof raw === 'boolean') return raw ? 'true' : 'false';
   if (raw instanceof Date) return String(Math.trunc(raw.getTime() / 1000));
-  if (typeof raw === 'number') return typeOid !== undefined && FLOAT_OIDS.has(typeOid) ? formatGoFloat(raw) : Number.isInteger(raw) ? String(raw) : formatGoFloat(raw);
+  if (typeof raw === 'number')
+    return typeOid !== undefined && FLOAT_OIDS.has(typeOid) ? formatGoFloat(raw) : Number.isInteger(raw) ? String(raw) : formatGoFloat(raw);
   if (typeof raw === 'bigint') return raw.toString();
   if (raw instanceof Uint8Array) return Buffer.from(raw).toString('utf8');
   if (Array.isArray(raw)) return `{${raw.map((x) => labelValue(x)).join(',')}}`;

@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from './config-load.ts';
 import { explainText } from './explain.ts';
 import { ExpositionBuilder, type Family } from './exposition.ts';
 import { RoleProbe, type Role } from './role-probe.ts';
-import { statText, type StatRow } from './stat.ts';
+import { statRowsOf, statText, type StatRow } from './stat.ts';
 import { Target, urlDatabase, urlWithDatabase } from './target.ts';
 import { buildInfo, type BuildInfo } from './build-info.ts';
 import { serverStatFamilies } from './self-families.ts';
@@ -105,7 +105,8 @@ export function tuneHeap(): string[] {
   const env = process.env['DB_EXPORTER_HEAP_FLAGS'];
   const flags = env === undefined ? [...HEAP_FLAGS] : env.split(/\s+/).filter(Boolean);
   // The young generation stops growing now unless a cap (or no cap) was asked for (newSpaceCapMb).
-  if (newSpaceCapMb() === undefined && !flags.some((f) => f.startsWith('--semi-space-growth-factor'))) flags.push('--semi-space-growth-factor=1');
+  if (newSpaceCapMb() === undefined && !flags.some((f) => f.startsWith('--semi-space-growth-factor')))
+    flags.push('--semi-space-growth-factor=1');
   for (const f of flags) setFlagsFromString(f);
   return flags;
 }
@@ -121,12 +122,15 @@ export function checkConstLabels(config: LoadedConfig, constLabels: Record<strin
   const names = Object.keys(constLabels);
   for (const n of names) {
     if (!LABEL_NAME.test(n) || n.startsWith('__')) throw new ConfigError(`invalid constant label name ${n}`);
-    if (!disableIntro && (n === 'datname' || n === 'query')) throw new ConfigError(`invalid configuration with current constant labels: ${n} clashes with a built-in label`);
+    if (!disableIntro && (n === 'datname' || n === 'query'))
+      throw new ConfigError(`invalid configuration with current constant labels: ${n} clashes with a built-in label`);
   }
   for (const c of config.collectors) {
     const labels = c.columns.filter((x) => x.usage === 'LABEL').map((x) => x.rename ?? x.name);
     if (c.columns.some((x) => x.usage === 'HISTOGRAM')) labels.push('le');
-    for (const n of names) if (labels.includes(n)) throw new ConfigError(`invalid configuration with current constant labels: ${n} clashes with a label of collector ${c.branch}`);
+    for (const n of names)
+      if (labels.includes(n))
+        throw new ConfigError(`invalid configuration with current constant labels: ${n} clashes with a label of collector ${c.branch}`);
   }
 }
 
@@ -239,7 +243,8 @@ export class Exporter {
       this.lastVersion = this.primary.facts.version;
       if (res.up) this.lastRecovery = this.primary.facts.inRecovery ? 1 : 0;
     }
-    if (res.up && !this.pooler && (this.opts.autoDiscovery ?? true) && this.primary.facts) await this.syncDatabases(this.primary.facts.databases);
+    if (res.up && !this.pooler && (this.opts.autoDiscovery ?? true) && this.primary.facts)
+      await this.syncDatabases(this.primary.facts.databases);
     for (const [db, t] of this.forked) {
       const r = await t.scrape();
       if (r.error) this.log.warn(`fail scraping database ${db}: ${r.error.message}`);
@@ -248,7 +253,15 @@ export class Exporter {
     this.upNow = res.up ? 1 : 0;
     if (!res.up) this.counters.scrapeErrors++;
     // Like upstream, the scrape result overwrites the cached role until the next probe tick.
-    this.probe.set(res.up ? (this.primary.facts?.inRecovery ? 'replica' : 'primary') : (res.error as { code?: unknown } | undefined)?.code === '57P03' ? 'starting' : 'down');
+    this.probe.set(
+      res.up
+        ? this.primary.facts?.inRecovery
+          ? 'replica'
+          : 'primary'
+        : (res.error as { code?: unknown } | undefined)?.code === '57P03'
+          ? 'starting'
+          : 'down',
+    );
     this.counters.lastDuration = (performance.now() - t0) / 1000;
     this.counters.lastScrapeTime = Math.trunc(Date.now() / 1000);
     if (builder.dropped > 0) {
@@ -285,7 +298,12 @@ export class Exporter {
 
   private selfFamilies(): Family[] {
     const ns = this.namespace;
-    const g = (name: string, help: string, value: number, labels: [string, string][] = []): Family => ({ name, help, type: 'gauge', samples: [{ labels, value }] });
+    const g = (name: string, help: string, value: number, labels: [string, string][] = []): Family => ({
+      name,
+      help,
+      type: 'gauge',
+      samples: [{ labels, value }],
+    });
     const out: Family[] = [
       g(`${ns}_up`, 'last scrape was able to connect to the server: 1 for yes, 0 for no', this.upNow),
       g(`${ns}_version`, 'server version number', this.lastVersion),
@@ -295,22 +313,41 @@ export class Exporter {
     const b = this.build;
     const c = this.counters;
     out.push(
-      g(`${ns}_exporter_build_info`, "A metric with a constant '1' value labeled with version, revision, branch, goversion, builddate, goos, and goarch from which db_exporter was built.", 1, [
-        ['version', b.version],
-        ['revision', b.revision],
-        ['branch', b.branch],
-        ['goversion', b.goversion],
-        ['builddate', b.builddate],
-        ['goos', b.goos],
-        ['goarch', b.goarch],
-      ]),
+      g(
+        `${ns}_exporter_build_info`,
+        "A metric with a constant '1' value labeled with version, revision, branch, goversion, builddate, goos, and goarch from which db_exporter was built.",
+        1,
+        [
+          ['version', b.version],
+          ['revision', b.revision],
+          ['branch', b.branch],
+          ['goversion', b.goversion],
+          ['builddate', b.builddate],
+          ['goos', b.goos],
+          ['goarch', b.goarch],
+        ],
+      ),
       g(`${ns}_exporter_up`, 'always be 1 if your could retrieve metrics', 1),
       g(`${ns}_exporter_uptime`, 'seconds since exporter primary server inited', (Date.now() - this.startedAt) / 1000),
-      { name: `${ns}_exporter_scrape_total_count`, help: 'times exporter was scraped for metrics', type: 'counter', samples: [{ labels: [], value: c.scrapeTotal }] },
-      { name: `${ns}_exporter_scrape_error_count`, help: 'times exporter was scraped for metrics and failed', type: 'counter', samples: [{ labels: [], value: c.scrapeErrors }] },
+      {
+        name: `${ns}_exporter_scrape_total_count`,
+        help: 'times exporter was scraped for metrics',
+        type: 'counter',
+        samples: [{ labels: [], value: c.scrapeTotal }],
+      },
+      {
+        name: `${ns}_exporter_scrape_error_count`,
+        help: 'times exporter was scraped for metrics and failed',
+        type: 'counter',
+        samples: [{ labels: [], value: c.scrapeErrors }],
+      },
       g(`${ns}_exporter_scrape_duration`, 'seconds exporter spending on scraping', c.lastDuration),
       g(`${ns}_exporter_last_scrape_time`, 'last scrape timestamp', c.lastScrapeTime),
-      g(`${ns}_exporter_dropped_series_count`, 'cumulative series dropped because they duplicated another series or conflicted with its family', c.dropped),
+      g(
+        `${ns}_exporter_dropped_series_count`,
+        'cumulative series dropped because they duplicated another series or conflicted with its family',
+        c.dropped,
+      ),
     );
     out.push(...serverStatFamilies(ns, [this.primary, ...this.forked.values()]));
     return out;
@@ -332,7 +369,13 @@ export class Exporter {
       } catch (e) {
         const msg = (e as Error).message;
         this.log.error(`fail to reload: ${msg}`);
-        return { ok: false, error: msg.startsWith('fail loading config') || msg.startsWith('invalid configuration') ? msg : `fail loading config ${this.opts.configPath}: ${msg}` };
+        return {
+          ok: false,
+          error:
+            msg.startsWith('fail loading config') || msg.startsWith('invalid configuration')
+              ? msg
+              : `fail loading config ${this.opts.configPath}: ${msg}`,
+        };
       }
       for (const w of next.warnings) this.log.warn(w);
       this.config = next;
@@ -353,16 +396,7 @@ export class Exporter {
 
   /** /stat rows of the primary's installed collectors. */
   statRows(): StatRow[] {
-    return (this.primary.runs ?? []).map((r) => ({
-      name: r.def.name,
-      total: r.stats.total,
-      hit: r.stats.rows,
-      error: r.stats.errors,
-      skip: r.stats.skips,
-      metric: r.stats.metrics,
-      ttlLeftSeconds: r.stats.ttlLeftSeconds,
-      durationMs: r.stats.durationMs,
-    }));
+    return statRowsOf(this.primary.runs);
   }
 
   /** /stat body. */

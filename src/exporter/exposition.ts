@@ -113,7 +113,6 @@ export function rowText(form: RowForm, r: number): string {
   return text;
 }
 
-
 /**
  * A family whose text lines were written when the collector's result arrived (the fast path):
  * `lines` holds `name{labels} value\n` for every kept row, already in series order. `samples`

@@ -57,7 +57,8 @@ export interface HttpOptions {
 /** Default largest request body of the exporter, bytes (no route reads a body; /reload takes none). */
 export const EXPORTER_MAX_BODY_BYTES = 64 * 1024;
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#39;').replace(/"/g, '&#34;');
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&#39;').replace(/"/g, '&#34;');
 
 /** Builds the Hono app. Handlers other than /metrics, /probe and /reload never touch the database. */
 export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hono {
@@ -66,7 +67,10 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
   const metricsPath = opts.telemetryPath ?? '/metrics';
   for (const m of opts.middleware ?? []) app.use('*', m);
   const maxBody = opts.maxBodyBytes ?? EXPORTER_MAX_BODY_BYTES;
-  app.use('*', bodyLimit({ maxSize: maxBody, onError: (c) => c.body(`request body larger than ${maxBody} bytes`, 413, { 'Content-Type': TEXT }) }));
+  app.use(
+    '*',
+    bodyLimit({ maxSize: maxBody, onError: (c) => c.body(`request body larger than ${maxBody} bytes`, 413, { 'Content-Type': TEXT }) }),
+  );
   for (const check of Object.keys(ROLE_ROUTES) as (keyof typeof ROLE_ROUTES)[]) {
     for (const path of ROLE_ROUTES[check]) {
       app.get(path, (c) => {
@@ -116,7 +120,9 @@ export function createExporterApp(exp: ExporterApi, opts: HttpOptions = {}): Hon
   });
   const reload = async (c: Context) => {
     const r = await exp.reload();
-    return r.ok ? c.body('server reloaded', 200, { 'Content-Type': TEXT }) : c.body(`fail to reload: ${r.error}`, 500, { 'Content-Type': TEXT });
+    return r.ok
+      ? c.body('server reloaded', 200, { 'Content-Type': TEXT })
+      : c.body(`fail to reload: ${r.error}`, 500, { 'Content-Type': TEXT });
   };
   app.on(['GET', 'POST'], '/reload', reload);
   app.all('/reload', (c) => c.body('method not allowed', 405, { 'Content-Type': TEXT, Allow: 'GET, POST' }));

@@ -12,7 +12,24 @@ export type { Role } from './role-probe.ts';
 export type { CollectorDef, ColumnDef, LoadedConfig, ServerFacts, Usage } from './types.ts';
 export { Prober, PROBE_CONTENT_TYPE, type ProberOptions, type ProbeAnswer } from './probe.ts';
 export { probeOnlyApi } from './probe-only.ts';
-export { loadProbeConfig, buildProbeConfig, parseDsn, DEFAULT_PROBE_LIMITS, type ProbeConfig, type ProbeLimits, type AuthModule, type NamedTarget } from './probe-config.ts';
-export { resolveProbe, REJECT_REASONS, type ProbeParams, type TargetSpec, type Selection, type RejectReason, type ProbeResolution } from './probe-request.ts';
+export {
+  loadProbeConfig,
+  buildProbeConfig,
+  parseDsn,
+  DEFAULT_PROBE_LIMITS,
+  type ProbeConfig,
+  type ProbeLimits,
+  type AuthModule,
+  type NamedTarget,
+} from './probe-config.ts';
+export {
+  resolveProbe,
+  REJECT_REASONS,
+  type ProbeParams,
+  type TargetSpec,
+  type Selection,
+  type RejectReason,
+  type ProbeResolution,
+} from './probe-request.ts';
 export { parseAllowEntry, allowed, type AllowEntry } from './allowlist.ts';
 export type { ProbeApi } from './http.ts';

@@ -19,8 +19,22 @@ export class QueryTimeoutError extends Error {
  */
 export function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what?: string): Promise<QueryResult>;
 /** With `arrays`, rows come as arrays in column order (postgres.js `.values()`): no object per row. */
-export function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what: string, arrays: true): Promise<ArrayResult>;
-export async function runQuery(sql: Sql, text: string, deadlineMs: number | undefined, simple: boolean, what = 'query', arrays = false): Promise<QueryResult | ArrayResult> {
+export function runQuery(
+  sql: Sql,
+  text: string,
+  deadlineMs: number | undefined,
+  simple: boolean,
+  what: string,
+  arrays: true,
+): Promise<ArrayResult>;
+export async function runQuery(
+  sql: Sql,
+  text: string,
+  deadlineMs: number | undefined,
+  simple: boolean,
+  what = 'query',
+  arrays = false,
+): Promise<QueryResult | ArrayResult> {
   const started = Date.now();
   if (deadlineMs !== undefined && deadlineMs - started <= 0) throw new QueryTimeoutError(`${what} timeout: no time left`);
   const base = simple ? sql.unsafe(text).simple() : sql.unsafe(text);
@@ -45,13 +59,23 @@ export async function runQuery(sql: Sql, text: string, deadlineMs: number | unde
                 } catch {
                   /* not started yet */
                 }
-                reject(new QueryTimeoutError(`${what} timeout because duration ${Date.now() - started}ms exceed limit ${deadlineMs - started}ms`));
+                reject(
+                  new QueryTimeoutError(
+                    `${what} timeout because duration ${Date.now() - started}ms exceed limit ${deadlineMs - started}ms`,
+                  ),
+                );
               }, deadlineMs - started);
             }),
           ]);
     // With the simple protocol several statements give several results: use the last one.
-    const last = Array.isArray(res) && res.length > 0 && Array.isArray(res[res.length - 1]) && 'columns' in (res[res.length - 1] as object) ? (res[res.length - 1] as typeof res) : res;
-    const columns = ((last as unknown as { columns?: { name: string; type: number }[] }).columns ?? []).map((c) => ({ name: c.name, type: c.type }));
+    const last =
+      Array.isArray(res) && res.length > 0 && Array.isArray(res[res.length - 1]) && 'columns' in (res[res.length - 1] as object)
+        ? (res[res.length - 1] as typeof res)
+        : res;
+    const columns = ((last as unknown as { columns?: { name: string; type: number }[] }).columns ?? []).map((c) => ({
+      name: c.name,
+      type: c.type,
+    }));
     if (arrays) return { values: last as unknown as unknown[][], columns };
     return { rows: [...(last as unknown as Record<string, unknown>[])], columns };
   } catch (e) {

@@ -68,7 +68,8 @@ export const DEFAULT_PROBE_LIMITS: ProbeLimits = { maxTargets: 64, poolSize: 2, 
 export const TARGET_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 const name = v.pipe(v.string(), v.regex(TARGET_NAME, 'names are letters, digits, _ . - (starting with a letter or digit)'));
-const posInt = (max: number) => v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be >= 1'), v.maxValue(max, `must be <= ${max}`));
+const posInt = (max: number) =>
+  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be >= 1'), v.maxValue(max, `must be <= ${max}`));
 
 const AuthModuleSchema = v.object({
   type: v.optional(v.picklist(['userpass'], 'type must be userpass'), 'userpass'),
@@ -80,7 +81,12 @@ const AuthModuleSchema = v.object({
       password_env: v.optional(v.pipe(v.string(), v.nonEmpty('password_env is empty'))),
     }),
   ),
-  options: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]*$/, 'option names are lower-case words')), v.union([v.string(), v.number(), v.boolean()]))),
+  options: v.optional(
+    v.record(
+      v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]*$/, 'option names are lower-case words')),
+      v.union([v.string(), v.number(), v.boolean()]),
+    ),
+  ),
 });
 
 const TargetSchema = v.object({
@@ -130,7 +136,12 @@ export function parseDsn(dsn: string): URL {
 }
 
 /** Reads the password of an auth module's userpass block; undefined when none is given. */
-function resolvePassword(modName: string, up: { password?: string; password_file?: string; password_env?: string }, base: string, env: NodeJS.ProcessEnv): string | undefined {
+function resolvePassword(
+  modName: string,
+  up: { password?: string; password_file?: string; password_env?: string },
+  base: string,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
   const given = [up.password !== undefined, up.password_file !== undefined, up.password_env !== undefined].filter(Boolean).length;
   if (given > 1) throw new Error(`auth module ${modName}: give one of password, password_file, password_env`);
   if (up.password !== undefined) return up.password;
@@ -167,7 +178,12 @@ export function buildProbeConfig(data: unknown, path: string, env: NodeJS.Proces
     try {
       const password = resolvePassword(n, m.userpass ?? {}, base, env);
       const options = Object.fromEntries(Object.entries(m.options ?? {}).map(([k, val]) => [k, String(val)]));
-      authModules.set(n, { name: n, ...(m.userpass?.username !== undefined ? { username: m.userpass.username } : {}), ...(password !== undefined ? { password } : {}), options });
+      authModules.set(n, {
+        name: n,
+        ...(m.userpass?.username !== undefined ? { username: m.userpass.username } : {}),
+        ...(password !== undefined ? { password } : {}),
+        options,
+      });
     } catch (e) {
       fail((e as Error).message);
     }
@@ -181,7 +197,12 @@ export function buildProbeConfig(data: unknown, path: string, env: NodeJS.Proces
       return fail(`target ${n}: ${(e as Error).message}`);
     }
     if (t.auth_module !== undefined && !authModules.has(t.auth_module)) fail(`target ${n}: auth module ${t.auth_module} is not defined`);
-    targets.set(n, { name: n, url: u.toString(), ...(t.auth_module !== undefined ? { authModule: t.auth_module } : {}), tags: t.tags ?? [] });
+    targets.set(n, {
+      name: n,
+      url: u.toString(),
+      ...(t.auth_module !== undefined ? { authModule: t.auth_module } : {}),
+      tags: t.tags ?? [],
+    });
   }
   const allowlist: AllowEntry[] = [];
   for (const e of o.allowlist ?? []) {
@@ -193,7 +214,8 @@ export function buildProbeConfig(data: unknown, path: string, env: NodeJS.Proces
   }
   const allowDsn = o.allow_dsn ?? false;
   if (allowDsn && allowlist.length === 0) fail('allow_dsn needs an allowlist (the hosts a DSN target may name)');
-  if (o.default_auth_module !== undefined && !authModules.has(o.default_auth_module)) fail(`default_auth_module ${o.default_auth_module} is not defined`);
+  if (o.default_auth_module !== undefined && !authModules.has(o.default_auth_module))
+    fail(`default_auth_module ${o.default_auth_module} is not defined`);
   const l = o.limits ?? {};
   const limits: ProbeLimits = {
     maxTargets: l.max_targets ?? DEFAULT_PROBE_LIMITS.maxTargets,
@@ -202,7 +224,15 @@ export function buildProbeConfig(data: unknown, path: string, env: NodeJS.Proces
     targetIdleSeconds: l.target_idle_seconds ?? DEFAULT_PROBE_LIMITS.targetIdleSeconds,
   };
   if (targets.size > limits.maxTargets) fail(`${targets.size} targets are named but limits.max_targets is ${limits.maxTargets}`);
-  return { path, authModules, targets, allowDsn, allowlist, ...(o.default_auth_module !== undefined ? { defaultAuthModule: o.default_auth_module } : {}), limits };
+  return {
+    path,
+    authModules,
+    targets,
+    allowDsn,
+    allowlist,
+    ...(o.default_auth_module !== undefined ? { defaultAuthModule: o.default_auth_module } : {}),
+    limits,
+  };
 }
 
 /** Reads and validates a probe configuration file. Throws ConfigError naming the file and the problem. */

@@ -25,22 +25,37 @@ export function probeOnlyApi(prober: Prober, build: BuildInfo = buildInfo()): Ex
       scrapes++;
       const ns = prober.namespace;
       const b = new ExpositionBuilder(constPairs);
-      const g = (name: string, help: string, value: number, labels: [string, string][] = []): Family => ({ name, help, type: 'gauge', samples: [{ labels, value }] });
+      const g = (name: string, help: string, value: number, labels: [string, string][] = []): Family => ({
+        name,
+        help,
+        type: 'gauge',
+        samples: [{ labels, value }],
+      });
       if (!prober.opts.disableIntro) {
         b.add(
-          g(`${ns}_exporter_build_info`, "A metric with a constant '1' value labeled with version, revision, branch, goversion, builddate, goos, and goarch from which db_exporter was built.", 1, [
-            ['version', build.version],
-            ['revision', build.revision],
-            ['branch', build.branch],
-            ['goversion', build.goversion],
-            ['builddate', build.builddate],
-            ['goos', build.goos],
-            ['goarch', build.goarch],
-          ]),
+          g(
+            `${ns}_exporter_build_info`,
+            "A metric with a constant '1' value labeled with version, revision, branch, goversion, builddate, goos, and goarch from which db_exporter was built.",
+            1,
+            [
+              ['version', build.version],
+              ['revision', build.revision],
+              ['branch', build.branch],
+              ['goversion', build.goversion],
+              ['builddate', build.builddate],
+              ['goos', build.goos],
+              ['goarch', build.goarch],
+            ],
+          ),
         );
         b.add(g(`${ns}_exporter_up`, 'always be 1 if your could retrieve metrics', 1));
         b.add(g(`${ns}_exporter_uptime`, 'seconds since exporter primary server inited', (Date.now() - startedAt) / 1000));
-        b.add({ name: `${ns}_exporter_scrape_total_count`, help: 'times exporter was scraped for metrics', type: 'counter', samples: [{ labels: [], value: scrapes }] });
+        b.add({
+          name: `${ns}_exporter_scrape_total_count`,
+          help: 'times exporter was scraped for metrics',
+          type: 'counter',
+          samples: [{ labels: [], value: scrapes }],
+        });
       }
       for (const f of prober.families()) b.add(f);
       return b.render();

@@ -93,7 +93,20 @@ export class ProbeTargets<T extends ProbeTargetLike = ProbeTargetLike> {
     if (hit) return hit;
     if (!this.fits(spec.named)) this.sweep();
     if (!this.fits(spec.named)) return undefined;
-    const e: ProbeEntry<T> = { spec, target: this.make(spec), lastUsedMs: this.now(), busy: 0, probes: 0, errors: 0, lastDurationSeconds: 0, lastProbeTime: 0, up: 0, dropped: 0, chain: Promise.resolve(), shared: new Map() };
+    const e: ProbeEntry<T> = {
+      spec,
+      target: this.make(spec),
+      lastUsedMs: this.now(),
+      busy: 0,
+      probes: 0,
+      errors: 0,
+      lastDurationSeconds: 0,
+      lastProbeTime: 0,
+      up: 0,
+      dropped: 0,
+      chain: Promise.resolve(),
+      shared: new Map(),
+    };
     this.live.set(spec.key, e);
     return e;
   }

@@ -13,7 +13,7 @@ import { loadProbeConfig, type ProbeConfig } from './probe-config.ts';
 import { REJECT_REASONS, resolveProbe, type ProbeParams, type RejectReason, type Selection, type TargetSpec } from './probe-request.ts';
 import { ProbeTargets, type ProbeEntry, type ProbeTargetLike } from './probe-targets.ts';
 import { serverStatFamilies } from './self-families.ts';
-import { statText } from './stat.ts';
+import { statRowsOf, statText } from './stat.ts';
 import { Target, urlDatabase, type CollectorFilter } from './target.ts';
 import type { CollectorDef, LoadedConfig } from './types.ts';
 
@@ -173,9 +173,14 @@ export class Prober {
     if (!entry) {
       const l = this.probeConfig.limits;
       const named = this.probeConfig.targets.size;
-      return this.refuse('too_many_targets', 429, `too many DSN targets: ${this.targets.dsnSize} are live (limits.max_targets ${l.maxTargets}, of which ${named} kept for the named targets); a target is dropped after ${l.targetIdleSeconds} s without a probe`, {
-        'Retry-After': String(l.targetIdleSeconds),
-      });
+      return this.refuse(
+        'too_many_targets',
+        429,
+        `too many DSN targets: ${this.targets.dsnSize} are live (limits.max_targets ${l.maxTargets}, of which ${named} kept for the named targets); a target is dropped after ${l.targetIdleSeconds} s without a probe`,
+        {
+          'Retry-After': String(l.targetIdleSeconds),
+        },
+      );
     }
     const filter = selectionFilter(r.select);
     const res = await this.targets.scrape(entry, selectionKey(r.select), filter);
@@ -185,7 +190,9 @@ export class Prober {
     for (const f of this.probeSelfFamilies(entry, res.up, filter)) builder.add(f);
     if (builder.dropped > 0) {
       entry.dropped += builder.dropped;
-      this.log.warn(`target ${entry.spec.label}: dropped ${builder.dropped} duplicate or conflicting series from ${[...builder.droppedFrom].join(', ')}`);
+      this.log.warn(
+        `target ${entry.spec.label}: dropped ${builder.dropped} duplicate or conflicting series from ${[...builder.droppedFrom].join(', ')}`,
+      );
     }
     return { status: 200, body: builder.render(), contentType: PROBE_CONTENT_TYPE };
   }
@@ -214,7 +221,12 @@ export class Prober {
   families(): Family[] {
     if (this.opts.disableIntro) return [];
     const ns = this.namespace;
-    const fam = (suffix: string, help: string, type: 'gauge' | 'counter' = 'gauge'): Family => ({ name: `${ns}_exporter_${suffix}`, help, type, samples: [] });
+    const fam = (suffix: string, help: string, type: 'gauge' | 'counter' = 'gauge'): Family => ({
+      name: `${ns}_exporter_${suffix}`,
+      help,
+      type,
+      samples: [],
+    });
     const targets = fam('targets', 'probe targets alive now (each with its own connection pool)');
     targets.samples.push({ labels: [], value: this.targets.size });
     const limit = fam('targets_limit', 'most probe targets alive at once (limits.max_targets)');
@@ -228,8 +240,14 @@ export class Prober {
     const dur = fam('target_scrape_duration', 'seconds the last probe of the target spent scraping');
     const last = fam('target_last_scrape_time', 'end of the last probe of the target, Unix seconds');
     const pool = fam('target_pool_size', 'most connections the target may hold open');
-    const dropped = fam('target_dropped_series_count', 'series dropped from probe answers of the target because they duplicated another series or conflicted with its family');
-    const qerr = fam('target_query_error_count', 'collector failures on the target since its collectors were planned (sum over collectors)');
+    const dropped = fam(
+      'target_dropped_series_count',
+      'series dropped from probe answers of the target because they duplicated another series or conflicted with its family',
+    );
+    const qerr = fam(
+      'target_query_error_count',
+      'collector failures on the target since its collectors were planned (sum over collectors)',
+    );
     for (const e of this.targets.entries()) {
       const l: [string, string][] = [['target', e.spec.label]];
       up.samples.push({ labels: l, value: e.up });
@@ -249,7 +267,14 @@ export class Prober {
     const r = resolveProbe(params, this.probeConfig, this.known, this.knownTags);
     if (!r.ok) return { answer: { status: r.status, body: r.message, contentType: TEXT } };
     const entry = this.targets.get(r.spec.key);
-    if (!entry) return { answer: { status: 404, body: `target ${r.spec.label} has not been probed yet: its collectors are planned at its first probe`, contentType: TEXT } };
+    if (!entry)
+      return {
+        answer: {
+          status: 404,
+          body: `target ${r.spec.label} has not been probed yet: its collectors are planned at its first probe`,
+          contentType: TEXT,
+        },
+      };
     return { entry };
   }
 
@@ -264,8 +289,7 @@ export class Prober {
   stat(params: ProbeParams): ProbeAnswer {
     const l = this.live(params);
     if ('answer' in l) return l.answer;
-    const rows = (l.entry.target.runs ?? []).map((r) => ({ name: r.def.name, total: r.stats.total, hit: r.stats.rows, error: r.stats.errors, skip: r.stats.skips, metric: r.stats.metrics, ttlLeftSeconds: r.stats.ttlLeftSeconds, durationMs: r.stats.durationMs }));
-    return { status: 200, body: statText(rows), contentType: 'text/plain; charset=UTF-8' };
+    return { status: 200, body: statText(statRowsOf(l.entry.target.runs)), contentType: 'text/plain; charset=UTF-8' };
   }
 
   /**

@@ -61,13 +61,16 @@ export class ResultError extends Error {
 export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult {
   const warnings: string[] = [];
   const present = new Map(result.columns.map((col) => [col.name, col.type]));
-  if (result.columns.length !== c.columns.length) warnings.push(`column count not match, result ${result.columns.length} ≠ config ${c.columns.length}`);
+  if (result.columns.length !== c.columns.length)
+    warnings.push(`column count not match, result ${result.columns.length} ≠ config ${c.columns.length}`);
   const labelCols = c.columns.filter((col) => col.usage === 'LABEL');
   for (const l of labelCols) if (!present.has(l.name)) throw new ResultError(`missing label column ${l.name}`);
   const families: Family[] = [];
   let sampleCount = 0;
   // Label pairs computed once per row and shared (read-only) by every family of the collector.
-  const rowLabels: [string, string][][] = result.rows.map((row) => labelCols.map((l) => [l.rename ?? l.name, labelValue(row[l.name], present.get(l.name))]));
+  const rowLabels: [string, string][][] = result.rows.map((row) =>
+    labelCols.map((l) => [l.rename ?? l.name, labelValue(row[l.name], present.get(l.name))]),
+  );
   for (const col of c.columns) {
     if (col.usage === 'LABEL' || col.usage === 'DISCARD') continue;
     if (!present.has(col.name)) {
@@ -76,13 +79,19 @@ export function buildFamilies(c: CollectorDef, result: QueryResult): BuiltResult
     }
     const base = `${c.name}_${col.rename ?? col.name}`;
     if (col.usage === 'HISTOGRAM') {
-      const fams = histogramFamilies(col, base, result.rows.map((row) => row[col.name]), rowLabels);
+      const fams = histogramFamilies(
+        col,
+        base,
+        result.rows.map((row) => row[col.name]),
+        rowLabels,
+      );
       for (const f of fams) sampleCount += f.samples.length;
       families.push(...fams);
       continue;
     }
     const fam: Family = { name: base, help: col.description ?? '', type: col.usage === 'COUNTER' ? 'counter' : 'gauge', samples: [] };
-    for (let ri = 0; ri < result.rows.length; ri++) fam.samples.push({ labels: rowLabels[ri]!, value: sampleValue(result.rows[ri]![col.name], col) });
+    for (let ri = 0; ri < result.rows.length; ri++)
+      fam.samples.push({ labels: rowLabels[ri]!, value: sampleValue(result.rows[ri]![col.name], col) });
     sampleCount += fam.samples.length;
     families.push(fam);
   }
@@ -129,16 +138,25 @@ function histogramFamilies(col: ColumnDef, base: string, column: unknown[], rowL
  * value column becomes a RenderedFamily whose exposition lines are written here, while other
  * collectors' queries may still be running. HISTOGRAM columns take the generic path.
  */
-export function renderFamilies(c: CollectorDef, result: QueryResult | ArrayResult, constLabels: readonly [string, string][] = [], layoutCache?: RenderCache): BuiltResult {
+export function renderFamilies(
+  c: CollectorDef,
+  result: QueryResult | ArrayResult,
+  constLabels: readonly [string, string][] = [],
+  layoutCache?: RenderCache,
+): BuiltResult {
   const warnings: string[] = [];
   const present = new Map<string, number>();
   for (const col of result.columns) present.set(col.name, col.type);
-  if (result.columns.length !== c.columns.length) warnings.push(`column count not match, result ${result.columns.length} ≠ config ${c.columns.length}`);
+  if (result.columns.length !== c.columns.length)
+    warnings.push(`column count not match, result ${result.columns.length} ≠ config ${c.columns.length}`);
   const labelCols = c.columns.filter((col) => col.usage === 'LABEL');
   for (const l of labelCols) if (!present.has(l.name)) throw new ResultError(`missing label column ${l.name}`);
   let layout = layoutCache?.layout;
   if (!layout) {
-    layout = labelLayout(labelCols.map((l) => l.rename ?? l.name), constLabels);
+    layout = labelLayout(
+      labelCols.map((l) => l.rename ?? l.name),
+      constLabels,
+    );
     if (layoutCache) layoutCache.layout = layout;
   }
   const columns = result.columns;
@@ -179,7 +197,12 @@ export function renderFamilies(c: CollectorDef, result: QueryResult | ArrayResul
     if (col.usage === 'HISTOGRAM') {
       rowLabels ??= rows.map((_, r) => layout.names.map((name, j): [string, string] => [name, vals[r * L + j]!]));
       const ci = columnIndex(columns, col.name);
-      const fams = histogramFamilies(col, base, rows.map((row) => row[ci]), rowLabels);
+      const fams = histogramFamilies(
+        col,
+        base,
+        rows.map((row) => row[ci]),
+        rowLabels,
+      );
       for (const f of fams) sampleCount += f.samples.length;
       families.push(...fams);
       continue;
@@ -207,7 +230,9 @@ export function renderFamilies(c: CollectorDef, result: QueryResult | ArrayResul
     let ft = cached.fams.get(base);
     if (!ft) cached.fams.set(base, (ft = { values: undefined, offsets: undefined, lines: '' }));
     const lines = familyText(ft, base, texts, valueTexts, order);
-    families.push(new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines, constLabels));
+    families.push(
+      new RenderedFamily(base, col.description ?? '', col.usage === 'COUNTER' ? 'counter' : 'gauge', form, values, lines, constLabels),
+    );
     sampleCount += n;
   }
   return { families, warnings, sampleCount };

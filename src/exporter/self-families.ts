@@ -14,7 +14,11 @@ export type StatTarget = Pick<Target, 'datname' | 'stats' | 'runs'>;
  * The server and query families for `targets`, in the order `/metrics` has always written them.
  * `include` limits the query families to some collectors (a `/probe` that selected a subset).
  */
-export function serverStatFamilies(ns: string, targets: Iterable<StatTarget>, include?: (def: { name: string; branch: string; fatal: boolean; tags: string[] }) => boolean): Family[] {
+export function serverStatFamilies(
+  ns: string,
+  targets: Iterable<StatTarget>,
+  include?: (def: { name: string; branch: string; fatal: boolean; tags: string[] }) => boolean,
+): Family[] {
   const fam = (suffix: string, help: string): Family => ({ name: `${ns}_exporter_${suffix}`, help, type: 'gauge', samples: [] });
   const sDur = fam('server_scrape_duration', 'seconds exporter server spending on scraping last scrape');
   const sSec = fam('server_scrape_total_seconds', 'cumulative total seconds exporter server spending on scraping');

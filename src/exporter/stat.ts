@@ -21,6 +21,26 @@ export interface StatRow {
   durationMs: number;
 }
 
+/** What a /stat row is read from: an installed collector's definition name and statistics (CollectorRun). */
+export interface StatSource {
+  def: { name: string };
+  stats: { total: number; rows: number; errors: number; skips: number; metrics: number; ttlLeftSeconds: number; durationMs: number };
+}
+
+/** The /stat rows of `runs` (a target's installed collectors), in their order; none when not planned yet. */
+export function statRowsOf(runs: readonly StatSource[] | undefined): StatRow[] {
+  return (runs ?? []).map((r) => ({
+    name: r.def.name,
+    total: r.stats.total,
+    hit: r.stats.rows,
+    error: r.stats.errors,
+    skip: r.stats.skips,
+    metric: r.stats.metrics,
+    ttlLeftSeconds: r.stats.ttlLeftSeconds,
+    durationMs: r.stats.durationMs,
+  }));
+}
+
 const pad = (s: string, n: number) => s.padEnd(n, ' ');
 
 /** Renders the table with its header line. */

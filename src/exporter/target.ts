@@ -133,7 +133,9 @@ export class Target {
   private query(text: string, deadlineMs: number | undefined, what: string): Promise<QueryResult>;
   private query(text: string, deadlineMs: number | undefined, what: string, arrays: boolean): Promise<QueryResult | ArrayResult>;
   private query(text: string, deadlineMs: number | undefined, what: string, arrays = false): Promise<QueryResult | ArrayResult> {
-    return arrays ? runQuery(this.sql, text, deadlineMs, this.opts.pooler, what, true) : runQuery(this.sql, text, deadlineMs, this.opts.pooler, what);
+    return arrays
+      ? runQuery(this.sql, text, deadlineMs, this.opts.pooler, what, true)
+      : runQuery(this.sql, text, deadlineMs, this.opts.pooler, what);
   }
 
   /** Gathers facts; throws on any failure (the target is down for this scrape). */
@@ -144,18 +146,47 @@ export class Target {
       const res = await this.query('SHOW VERSION;', deadline, 'fail fetching server version');
       const first = res.rows[0];
       const text = first ? String(Object.values(first)[0] ?? '') : this.lastNotice;
-      return { version: parsePoolerVersion(text), inRecovery: false, dbname: this.urlDbname, username: '', databases: [], schemas: [], extensions: [] };
+      return {
+        version: parsePoolerVersion(text),
+        inRecovery: false,
+        dbname: this.urlDbname,
+        username: '',
+        databases: [],
+        schemas: [],
+        extensions: [],
+      };
     }
     const res = await this.query(FACTS_SQL, deadline, 'fail fetching server version');
-    const r = res.rows[0] as { dbname: string; username: string; recovery: boolean; version: number; databases: string[]; schemas: string[]; extensions: string[] };
-    return { version: r.version, inRecovery: r.recovery, dbname: r.dbname, username: r.username, databases: r.databases, schemas: r.schemas, extensions: r.extensions };
+    const r = res.rows[0] as {
+      dbname: string;
+      username: string;
+      recovery: boolean;
+      version: number;
+      databases: string[];
+      schemas: string[];
+      extensions: string[];
+    };
+    return {
+      version: r.version,
+      inRecovery: r.recovery,
+      dbname: r.dbname,
+      username: r.username,
+      databases: r.databases,
+      schemas: r.schemas,
+      extensions: r.extensions,
+    };
   }
 
   /** (Re)plans when never planned or when version, recovery or database name changed. */
   private ensurePlanned(facts: ServerFacts): void {
     const key = `${facts.version}|${facts.inRecovery}|${facts.dbname}`;
     if (this.runs && key === this.planKey) return;
-    const planned = planCollectors(this.collectors, { facts, cliTags: this.opts.cliTags, pooler: this.opts.pooler, forked: this.opts.forked });
+    const planned = planCollectors(this.collectors, {
+      facts,
+      cliTags: this.opts.cliTags,
+      pooler: this.opts.pooler,
+      forked: this.opts.forked,
+    });
     this.runs = planned.map((d) => new CollectorRun(d, this.opts.disableCache, this.opts.constLabels ?? []));
     this.planKey = key;
   }
@@ -179,7 +210,9 @@ export class Target {
     try {
       facts = await this.precheck();
     } catch (e) {
-      const err = Object.assign(new Error(`fail fetching server version: ${(e as Error).message}`), { code: (e as { code?: unknown }).code });
+      const err = Object.assign(new Error(`fail fetching server version: ${(e as Error).message}`), {
+        code: (e as { code?: unknown }).code,
+      });
       return finish({ up: false, families: [], error: err });
     }
     this.facts = facts;

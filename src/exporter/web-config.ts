@@ -21,7 +21,14 @@ const WebConfigSchema = v.object({
       }),
     ),
   ),
-  basic_auth_users: v.optional(v.nullable(v.record(v.string(), v.pipe(v.string('password hashes must be strings'), v.regex(/^\$2[abxy]?\$\d\d\$/, 'password must be a bcrypt hash'))))),
+  basic_auth_users: v.optional(
+    v.nullable(
+      v.record(
+        v.string(),
+        v.pipe(v.string('password hashes must be strings'), v.regex(/^\$2[abxy]?\$\d\d\$/, 'password must be a bcrypt hash')),
+      ),
+    ),
+  ),
 });
 
 /** A loaded web configuration: TLS material (PEM) and the user -> bcrypt hash map. */
@@ -39,7 +46,8 @@ export function loadWebConfig(path: string): WebConfig {
     throw new ConfigError(`web config ${path}: ${(e as Error).message}`);
   }
   const r = v.safeParse(WebConfigSchema, data ?? {});
-  if (!r.success) throw new ConfigError(`web config ${path}: ${r.issues.map((i) => `${v.getDotPath(i) ?? ''} ${i.message}`.trim()).join('; ')}`);
+  if (!r.success)
+    throw new ConfigError(`web config ${path}: ${r.issues.map((i) => `${v.getDotPath(i) ?? ''} ${i.message}`.trim()).join('; ')}`);
   const base = dirname(path);
   const abs = (p: string) => (isAbsolute(p) ? p : join(base, p));
   const out: WebConfig = { users: r.output.basic_auth_users ?? {} };

@@ -43,7 +43,11 @@ export interface Allowlist {
  * Compiles `entries` (addresses, `addr/prefix` CIDRs, host names) and `includeMembers`.
  * Throws AllowlistError for a malformed CIDR or a host name that does not resolve.
  */
-export async function compileAllowlist(entries: readonly string[], includeMembers: boolean, resolve: Resolve = systemResolve): Promise<Allowlist> {
+export async function compileAllowlist(
+  entries: readonly string[],
+  includeMembers: boolean,
+  resolve: Resolve = systemResolve,
+): Promise<Allowlist> {
   const list = new BlockList();
   for (const raw of entries) {
     const entry = normalizeAddress(raw.trim());

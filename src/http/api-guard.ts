@@ -79,7 +79,9 @@ export function apiGuard(policy: () => ApiGuardPolicy, memberHosts: () => string
         if (refusal) {
           c.res = refusal;
         } else if (inFlight >= p.maxUnsafeRequests) {
-          c.res = refuse('overloaded', `too many unsafe requests in flight (limit ${p.maxUnsafeRequests}); retry later`, { 'Retry-After': '1' });
+          c.res = refuse('overloaded', `too many unsafe requests in flight (limit ${p.maxUnsafeRequests}); retry later`, {
+            'Retry-After': '1',
+          });
         } else {
           inFlight += 1;
           counted = true;

@@ -111,7 +111,10 @@ export function createNodeApp(deps: {
   const app = new Hono();
   const defaultPolicy = openPolicy();
   const guard = deps.guard ?? (() => defaultPolicy);
-  app.use('*', apiGuard(guard, () => memberHosts(resolved.snapshot())));
+  app.use(
+    '*',
+    apiGuard(guard, () => memberHosts(resolved.snapshot())),
+  );
   const fresh = deps.fresh ?? (() => undefined);
   // After the guard: a refused request does not make the agent probe.
   app.use('*', async (c, next) => {

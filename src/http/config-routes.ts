@@ -30,7 +30,14 @@
  * DCS unreachable → 503 with the reason.
  */
 import type { Hono } from 'hono';
-import { checkPatch, checkReplacement, formatDefaulted, mergeDocuments, parameterProblems, type ChangeResult } from '../config/dynamic-change.ts';
+import {
+  checkPatch,
+  checkReplacement,
+  formatDefaulted,
+  mergeDocuments,
+  parameterProblems,
+  type ChangeResult,
+} from '../config/dynamic-change.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, orFail, refuse } from './api-error.ts';
 import { readJsonObject } from './json-body.ts';
@@ -66,7 +73,11 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.patch('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    const view = await orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
+    const view = await orFail(
+      () => deps.commands.readCluster(),
+      'dcs_unavailable',
+      (e) => `DCS is not reachable: ${errorText(e)}`,
+    );
     const stored = view.config;
     if (!stored) return refuse('dcs_unavailable', 'config is not available in the DCS');
     const checked = checkPatch(stored.value, body.value);
@@ -75,7 +86,11 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
     const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
     if (JSON.stringify(next) === JSON.stringify(stored.value)) return document(200, next);
-    const written = await orFail(() => deps.commands.writeConfig(next, stored.revision), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    const written = await orFail(
+      () => deps.commands.writeConfig(next, stored.revision),
+      'dcs_unavailable',
+      (e) => `failed to write config into DCS: ${errorText(e)}`,
+    );
     if (!written) return refuse('conflict', 'config modified concurrently');
     deps.commands.wake();
     return document(200, next);
@@ -84,14 +99,22 @@ export function registerConfigRoutes(app: Hono, deps: ResolvedDeps): void {
   app.put('/config', async (c) => {
     const body = await readJsonObject(c, true);
     if (!body.ok) return body.response;
-    const view = await orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
+    const view = await orFail(
+      () => deps.commands.readCluster(),
+      'dcs_unavailable',
+      (e) => `DCS is not reachable: ${errorText(e)}`,
+    );
     const stored = view.config;
     const checked = checkReplacement(stored?.value, body.value);
     if (!checked.ok) return invalid(checked.problems);
     const next = checked.document;
     const paramProblems = catalogueProblems(deps, checked);
     if (paramProblems.length) return invalid(paramProblems);
-    const written = await orFail(() => deps.commands.writeConfig(next, stored?.revision ?? '0'), 'dcs_unavailable', (e) => `failed to write config into DCS: ${errorText(e)}`);
+    const written = await orFail(
+      () => deps.commands.writeConfig(next, stored?.revision ?? '0'),
+      'dcs_unavailable',
+      (e) => `failed to write config into DCS: ${errorText(e)}`,
+    );
     if (!written) return refuse('conflict', 'config modified concurrently');
     deps.commands.wake();
     const defaulted = checked.defaulted.map(formatDefaulted).join('; ');

@@ -19,6 +19,7 @@
  *   `/readiness`.
  * - `lag` that does not parse → 400 naming `lag`; `mode` other than apply/write → 400.
  */
+import { timingOf } from '../domain/dynamic-config.ts';
 import type { Tags } from '../domain/member.ts';
 import type { NodeSnapshot } from '../domain/snapshot.ts';
 import { isStandbyCluster } from '../domain/standby-cluster.ts';
@@ -142,7 +143,8 @@ function leaderCodes(s: NodeSnapshot, f: NodeFacts): { leader: boolean; primary:
   }
   if (!f.isLeader) return { leader: false, primary: false, standbyLeader: false };
   // A standby cluster: /primary 503 on every member; /standby-leader 200 on the lock holder running as a replica.
-  if (isStandbyCluster(s.config)) return { leader: true, primary: false, standbyLeader: s.role === 'replica' || s.role === 'standby_leader' };
+  if (isStandbyCluster(s.config))
+    return { leader: true, primary: false, standbyLeader: s.role === 'replica' || s.role === 'standby_leader' };
   if (s.role === 'standby_leader') return { leader: true, primary: false, standbyLeader: true };
   return { leader: true, primary: s.role === 'primary', standbyLeader: false };
 }
@@ -193,7 +195,7 @@ function livenessOk(s: NodeSnapshot, f: NodeFacts, nowMs: number): boolean {
 /** The last HA loop finished at most ttl (primary) or 2 × ttl seconds (other roles) before `nowMs`. */
 function loopRecent(s: NodeSnapshot, nowMs: number): boolean {
   if (s.lastLoopMs <= 0) return false;
-  const thresholdMs = (s.role === 'primary' ? 1 : 2) * s.config.ttl * 1000;
+  const thresholdMs = (s.role === 'primary' ? 1 : 2) * timingOf(s.config).ttlMs;
   return nowMs - s.lastLoopMs <= thresholdMs;
 }
 

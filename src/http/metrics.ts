@@ -50,11 +50,19 @@ export const HA_METRICS = [
   // Ours (docs/ha.md "Fencing").
   ['ha_watchdog_armed', 'gauge', '1 if the fence (software watchdog) is armed on the local postmaster'],
   ['ha_watchdog_failed', 'gauge', '1 if watchdog.mode is required and the fence could not be armed'],
-  ['ha_sync_degraded', 'gauge', '1 if synchronous mode is on and this primary has no synchronous standby (asynchronous, or waiting in strict mode)'],
+  [
+    'ha_sync_degraded',
+    'gauge',
+    '1 if synchronous mode is on and this primary has no synchronous standby (asynchronous, or waiting in strict mode)',
+  ],
   // Ours (docs/ha.md "Receipts").
   ['ha_discarded_receipts', 'gauge', 'Receipts this member kept of WAL a rewind or re-clone discarded (GET /discarded)'],
   ['ha_discarded_transactions', 'gauge', 'Transactions listed in those receipts'],
-  ['ha_discarded_committed_transactions', 'gauge', 'Transactions in those receipts that had committed on this member (never on the leader)'],
+  [
+    'ha_discarded_committed_transactions',
+    'gauge',
+    'Transactions in those receipts that had committed on this member (never on the leader)',
+  ],
 ] as const;
 
 /** One of the metric names (the seed's 26, plus ha_diverged and ha_replica_not_streaming_seconds). */
@@ -73,7 +81,10 @@ export function versionNumber(version: string): number {
 /** Epoch seconds of a PostgreSQL timestamp text (`2026-11-21 13:02:31.123+00`), 0 when null or unparseable. */
 export function timestampSeconds(text: string | null | undefined): number {
   if (!text) return 0;
-  const iso = text.trim().replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00');
+  const iso = text
+    .trim()
+    .replace(' ', 'T')
+    .replace(/([+-]\d{2})$/, '$1:00');
   const ms = Date.parse(iso);
   return Number.isFinite(ms) ? ms / 1000 : 0;
 }
@@ -113,7 +124,8 @@ export function metricValues(s: NodeSnapshot, nowMs: number): Record<HaMetricNam
     ha_database_state: databaseStateNumber(s.state),
     ha_failover_priority: failoverPriority(s.tags),
     ha_diverged: bit(s.diverged !== undefined),
-    ha_replica_not_streaming_seconds: s.notStreamingSinceMs !== undefined ? Math.max(0, Math.floor((nowMs - s.notStreamingSinceMs) / 1000)) : 0,
+    ha_replica_not_streaming_seconds:
+      s.notStreamingSinceMs !== undefined ? Math.max(0, Math.floor((nowMs - s.notStreamingSinceMs) / 1000)) : 0,
     ha_watchdog_armed: bit(s.watchdog?.armed === true),
     ha_watchdog_failed: bit(s.watchdog?.failed === true),
     ha_sync_degraded: bit(s.syncDegraded !== undefined && f.isLeader),

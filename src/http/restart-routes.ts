@@ -12,7 +12,7 @@
  */
 import type { Hono } from 'hono';
 import type { ScheduledRestartData } from '../domain/member.ts';
-import { parseRestartRequest, restartConditionsData, restartConditionsHold } from '../domain/restart-conditions.ts';
+import { parseRestartRequest, restartConditionsData, restartConditionsHold, restartTimeoutMs } from '../domain/restart-conditions.ts';
 import { formatScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
 import { errorText, orFail, parseFailure, refuse } from './api-error.ts';
@@ -36,7 +36,11 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
       if (s.scheduledRestart) return refuse('conflict', 'Another restart is already scheduled');
       const plan: ScheduledRestartData = { schedule: formatScheduledAt(req.atMs), ...restartConditionsData(req) };
       if (s.pg) plan.postmaster_start_time = s.pg.postmasterStartTime;
-      const scheduled = await orFail(() => deps.commands.scheduleRestart(plan), 'dcs_unavailable', (e) => `failed to schedule restart: ${errorText(e)}`);
+      const scheduled = await orFail(
+        () => deps.commands.scheduleRestart(plan),
+        'dcs_unavailable',
+        (e) => `failed to schedule restart: ${errorText(e)}`,
+      );
       return scheduled ? message(202, 'Restart scheduled') : refuse('conflict', 'Another restart is already scheduled');
     }
 
@@ -46,18 +50,31 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
       pendingRestart: s.pg !== undefined && Object.keys(s.pg.pendingRestart).length > 0,
     });
     if (!held.ok) return refuse('refused', held.reason);
-    const timeoutMs = req.timeoutSeconds !== undefined ? Math.round(req.timeoutSeconds * 1000) : undefined;
-    const outcome = await orFail(() => deps.commands.restart(timeoutMs), 'command_failed', () => 'restart failed');
+    const ms = restartTimeoutMs(req);
+    const timeoutMs = ms !== undefined ? Math.round(ms) : undefined;
+    const outcome = await orFail(
+      () => deps.commands.restart(timeoutMs),
+      'command_failed',
+      () => 'restart failed',
+    );
     return outcome.ok ? message(200, 'restarted successfully') : refuse('command_failed', outcome.reason);
   });
 
   app.delete('/restart', async () => {
-    const cancelled = await orFail(() => deps.commands.cancelRestart(), 'dcs_unavailable', (e) => `failed to cancel the scheduled restart: ${errorText(e)}`);
+    const cancelled = await orFail(
+      () => deps.commands.cancelRestart(),
+      'dcs_unavailable',
+      (e) => `failed to cancel the scheduled restart: ${errorText(e)}`,
+    );
     return cancelled ? message(200, 'scheduled restart deleted') : refuse('not_found', 'no restarts are scheduled');
   });
 
   app.post('/reload', async () => {
-    await orFail(() => deps.commands.reload(), 'reload_failed', (e) => `reload failed: ${errorText(e)}`);
+    await orFail(
+      () => deps.commands.reload(),
+      'reload_failed',
+      (e) => `reload failed: ${errorText(e)}`,
+    );
     return message(200, 'reloaded');
   });
 
@@ -78,7 +95,11 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
     const lockHolder = s.cluster.leader?.name;
     if (lockHolder === undefined) return refuse('refused', 'Cluster has no leader, can not reinitialize');
     if (lockHolder === s.name || s.leaderUntilMs > deps.now()) return refuse('refused', 'I am the leader, can not reinitialize');
-    const outcome = await orFail(() => deps.commands.reinitialize({ force, fromLeader }), 'command_failed', (e) => `reinitialize failed: ${errorText(e)}`);
+    const outcome = await orFail(
+      () => deps.commands.reinitialize({ force, fromLeader }),
+      'command_failed',
+      (e) => `reinitialize failed: ${errorText(e)}`,
+    );
     return outcome.ok ? message(200, 'reinitialize started') : refuse('refused', outcome.reason);
   });
 }

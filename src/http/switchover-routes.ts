@@ -16,6 +16,7 @@
  */
 import type { Hono } from 'hono';
 import type { ClusterView, FailoverRequest } from '../domain/cluster.ts';
+import { timingOf } from '../domain/dynamic-config.ts';
 import { mayPromote, type Tags } from '../domain/member.ts';
 import { formatScheduledAt, parseScheduledAt } from '../domain/schedule.ts';
 import type { ResolvedDeps } from './deps.ts';
@@ -54,7 +55,11 @@ export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
     const view = await readCluster(deps);
     const failover = view.failover;
     if (failover?.value.scheduled_at === undefined) return refuse('not_found', 'no switchover is scheduled');
-    const cleared = await orFail(() => deps.commands.writeFailover({}, failover.revision), 'dcs_unavailable', (e) => `failed to write failover key into DCS: ${errorText(e)}`);
+    const cleared = await orFail(
+      () => deps.commands.writeFailover({}, failover.revision),
+      'dcs_unavailable',
+      (e) => `failed to write failover key into DCS: ${errorText(e)}`,
+    );
     if (!cleared) return refuse('conflict', 'scheduled switchover modified concurrently');
     deps.commands.wake();
     return message(200, 'scheduled switchover deleted');
@@ -63,20 +68,24 @@ export function registerSwitchoverRoutes(app: Hono, deps: ResolvedDeps): void {
 
 /** A fresh read of the DCS; unreachable → ApiError 'dcs_unavailable' `DCS is not reachable: …`. */
 function readCluster(deps: ResolvedDeps): Promise<ClusterView> {
-  return orFail(() => deps.commands.readCluster(), 'dcs_unavailable', (e) => `DCS is not reachable: ${errorText(e)}`);
+  return orFail(
+    () => deps.commands.readCluster(),
+    'dcs_unavailable',
+    (e) => `DCS is not reachable: ${errorText(e)}`,
+  );
 }
 
 /** The failover key's write; unreachable → ApiError 'dcs_unavailable' `failed to write failover key into DCS`. */
 function writeFailover(deps: ResolvedDeps, value: FailoverRequest, expected: string): Promise<boolean> {
-  return orFail(() => deps.commands.writeFailover(value, expected), 'dcs_unavailable', () => 'failed to write failover key into DCS');
+  return orFail(
+    () => deps.commands.writeFailover(value, expected),
+    'dcs_unavailable',
+    () => 'failed to write failover key into DCS',
+  );
 }
 
 /** Body checks, rows 0–4 of patroni.md §1.8. */
-function validateRequest(
-  requested: Action,
-  body: Record<string, unknown>,
-  deps: ResolvedDeps,
-): SwitchoverRequest | { response: Response } {
+function validateRequest(requested: Action, body: Record<string, unknown>, deps: ResolvedDeps): SwitchoverRequest | { response: Response } {
   const bad = (code: ApiErrorCode, text: string) => ({ response: refuse(code, text) });
   for (const [key, value] of Object.entries(body)) {
     if (!BODY_KEYS.has(key)) return bad('invalid_request', `Unknown field for the ${requested}: ${key}`);
@@ -168,7 +177,8 @@ async function runNow(req: SwitchoverRequest, deps: ResolvedDeps): Promise<Respo
     const now = await readCluster(deps);
     const joined = activeRequest(now);
     if (joined && joined.value.scheduled_at === undefined) return poll(action, view.leader?.name, candidate, joined.value, before, deps);
-    if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name) return poll(action, view.leader?.name, candidate, value, before, deps);
+    if (now.leader?.name !== undefined && now.leader.name !== view.leader?.name)
+      return poll(action, view.leader?.name, candidate, value, before, deps);
     return refuse('conflict', 'failover key modified concurrently');
   }
   deps.commands.wake();
@@ -186,9 +196,7 @@ async function memberChecks(req: SwitchoverRequest, view: ClusterView, deps: Res
   if (!admission.ok) return admission.refusal;
   const considered = admission.considered;
   const answers = await Promise.all(considered.map((m) => deps.commands.fetchMemberStatus(m.data.api_url)));
-  const good = answers.some(
-    (doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true,
-  );
+  const good = answers.some((doc) => doc !== undefined && mayPromote(tagsOf(doc)) && doc['watchdog_failed'] !== true);
   return good ? undefined : `${action} is not possible: no good candidates have been found`;
 }
 
@@ -196,6 +204,31 @@ function tagsOf(doc: Record<string, unknown>): Tags | undefined {
   const t = doc['tags'];
   return typeof t === 'object' && t !== null && !Array.isArray(t) ? (t as Tags) : undefined;
 }
+
+/**
+ * 503 `<Action> failed`, with the reason the leader published in its member key
+ * (`switchover_refused`, at or after the request: issue 30, item 5) when it arrives within
+ * REFUSAL_WAIT_MS (the leader publishes its key at the end of the cycle that cleared the
+ * failover key); without it, the bare answer.
+ */
+async function failed(action: Action, leader: string | undefined, startedMs: number, deps: ResolvedDeps): Promise<Response> {
+  const reasonNow = (): string | undefined => {
+    const m = deps.snapshot().cluster.members.find((x) => x.name === leader);
+    const r = m?.data.switchover_refused;
+    return r && Date.parse(r.at) >= startedMs - CLOCK_SKEW_MS ? r.reason : undefined;
+  };
+  let reason = reasonNow();
+  for (let waited = 0; reason === undefined && waited < REFUSAL_WAIT_MS; waited += 50) {
+    await sleep(50);
+    reason = reasonNow();
+  }
+  return refuse('command_failed', reason === undefined ? `${capitalized(action)} failed` : `${capitalized(action)} failed: ${reason}`);
+}
+
+/** How long a failed request's answer waits for the leader's reason (ms). */
+const REFUSAL_WAIT_MS = 2000;
+/** Allowed difference between the leader's clock and this member's (ms). */
+const CLOCK_SKEW_MS = 1000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -213,11 +246,12 @@ async function poll(
   revisionBefore: string | undefined,
   deps: ResolvedDeps,
 ): Promise<Response> {
-  const loopWait = deps.snapshot().config.loop_wait;
-  const timeoutMs = deps.switchoverPoll.timeoutMs ?? 2 * Math.max(10, loopWait) * 1000;
+  const { loopWaitMs } = timingOf(deps.snapshot().config);
+  const timeoutMs = deps.switchoverPoll.timeoutMs ?? 2 * Math.max(10_000, loopWaitMs);
   const intervalMs = Math.max(1, deps.switchoverPoll.intervalMs ?? 25);
   const rounds = Math.max(1, Math.ceil(timeoutMs / intervalMs));
   let seen = false;
+  const startedMs = deps.now();
   for (let i = 0; i < rounds; i++) {
     await sleep(intervalMs);
     const cluster = deps.snapshot().cluster;
@@ -234,7 +268,7 @@ async function poll(
     const pending = current !== undefined && (current.value.leader !== undefined || current.value.member !== undefined);
     if (pending && current.value.leader === written.leader && current.value.member === written.member) seen = true;
     const changed = seen || (current?.revision ?? undefined) !== revisionBefore;
-    if (changed && !pending && holder === oldLeader) return refuse('command_failed', `${capitalized(action)} failed`);
+    if (changed && !pending && holder === oldLeader) return failed(action, oldLeader, startedMs, deps);
   }
   const seconds = Math.round(timeoutMs / 1000);
   return refuse('command_failed', `${capitalized(action)} status unknown after ${seconds} seconds; operation may still be in progress`);

@@ -19,9 +19,7 @@ export interface ApiClientOptions {
 }
 
 /** Outcome of one request. */
-export type ApiReply =
-  | { reachable: true; status: number; text: string }
-  | { reachable: false; error: string };
+export type ApiReply = { reachable: true; status: number; text: string } | { reachable: false; error: string };
 
 /** Largest answer read, bytes (a status document is a few KiB). */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;

@@ -16,7 +16,7 @@ import type { Actor, AnyStateMachine } from 'xstate';
 import { sanitizeDynamicConfig } from '../config/dynamic-sanitize.ts';
 import type { Dcs, DcsEvent } from '../dcs/dcs.ts';
 import type { Receipt } from '../domain/discarded.ts';
-import { withDefaults } from '../domain/dynamic-config.ts';
+import { timingOf, withDefaults } from '../domain/dynamic-config.ts';
 import type { FailsafeAnswer } from '../domain/failsafe.ts';
 import type { ScheduledRestartData, Tags } from '../domain/member.ts';
 import type { SettingsCatalogue } from '../domain/pg-parameters.ts';
@@ -31,6 +31,7 @@ import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
 import { fetchStatusDocument } from './cycle/peers.ts';
+import { LeaderReadyWatch } from './cycle/leader-ready-watch.ts';
 import { ScheduledWork } from './cycle/schedules.ts';
 import type { AdminOutcome } from './local/admin.ts';
 import { isBusy } from './local/busy.ts';
@@ -116,6 +117,7 @@ export interface NodeChange {
   leader: boolean;
 }
 
+/** One member's node agent (see the module comment). */
 export class HaNode {
   private readonly deps: NodeDeps;
   private readonly state: NodeState;
@@ -124,6 +126,8 @@ export class HaNode {
   private schedules: ScheduledWork | undefined;
   private unsubscribeDcs: (() => void) | undefined;
   private stopping = false;
+  /** Wakes the loop when a new leader first runs as primary (the replicas follow it at once). */
+  private readonly leaderReady: LeaderReadyWatch;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
   constructor(opts: HaNodeOptions) {
@@ -147,17 +151,23 @@ export class HaNode {
       startTimeoutMs: opts.startTimeoutMs ?? 60_000,
       ...(opts.settingsCatalogue ? { settingsCatalogue: opts.settingsCatalogue } : {}),
     };
+    this.leaderReady = new LeaderReadyWatch(opts.name);
     this.state = new NodeState({
       config: sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config,
       tags: opts.tags,
       localParameters: opts.localParameters,
     });
-    this.parts = buildParts(this.deps, this.state, { ...opts, rawPg: opts.pg }, {
-      actor: () => this.db,
-      schedules: () => this.schedules,
-      wake: () => this.wake(),
-      emitChange: () => this.emitChange(),
-    });
+    this.parts = buildParts(
+      this.deps,
+      this.state,
+      { ...opts, rawPg: opts.pg },
+      {
+        actor: () => this.db,
+        schedules: () => this.schedules,
+        wake: () => this.wake(),
+        emitChange: () => this.emitChange(),
+      },
+    );
   }
 
   get name(): string {
@@ -190,15 +200,11 @@ export class HaNode {
   }
 
   /** Starts the node: DCS, machine, probe, crash watcher, HA loop. Rejects when the DCS cannot be reached. */
-  async start(): Promise<void> {
-    const { dcs, pg, journal, clock } = this.deps;
-    const { state } = this;
+  /** The database machine with this node's effects (src/node/local/effects.ts). */
+  private machineWithEffects() {
+    const { pg, clock } = this.deps;
     const p = this.parts;
-    // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
-    void p.receipts.load();
-    await dcs.start();
-    p.config.adoptStored(dcs.view());
-    const machine = databaseMachineWithEffects({
+    return databaseMachineWithEffects({
       pg,
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
@@ -212,6 +218,17 @@ export class HaNode {
       clock,
       mayLaunchPrimary: () => p.fencing.primaryLaunchRefusal(p.lock.held, p.lock.untilMs, clock.now()),
     });
+  }
+
+  async start(): Promise<void> {
+    const { dcs, pg, journal, clock } = this.deps;
+    const { state } = this;
+    const p = this.parts;
+    // The receipts an earlier agent kept (shown in /ha and /metrics); never holds the start up.
+    void p.receipts.load();
+    await dcs.start();
+    p.config.adoptStored(dcs.view());
+    const machine = this.machineWithEffects();
     const term = () => ({ timeline: p.watch.probe?.timeline, leader: dcs.view().leader?.name });
     const db = startJournaledActor(machine, { name: 'database', input: { at: clock.now() }, journal, term });
     this.db = db;
@@ -219,6 +236,11 @@ export class HaNode {
     let prevKey = '';
     let prevValue = '';
     db.subscribe((s) => {
+      const c = s.context;
+      p.failures.observe(
+        { value: s.value as DatabaseState, role: c.role, promoting: c.promoting, replicaMethod: c.replicaMethod, lastError: c.lastError },
+        clock.now(),
+      );
       const key = `${s.value}|${s.context.role}`;
       if (key !== prevKey) {
         prevKey = key;
@@ -230,7 +252,7 @@ export class HaNode {
         this.wake();
       }
     });
-    const schedules = new ScheduledWork({ journal, loopWaitMs: state.config.loop_wait * 1000, clock, wake: () => this.wake(), term });
+    const schedules = new ScheduledWork({ journal, loopWaitMs: timingOf(state.config).loopWaitMs, clock, wake: () => this.wake(), term });
     this.schedules = schedules;
     // A scheduled restart survives an agent restart in this member's key (still there within ttl).
     const mine = dcs.view().members.find((m) => m.name === this.deps.name)?.data.scheduled_restart;
@@ -250,7 +272,8 @@ export class HaNode {
   /**
    * Graceful shutdown (SIGTERM/SIGINT): the leader stops PostgreSQL, publishes its final
    * checkpoint LSN in `status` and releases the leader key so a replica takes over at once;
-   * a replica stops PostgreSQL; then the lease is revoked. Leaves no process behind.
+   * a replica stops PostgreSQL; then the lease is revoked. Leaves no process behind. In pause
+   * PostgreSQL is left running and the lease is kept (its keys expire after ttl), as the reference.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -270,14 +293,19 @@ export class HaNode {
         await waitOn(this.deps.clock, db, (s) => !isBusy(String(s.value)), 60_000);
         if (state.config.pause === true) {
           log.info('paused: leaving the database running');
-        } else if (db.getSnapshot().value !== 'stopped') {
+        } else if (
+          db.getSnapshot().value !== 'stopped' &&
+          db.getSnapshot().can({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: 0 })
+        ) {
+          // A state that takes no stop (a failed initdb or custom bootstrap) has nothing running
+          // that the machine knows of: a leftover postmaster is stopped below.
           release.request(iLead);
           db.send({ type: 'cmd.stop', mode: 'fast', reason: 'agent shutting down', at: this.deps.clock.now() });
           await waitOn(this.deps.clock, db, (s) => s.value === 'stopped' || s.value === 'stop_failed', 60_000);
         }
         if (iLead && (await pg.postmasterPid()) === undefined && release.requested) await release.releaseWithStatus();
       } catch (e) {
-        log.error({ err: e }, 'error while shutting down');
+        log.error(`error while shutting down: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
     // Whatever state the machine was left in (a failed bootstrap, a stop that timed out), the
@@ -291,7 +319,13 @@ export class HaNode {
     await p.fencing.stop();
     db?.stop();
     this.schedules?.stop();
-    await dcs.close().catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
+    // In pause with PostgreSQL left running, the lease is kept: the member key and the leader key
+    // stay until ttl, as the reference leaves them ("Leader key is not deleted and Postgresql is
+    // not stopped due paused state"), and the agent that runs here next, ours or the reference's
+    // (a hand back, docs/migration.md), takes the leader key over without a leaderless gap.
+    const keepLease = state.config.pause === true && (await pg.postmasterPid().catch(() => undefined)) !== undefined;
+    if (keepLease) log.info('paused: leaving the member and leader keys to expire after ttl');
+    await dcs.close({ keepLease }).catch((e) => log.warn({ err: e }, 'closing the DCS failed'));
     await pg.close().catch(() => undefined);
   }
 
@@ -365,6 +399,7 @@ export class HaNode {
         schedules?.observeLeader(e.leader);
         // A new leader is a new clone source and upstream: failed starts and clones start over.
         this.parts.trackers.resetStartBackoff();
+        this.leaderReady.observe(this.deps.dcs.view(), this.state.config);
         this.wake();
         break;
       case 'dcs.failoverChanged':
@@ -375,8 +410,15 @@ export class HaNode {
       case 'dcs.initializeChanged':
         this.wake();
         break;
-      case 'dcs.memberChanged':
-        if (!this.deps.dcs.view().leader) this.wake();
+      case 'dcs.memberChanged': {
+        const view = this.deps.dcs.view();
+        // No leader: a member's key may decide the race. A leader that just ran as primary: follow it now.
+        if (!view.leader || this.leaderReady.observe(view, this.state.config)) this.wake();
+        break;
+      }
+      case 'dcs.historyChanged':
+        // A replica may be waiting for the new timeline's history before it follows the leader.
+        this.wake();
         break;
       default:
         break;

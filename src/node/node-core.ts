@@ -72,8 +72,8 @@ export class NodeState {
   }
 }
 
-/** Logs (warn) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
-export type Notice = (type: string, text: string) => void;
+/** Logs (at warn, or at `level`: routine events) and journals one node-level notice (journal machine `ha`, event `ha.<type>`). */
+export type Notice = (type: string, text: string, level?: 'info') => void;
 
 /** The database machine actor (HaNode starts it; the admin commands wait on it). */
 export type DatabaseActor = Actor<typeof databaseMachine>;

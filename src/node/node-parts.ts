@@ -5,6 +5,7 @@
  * machine, the scheduled machines, the loop) is reached through NodeHooks, set by HaNode.start.
  * No I/O here: this file only builds objects.
  */
+import { timingOf } from '../domain/dynamic-config.ts';
 import type { PgStatus } from '../domain/pg-status.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { HaCycle } from './cycle/cycle.ts';
@@ -19,6 +20,8 @@ import { ConfigApplier } from './local/config-apply.ts';
 import { LocalWatch } from './local/local-watch.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from './local/receipts.ts';
 import { RewindRecord } from './local/rewind-record.ts';
+import { FailureRecord } from './local/failure-record.ts';
+import { HandoverRefusals } from './cycle/handover-refusal.ts';
 import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
 import { Fencing, type WatchdogSettings } from './lock/fencing.ts';
 import { LeaderDeadline } from './lock/leader-deadline.ts';
@@ -33,7 +36,15 @@ import { ReplicationSource, upstreamOf } from './replication/replication-source.
 import { SyncManager } from './replication/sync-manager.ts';
 
 /** Database states in which a postmaster with the primary role may acknowledge writes (fencing). */
-const PRIMARY_UP_STATES: ReadonlySet<string> = new Set(['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping', 'stop_failed', 'restart_failed']);
+const PRIMARY_UP_STATES: ReadonlySet<string> = new Set([
+  'running',
+  'starting',
+  'bootstrap_starting',
+  'restarting',
+  'stopping',
+  'stop_failed',
+  'restart_failed',
+]);
 
 /** What the parts reach through the node once it runs (HaNode provides them). */
 export interface NodeHooks {
@@ -88,8 +99,8 @@ export function buildParts(deps: NodeDeps, state: NodeState, opts: PartsOptions,
     state,
     hooks,
     now,
-    notice: (type, text) => {
-      deps.log.warn({ member: deps.name, notice: type }, text);
+    notice: (type, text, level) => {
+      deps.log[level ?? 'warn']({ notice: type }, text);
       deps.journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: now() } });
     },
     db: () => {
@@ -144,7 +155,7 @@ function buildLock(c: Ctx) {
     dcs: c.dcs,
     name: c.name,
     now: c.now,
-    ttlMs: () => state.config.ttl * 1000,
+    ttlMs: () => timingOf(state.config).ttlMs,
     leaseId: () => c.dcs.currentLeaseId(),
     ...(fencing.mode !== 'off' ? { fence: { stamp: () => fencing.stamp(), held: (sent: number) => fencing.renewed(sent) } } : {}),
   });
@@ -153,7 +164,7 @@ function buildLock(c: Ctx) {
   return { fencing, lock, duties, release };
 }
 
-/** local/: the probe and crash watcher, the rewind record, the receipts. */
+/** local/: the probe and crash watcher, the rewind record, the failure record, the receipts. */
 function buildLocal(c: Ctx) {
   const { state, opts, hooks } = c;
   const watch = new LocalWatch({
@@ -162,7 +173,7 @@ function buildLocal(c: Ctx) {
       const s = hooks.actor()?.getSnapshot();
       return s ? { value: String(s.value), promoting: s.context.promoting, sinceMs: s.context.sinceMs } : undefined;
     },
-    probeTimeoutMs: () => Math.min(2000, state.config.retry_timeout * 1000),
+    probeTimeoutMs: () => Math.min(2000, timingOf(state.config).retryTimeoutMs),
     ...(opts.probeEveryMs !== undefined ? { probeEveryMs: opts.probeEveryMs } : {}),
     clock: c.clock,
     onDied: () => hooks.actor()?.send({ type: 'pg.died', reason: 'postmaster is not running', at: c.now() }),
@@ -175,6 +186,7 @@ function buildLocal(c: Ctx) {
     },
   });
   const rewinds = new RewindRecord(c);
+  const failures = new FailureRecord(c);
   const receipts = new ReceiptKeeper({
     name: c.name,
     pg: opts.rawPg,
@@ -184,7 +196,7 @@ function buildLocal(c: Ctx) {
     leaderUpstream: (leader) => upstreamOf(c.dcs.view(), leader),
     changed: c.emitChange,
   });
-  return { watch, rewinds, receipts };
+  return { watch, rewinds, failures, receipts };
 }
 
 /** replication/: synchronous replication, the replication source, the replica's slots. */
@@ -202,19 +214,41 @@ type Built = ReturnType<typeof buildLock> & ReturnType<typeof buildLocal> & Retu
 /** member/ and the configuration: the trackers (read by the member key), the member key, the config applier. */
 function buildMember(c: Ctx, b: Built) {
   const trackers = new CycleTrackers(c);
-  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe });
+  const refusals = new HandoverRefusals();
+  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures, refusals });
   const config = new ConfigApplier({ ...c, sync: b.sync, source: b.source, rewinds: b.rewinds, republish: () => memberKey.publish(true) });
   const deadline = new LeaderDeadline({ ...c, lock: b.lock });
-  const failsafe = new Failsafe({ ...c, lock: b.lock, fencing: b.fencing, deadline, probe: b.probe, ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}) });
-  return { trackers, memberKey, config, deadline, failsafe };
+  const failsafe = new Failsafe({
+    ...c,
+    lock: b.lock,
+    fencing: b.fencing,
+    deadline,
+    probe: b.probe,
+    ...(c.opts.postFailsafe ? { post: c.opts.postFailsafe } : {}),
+  });
+  return { trackers, refusals, memberKey, config, deadline, failsafe };
 }
 
 /** cycle/: the executor, the admin commands, the snapshot, the gather step, the cycle and the loop. */
 function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
   const { trackers, watch } = b;
   const executor = new Executor({ ...c, ...b });
-  const admin = new AdminCommands({ ...c, lock: b.lock, memberKey: b.memberKey, source: b.source, facts: trackers.facts, receipts: b.receipts, probe: b.probe });
-  const snapshots = new SnapshotBuilder({ ...c, ...b, facts: trackers.facts, started: () => c.hooks.actor() !== undefined, discarded: () => b.receipts.summary() });
+  const admin = new AdminCommands({
+    ...c,
+    lock: b.lock,
+    memberKey: b.memberKey,
+    source: b.source,
+    facts: trackers.facts,
+    receipts: b.receipts,
+    probe: b.probe,
+  });
+  const snapshots = new SnapshotBuilder({
+    ...c,
+    ...b,
+    facts: trackers.facts,
+    started: () => c.hooks.actor() !== undefined,
+    discarded: () => b.receipts.summary(),
+  });
   const gather = new CycleGather({
     ...c,
     ...b,
@@ -225,7 +259,7 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
   const cycle = new HaCycle({ ...c, ...b, gather, executor, admin, stopped: () => loop.isStopped });
   const loop: HaLoop = new HaLoop({
     clock: c.clock,
-    loopWaitMs: () => c.state.config.loop_wait * 1000,
+    loopWaitMs: () => timingOf(c.state.config).loopWaitMs,
     // One deadline per leader cycle, shared by every DCS call of it (src/node/lock/leader-deadline.ts).
     cycle: async () => {
       b.deadline.begin();

@@ -129,9 +129,7 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
   const recentTransitions = (): TransitionEntry[] =>
     deps.journal.recent(Number.MAX_SAFE_INTEGER).filter((e): e is TransitionEntry => e.kind === 'transition');
 
-  app.get('/machines', (c) =>
-    c.json({ time: new Date(now()).toISOString(), machines: deps.machines().map(machineDocument) }),
-  );
+  app.get('/machines', (c) => c.json({ time: new Date(now()).toISOString(), machines: deps.machines().map(machineDocument) }));
 
   app.get('/machines/:name', (c) => {
     const m = find(c.req.param('name'));
@@ -149,7 +147,8 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
     const lit = hl === '1' || hl === 'true';
     const highlight = lit ? activeIdsOf(m.machine, m.snapshot()?.value) : [];
     const dir = c.req.query('rankdir');
-    if (dir !== undefined && dir !== 'LR' && dir !== 'TB' && dir !== 'auto') return c.json({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' }, 400);
+    if (dir !== undefined && dir !== 'LR' && dir !== 'TB' && dir !== 'auto')
+      return c.json({ error: 'rankdir must be LR, TB or auto', parameter: 'rankdir' }, 400);
     const layout = c.req.query('layout') ?? 'readable';
     if (layout !== 'readable' && layout !== 'plain') return c.json({ error: 'layout must be readable or plain', parameter: 'layout' }, 400);
     const path = lit ? [...chartMarks(cachedChartModel(m.machine), highlight, stepsOf(recentTransitions(), name)).path] : [];
@@ -205,7 +204,9 @@ export function createObserveRoutes(deps: ObserveDeps): Hono {
     });
   };
   for (const path of ['/ui', '/ui/']) {
-    app.get(path, async (c) => c.body(await page(), 200, { 'Content-Type': uiAsset('index.html').contentType, 'Cache-Control': 'no-cache' }));
+    app.get(path, async (c) =>
+      c.body(await page(), 200, { 'Content-Type': uiAsset('index.html').contentType, 'Cache-Control': 'no-cache' }),
+    );
   }
   app.get('/ui/app.js', (c) => serveAsset(c.body.bind(c), 'app.js'));
   app.get('/ui/app.css', (c) => serveAsset(c.body.bind(c), 'app.css'));

@@ -95,7 +95,10 @@ function clusterParts(doc: unknown): { rows: string; scope: string; notes: strin
   const notes: string[] = [];
   if (d['pause']) notes.push('paused');
   const s = d['scheduled_switchover'] as Record<string, unknown> | undefined;
-  if (s) notes.push(`switchover scheduled at ${String(s['at'])}${s['from'] ? ` from ${String(s['from'])}` : ''}${s['to'] ? ` to ${String(s['to'])}` : ''}`);
+  if (s)
+    notes.push(
+      `switchover scheduled at ${String(s['at'])}${s['from'] ? ` from ${String(s['from'])}` : ''}${s['to'] ? ` to ${String(s['to'])}` : ''}`,
+    );
   const rows =
     members.length === 0
       ? '<tr><td colspan="6" class="muted">no members</td></tr>'

@@ -5,7 +5,7 @@
  *   parameters, and the recovery parameters for a replica;
  * - pg_hba.conf: the agent's entries followed by the configured lines;
  * - standby.signal: present exactly when the node is configured as a replica; recovery.signal
- *   exactly for the targeted recovery of a restore's first start (ConfigureOptions.targetRecovery);
+ *   never (a restore tool's is removed);
  * - postgresql.auto.conf: kept, without the recovery parameters (RECOVERY_PARAMETERS).
  * Copies of these files that pg_basebackup brought from the leader are overwritten, never trusted.
  *
@@ -14,7 +14,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ConfigureOptions, RoleAuth, WrittenRecovery } from './types.ts';
+import type { ConfigureOptions, RoleAuth } from './types.ts';
 import { chownToPg } from './os-user.ts';
 
 /** First line of every file the agent writes; tells the agent's file from the one initdb wrote. */
@@ -130,6 +130,15 @@ export const AGENT_OWNED = new Set([
   'standby_mode',
 ]);
 
+/** The recovery target parameters a replica sets to '' (effectiveParameters). */
+export const RECOVERY_TARGETS = [
+  'recovery_target',
+  'recovery_target_lsn',
+  'recovery_target_name',
+  'recovery_target_time',
+  'recovery_target_xid',
+];
+
 /** Parameters with a floor (patroni.md §4.3, raised to 10 for the senders and slots). */
 const MINIMUMS: Record<string, number> = { max_wal_senders: 10, max_replication_slots: 10 };
 
@@ -175,8 +184,11 @@ export function effectiveParameters(node: NodeConf, opts: ConfigureOptions): Map
     if (opts.upstream) p.set('primary_conninfo', primaryConninfo(node, opts.upstream));
     if (opts.slotName) p.set('primary_slot_name', opts.slotName);
     p.set('recovery_target_timeline', 'latest');
-  } else if (opts.targetRecovery) {
-    for (const [k, v] of Object.entries(opts.targetRecovery)) p.set(k, v);
+    // Set to their defaults explicitly, as the reference does on PostgreSQL 12+ (patroni 3.0.2
+    // postgresql/config.py build_recovery_params): a target set in an included file cannot pause,
+    // promote or shut the replica down, and a replica the reference configured (which has these
+    // lines) is reloaded by our agent without the removal marking them pending restart (issue 26).
+    for (const name of RECOVERY_TARGETS) p.set(name, '');
   }
   return p;
 }
@@ -318,11 +330,9 @@ export async function writeAgentConfig(node: NodeConf, opts: ConfigureOptions): 
   const signal = join(dir, 'standby.signal');
   if (opts.role === 'replica') await writeOwnedFile(signal, '');
   else await rm(signal, { force: true });
-  // recovery.signal exactly for a targeted recovery (a restore to a point in time): a restore
-  // tool's (pgBackRest writes one) never turns a replica's or a primary's start into one.
-  const recoverySignal = join(dir, 'recovery.signal');
-  if (opts.role === 'primary' && opts.targetRecovery) await writeOwnedFile(recoverySignal, '');
-  else await rm(recoverySignal, { force: true });
+  // No recovery.signal: a restore tool's (pgBackRest writes one) never turns a replica's or a
+  // primary's start into a targeted recovery.
+  await rm(join(dir, 'recovery.signal'), { force: true });
 }
 
 /** Removes the recovery parameters from `<dir>/postgresql.auto.conf` (splitAutoConf), when it holds any. */
@@ -336,19 +346,4 @@ async function sanitizeAutoConf(dir: string): Promise<void> {
   }
   const split = splitAutoConf(text);
   if (Object.keys(split.recovery).length > 0) await writeOwnedFile(auto, split.text);
-}
-
-/**
- * The recovery settings a restore left in `dir` (before the agent's configure rewrites them):
- * the signal file and the recovery parameters of postgresql.auto.conf.
- */
-export async function readWrittenRecovery(dir: string): Promise<WrittenRecovery> {
-  const signal = existsSync(join(dir, 'standby.signal')) ? 'standby' : existsSync(join(dir, 'recovery.signal')) ? 'recovery' : undefined;
-  let parameters: Record<string, string> = {};
-  try {
-    parameters = splitAutoConf(await readFile(join(dir, 'postgresql.auto.conf'), 'utf8')).recovery;
-  } catch {
-    // no postgresql.auto.conf: nothing written there
-  }
-  return { signal, parameters };
 }

@@ -28,7 +28,8 @@ export function parseControlData(text: string): ControlData {
     return v;
   };
   const timeline = Number(get("Latest checkpoint's TimeLineID"));
-  if (!Number.isInteger(timeline)) throw new Error(`pg_controldata: bad TimeLineID ${JSON.stringify(f.get("Latest checkpoint's TimeLineID"))}`);
+  if (!Number.isInteger(timeline))
+    throw new Error(`pg_controldata: bad TimeLineID ${JSON.stringify(f.get("Latest checkpoint's TimeLineID"))}`);
   return {
     systemIdentifier: get('Database system identifier'),
     clusterState: get('Database cluster state'),

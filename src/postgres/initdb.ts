@@ -35,7 +35,9 @@ export function checkInitdbOptions(options: string[]): string[] {
     if (!m) throw new InitdbOptionError(`initdb option ${JSON.stringify(opt)} must look like --key=value or --flag`);
     const key = (m[1] ?? '').toLowerCase();
     if (FORBIDDEN_INITDB_OPTIONS.includes(key)) {
-      throw new InitdbOptionError(`initdb option --${key} is not allowed (the agent sets the data directory, superuser, password file and durability itself)`);
+      throw new InitdbOptionError(
+        `initdb option --${key} is not allowed (the agent sets the data directory, superuser, password file and durability itself)`,
+      );
     }
   }
   return [...options];

@@ -8,12 +8,23 @@ import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, writeFile } fr
 import postgres from 'postgres';
 import { dirname, join, resolve } from 'node:path';
 import type { PgStatus } from '../domain/pg-status.ts';
-import { readWrittenRecovery, renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
+import { renderConninfo, writeAgentConfig, type NodeConf } from './conf-files.ts';
 import { bounded, classifyPgError, createLocalPool, PgUnreachableError, type Sql } from './connection.ts';
 import { readControlData } from './controldata.ts';
 import { runInitdb } from './initdb.ts';
 import { assertPgCanReach, chownToPg, pgOsUser } from './os-user.ts';
-import { isPostmasterAlive, pgCtlPromote, pgCtlReload, pgCtlStartNoWait, pgCtlStop, postmasterPidFileValue, readPostmasterPid, tailFile, waitForOldSharedMemory, type PgCtlTarget } from './pg-ctl.ts';
+import {
+  isPostmasterAlive,
+  pgCtlPromote,
+  pgCtlReload,
+  pgCtlStartNoWait,
+  pgCtlStop,
+  postmasterPidFileValue,
+  readPostmasterPid,
+  tailFile,
+  waitForOldSharedMemory,
+  type PgCtlTarget,
+} from './pg-ctl.ts';
 import {
   dataDirProblem,
   escalationWindows,
@@ -30,7 +41,18 @@ import { PgToolError, runAsPg, runShellAsPg } from './run-as-pg.ts';
 import { pgRewindMayRetry, RewindNotStartedError } from './rewind-error.ts';
 import { planSlots } from './slots.ts';
 import { quoteIdent, quoteLiteral } from './sql-quote.ts';
-import type { CommandOptions, ConfigureOptions, ControlData, CopiedSlot, PgControl, PromotionMarker, RoleAuth, SlotInfo, Upstream, WalEnd, WrittenRecovery } from './types.ts';
+import type {
+  CommandOptions,
+  ConfigureOptions,
+  ControlData,
+  CopiedSlot,
+  PgControl,
+  PromotionMarker,
+  RoleAuth,
+  SlotInfo,
+  Upstream,
+  WalEnd,
+} from './types.ts';
 import { formatLsn, parseLsn } from '../domain/lsn.ts';
 import type { WalRecord } from '../domain/discarded.ts';
 import { readWalEnd, readWalRange } from './waldump.ts';
@@ -150,7 +172,9 @@ export class LocalPostgres implements PgControl {
   async readPromotion(): Promise<PromotionMarker | undefined> {
     try {
       const v = JSON.parse(await readFile(join(this.dataDir, PROMOTION_FILE), 'utf8')) as Partial<PromotionMarker>;
-      return typeof v.timeline === 'number' && typeof v.member === 'string' && typeof v.atMs === 'number' ? { timeline: v.timeline, member: v.member, atMs: v.atMs } : undefined;
+      return typeof v.timeline === 'number' && typeof v.member === 'string' && typeof v.atMs === 'number'
+        ? { timeline: v.timeline, member: v.member, atMs: v.atMs }
+        : undefined;
     } catch {
       return undefined;
     }
@@ -161,6 +185,10 @@ export class LocalPostgres implements PgControl {
     await writeFile(file, JSON.stringify(marker), { mode: 0o600 });
     // pg_basebackup reads it as the postgres user on the source.
     await chownToPg(file);
+  }
+
+  async removePromotion(): Promise<void> {
+    await rm(join(this.dataDir, PROMOTION_FILE), { force: true });
   }
 
   async hasStandbySignal(): Promise<boolean> {
@@ -196,7 +224,9 @@ export class LocalPostgres implements PgControl {
       await this.query(`ALTER ROLE ${quoteIdent(su.username)} WITH REPLICATION LOGIN`);
       return;
     }
-    const exists = await this.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_roles WHERE rolname = ${quoteLiteral(repl.username)}`);
+    const exists = await this.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_roles WHERE rolname = ${quoteLiteral(repl.username)}`,
+    );
     const verb = (exists[0]?.n ?? 0) > 0 ? 'ALTER' : 'CREATE';
     await this.query(`${verb} ROLE ${quoteIdent(repl.username)} WITH REPLICATION LOGIN PASSWORD ${quoteLiteral(repl.password)}`);
   }
@@ -206,7 +236,10 @@ export class LocalPostgres implements PgControl {
    * `args` as `--<key>=<value>`, through /bin/sh as the PostgreSQL OS user, with HA_SCOPE,
    * HA_NAME and HA_DATADIR in its environment.
    */
-  async customBootstrap(command: string, opts: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void } = {}): Promise<void> {
+  async customBootstrap(
+    command: string,
+    opts: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void } = {},
+  ): Promise<void> {
     await this.ensureDirs();
     const words = opts.noParams ? [] : [`--scope=${this.opts.scope}`, `--datadir=${this.dataDir}`];
     for (const [k, v] of Object.entries(opts.args ?? {})) words.push(`--${k}=${String(v)}`);
@@ -222,7 +255,10 @@ export class LocalPostgres implements PgControl {
   /** PgControl.runCommand: /bin/sh -c as the PostgreSQL OS user, HA_* (commandEnv) and `opts.env` in its environment. */
   async runCommand(commandLine: string, opts: CommandOptions = {}): Promise<void> {
     await this.ensureDirs();
-    const env = this.commandEnv({ ...(opts.env ?? {}), ...(opts.replicationPassword ? { PGPASSWORD: this.opts.replication.password } : {}) });
+    const env = this.commandEnv({
+      ...(opts.env ?? {}),
+      ...(opts.replicationPassword ? { PGPASSWORD: this.opts.replication.password } : {}),
+    });
     await runShellAsPg(commandLine, { env, ...(opts.onOutput ? { onOutput: opts.onOutput } : {}) });
   }
 
@@ -234,11 +270,6 @@ export class LocalPostgres implements PgControl {
       ['user', this.opts.replication.username],
       ['dbname', 'postgres'],
     ]);
-  }
-
-  /** PgControl.writtenRecovery (conf-files.ts readWrittenRecovery). */
-  writtenRecovery(): Promise<WrittenRecovery> {
-    return readWrittenRecovery(this.dataDir);
   }
 
   async configure(opts: ConfigureOptions): Promise<void> {
@@ -296,7 +327,10 @@ export class LocalPostgres implements PgControl {
         await sleep(20);
       }
     }
-    throw new PgUnreachableError(`PostgreSQL started but does not answer on ${this.node.socketDir} within ${timeoutMs} ms: ${String(last)}`, 'timeout');
+    throw new PgUnreachableError(
+      `PostgreSQL started but does not answer on ${this.node.socketDir} within ${timeoutMs} ms: ${String(last)}`,
+      'timeout',
+    );
   }
 
   /** Removes `.s.PGSQL.<port>.lock` when the postmaster it names is gone (or a zombie). */
@@ -353,7 +387,8 @@ export class LocalPostgres implements PgControl {
       mode,
       signalled,
       ...escalationWindows(mode, deadline - Date.now()),
-      onEscalate: (signal, pid) => this.opts.log?.warn({ pid, signal, mode }, `postmaster ${pid} outlived the ${mode} shutdown: sending ${signal}`),
+      onEscalate: (signal, pid) =>
+        this.opts.log?.warn({ pid, signal, mode }, `postmaster ${pid} outlived the ${mode} shutdown: sending ${signal}`),
     });
     if (this.known?.pid === id.pid) this.known = undefined;
   }
@@ -443,7 +478,6 @@ export class LocalPostgres implements PgControl {
     }
   }
 
-
   reload(): Promise<void> {
     return pgCtlReload(this.target);
   }
@@ -459,7 +493,10 @@ export class LocalPostgres implements PgControl {
   async basebackup(from: Upstream, opts: { onOutput?: (text: string) => void } = {}): Promise<void> {
     await this.ensureDirs();
     const running = await this.liveServerProblem();
-    if (running) throw new PostmasterRunningError(`basebackup: refusing to write into data directory ${this.dataDir}: ${running} (ensureNoPostmaster() first)`);
+    if (running)
+      throw new PostmasterRunningError(
+        `basebackup: refusing to write into data directory ${this.dataDir}: ${running} (ensureNoPostmaster() first)`,
+      );
     if ((await readdir(this.dataDir)).length > 0) {
       throw new Error(`basebackup: data directory ${this.dataDir} is not empty (removeData() first)`);
     }
@@ -467,11 +504,16 @@ export class LocalPostgres implements PgControl {
       await runAsPg(
         join(this.binDir, 'pg_basebackup'),
         [
-          '-D', this.dataDir,
-          '-X', 'stream',
-          '-h', from.host,
-          '-p', String(from.port),
-          '-U', this.opts.replication.username,
+          '-D',
+          this.dataDir,
+          '-X',
+          'stream',
+          '-h',
+          from.host,
+          '-p',
+          String(from.port),
+          '-U',
+          this.opts.replication.username,
           '--checkpoint=fast',
           '--no-password',
           // No fsync here: a base backup's pg_control says "in production", so PostgreSQL fsyncs
@@ -605,15 +647,23 @@ export class LocalPostgres implements PgControl {
     await rm(join(this.dataDir, 'recovery.signal'), { force: true });
     await rm(join(this.dataDir, 'postmaster.pid'), { force: true });
     try {
-      await runAsPg(join(this.binDir, 'postgres'), ['--single', '-D', this.dataDir, '-c', 'archive_mode=on', '-c', 'archive_command=false', 'postgres'], {
-        env: { LC_ALL: 'C', LANG: 'C' },
-      });
+      await runAsPg(
+        join(this.binDir, 'postgres'),
+        ['--single', '-D', this.dataDir, '-c', 'archive_mode=on', '-c', 'archive_command=false', 'postgres'],
+        {
+          env: { LC_ALL: 'C', LANG: 'C' },
+        },
+      );
     } catch (e) {
-      throw new Error(`crash recovery in single-user mode (cluster state was '${state}') failed before pg_rewind: ${String(e instanceof Error ? e.message : e)}`);
+      throw new Error(
+        `crash recovery in single-user mode (cluster state was '${state}') failed before pg_rewind: ${String(e instanceof Error ? e.message : e)}`,
+      );
     }
     const after = await this.controlData();
     if (after.clusterState !== 'shut down') {
-      throw new Error(`crash recovery in single-user mode left the cluster state '${after.clusterState}', not 'shut down': pg_rewind would refuse it`);
+      throw new Error(
+        `crash recovery in single-user mode left the cluster state '${after.clusterState}', not 'shut down': pg_rewind would refuse it`,
+      );
     }
   }
 
@@ -626,7 +676,8 @@ export class LocalPostgres implements PgControl {
    */
   async walEnd(): Promise<WalEnd> {
     const running = readPostmasterPid(this.dataDir);
-    if (running !== undefined) throw new PostmasterRunningError(`not reading where the WAL ends: postmaster ${running} of this data directory is running`);
+    if (running !== undefined)
+      throw new PostmasterRunningError(`not reading where the WAL ends: postmaster ${running} of this data directory is running`);
     const cd = await this.controlData();
     const walDir = join(this.dataDir, 'pg_wal');
     const files: string[] = [];
@@ -634,7 +685,15 @@ export class LocalPostgres implements PgControl {
       const st = await stat(join(walDir, name)).catch(() => undefined);
       if (st?.isFile()) files.push(`${name}:${st.size}:${st.mtimeMs}`);
     }
-    const key = [cd.systemIdentifier, cd.clusterState, cd.checkpointLsn, cd.redoLsn, cd.checkpointTimeline, cd.minRecoveryLsn, ...files].join('|');
+    const key = [
+      cd.systemIdentifier,
+      cd.clusterState,
+      cd.checkpointLsn,
+      cd.redoLsn,
+      cd.checkpointTimeline,
+      cd.minRecoveryLsn,
+      ...files,
+    ].join('|');
     const cached = this.walEndCache;
     if (cached?.key === key) {
       if (cached.value instanceof Error) throw cached.value;
@@ -643,7 +702,11 @@ export class LocalPostgres implements PgControl {
     try {
       const value = await readWalEnd(
         { binDir: this.binDir, dataDir: this.dataDir },
-        { redoLsn: cd.redoLsn ?? cd.checkpointLsn, checkpointTimeline: cd.checkpointTimeline, ...(cd.walGeometry ? { geometry: cd.walGeometry } : {}) },
+        {
+          redoLsn: cd.redoLsn ?? cd.checkpointLsn,
+          checkpointTimeline: cd.checkpointTimeline,
+          ...(cd.walGeometry ? { geometry: cd.walGeometry } : {}),
+        },
       );
       this.walEndCache = { key, value };
       return value;
@@ -667,7 +730,9 @@ export class LocalPostgres implements PgControl {
    */
   async relationNames(from: Upstream, paths: string[]): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
-    const parsed = paths.map((p) => p.split('/').map(Number) as [number, number, number]).filter((x) => x.length === 3 && x.every(Number.isInteger));
+    const parsed = paths
+      .map((p) => p.split('/').map(Number) as [number, number, number])
+      .filter((x) => x.length === 3 && x.every(Number.isInteger));
     if (parsed.length === 0) return out;
     const connect = (database: string) =>
       postgres({
@@ -687,7 +752,10 @@ export class LocalPostgres implements PgControl {
     const dbs = new Map<number, string>();
     const main = connect('postgres');
     try {
-      const rows = await bounded<{ oid: string; datname: string }[]>(main.unsafe('SELECT oid::text AS oid, datname FROM pg_database WHERE datallowconn') as never, 15_000);
+      const rows = await bounded<{ oid: string; datname: string }[]>(
+        main.unsafe('SELECT oid::text AS oid, datname FROM pg_database WHERE datallowconn') as never,
+        15_000,
+      );
       for (const r of rows) dbs.set(Number(r.oid), r.datname);
     } catch {
       return out;
@@ -701,7 +769,9 @@ export class LocalPostgres implements PgControl {
       try {
         const values = mine.map(([ts, , rel]) => `(${ts === 1663 ? 0 : ts}::oid, ${rel}::oid, '${ts}/${oid}/${rel}')`).join(', ');
         const rows = await bounded<{ path: string; name: string | null }[]>(
-          sql.unsafe(`SELECT v.path, pg_filenode_relation(v.ts, v.rel)::regclass::text AS name FROM (VALUES ${values}) AS v(ts, rel, path)`) as never,
+          sql.unsafe(
+            `SELECT v.path, pg_filenode_relation(v.ts, v.rel)::regclass::text AS name FROM (VALUES ${values}) AS v(ts, rel, path)`,
+          ) as never,
           15_000,
         );
         for (const r of rows) if (r.name) out[r.path] = `${datname}.${r.name}`;
@@ -830,7 +900,15 @@ export class LocalPostgres implements PgControl {
   }
 
   async listSlots(): Promise<SlotInfo[]> {
-    const rows = await this.query<{ name: string; type: string; database: string | null; plugin: string | null; active: boolean; restart_lsn: string | null; confirmed_flush: string | null }>(
+    const rows = await this.query<{
+      name: string;
+      type: string;
+      database: string | null;
+      plugin: string | null;
+      active: boolean;
+      restart_lsn: string | null;
+      confirmed_flush: string | null;
+    }>(
       `SELECT slot_name AS name, slot_type AS type, database, plugin, active, restart_lsn::text AS restart_lsn, confirmed_flush_lsn::text AS confirmed_flush
          FROM pg_replication_slots ORDER BY slot_name`,
     );
@@ -853,17 +931,23 @@ export class LocalPostgres implements PgControl {
 
   async createLogicalSlot(name: string, database: string, plugin: string): Promise<void> {
     await this.inDatabase(database, (q) =>
-      q(`SELECT pg_create_logical_replication_slot(${quoteLiteral(name)}, ${quoteLiteral(plugin)}) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)})`),
+      q(
+        `SELECT pg_create_logical_replication_slot(${quoteLiteral(name)}, ${quoteLiteral(plugin)}) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)})`,
+      ),
     );
   }
 
   async dropSlot(name: string): Promise<void> {
-    await this.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)} AND NOT active`);
+    await this.query(
+      `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${quoteLiteral(name)} AND NOT active`,
+    );
   }
 
   async advanceSlot(name: string, lsn: bigint, database?: string): Promise<bigint | undefined> {
     const sql = `SELECT end_lsn::text AS end_lsn FROM pg_replication_slot_advance(${quoteLiteral(name)}, ${quoteLiteral(formatLsn(lsn))}::pg_lsn)`;
-    const rows = database ? await this.inDatabase(database, (q) => q<{ end_lsn: string | null }>(sql)) : await this.query<{ end_lsn: string | null }>(sql);
+    const rows = database
+      ? await this.inDatabase(database, (q) => q<{ end_lsn: string | null }>(sql))
+      : await this.query<{ end_lsn: string | null }>(sql);
     const v = rows[0]?.end_lsn;
     return v ? parseLsn(v) : undefined;
   }
@@ -886,7 +970,9 @@ export class LocalPostgres implements PgControl {
     });
     try {
       const list = names.map(quoteLiteral).join(', ');
-      const rows = await bounded<{ name: string; database: string; plugin: string; restart_lsn: string; confirmed_flush: string; state: Buffer }[]>(
+      const rows = await bounded<
+        { name: string; database: string; plugin: string; restart_lsn: string; confirmed_flush: string; state: Buffer }[]
+      >(
         sql.unsafe(
           `SELECT slot_name AS name, database, plugin, restart_lsn::text AS restart_lsn, confirmed_flush_lsn::text AS confirmed_flush,
                   pg_read_binary_file('pg_replslot/' || slot_name || '/state') AS state
@@ -948,7 +1034,10 @@ export class LocalPostgres implements PgControl {
   }
 
   /** Runs `fn` on a one-off connection to `database` (logical slot functions need the slot's database). */
-  private async inDatabase<T>(database: string, fn: (q: <R = Record<string, unknown>>(text: string) => Promise<R[]>) => Promise<T>): Promise<T> {
+  private async inDatabase<T>(
+    database: string,
+    fn: (q: <R = Record<string, unknown>>(text: string) => Promise<R[]>) => Promise<T>,
+  ): Promise<T> {
     const sql = createLocalPool({
       socketDir: this.node.socketDir,
       port: this.opts.listen.port,
@@ -960,7 +1049,7 @@ export class LocalPostgres implements PgControl {
       database,
     });
     try {
-      return await fn(async <R,>(text: string) => [...(await bounded<R[]>(sql.unsafe(text) as never, DEFAULT_QUERY_TIMEOUT_MS))]);
+      return await fn(async <R>(text: string) => [...(await bounded<R[]>(sql.unsafe(text) as never, DEFAULT_QUERY_TIMEOUT_MS))]);
     } finally {
       await sql.end({ timeout: 1 }).catch(() => undefined);
     }

@@ -104,4 +104,3 @@ export async function assertPgCanReach(path: string): Promise<void> {
     dir = up;
   }
 }
-

@@ -94,7 +94,12 @@ export async function tailFile(path: string, maxLines = 20, maxBytes = 8192): Pr
       const len = Math.min(size, maxBytes);
       const buf = Buffer.alloc(len);
       await fh.read(buf, 0, len, size - len);
-      return buf.toString('utf8').split('\n').slice(-maxLines - 1).join('\n').trim();
+      return buf
+        .toString('utf8')
+        .split('\n')
+        .slice(-maxLines - 1)
+        .join('\n')
+        .trim();
     } finally {
       await fh.close();
     }
@@ -143,7 +148,9 @@ export async function pgCtlStartNoWait(t: PgCtlTarget, timeoutMs: number): Promi
 
 /** `pg_ctl promote -w -t <s>`. @throws PgToolError. */
 export async function pgCtlPromote(t: PgCtlTarget, timeoutMs: number): Promise<void> {
-  await runAsPg(join(t.binDir, 'pg_ctl'), ['promote', '-D', t.dataDir, '-w', '-t', String(seconds(timeoutMs))], { timeoutMs: timeoutMs + 5000 });
+  await runAsPg(join(t.binDir, 'pg_ctl'), ['promote', '-D', t.dataDir, '-w', '-t', String(seconds(timeoutMs))], {
+    timeoutMs: timeoutMs + 5000,
+  });
 }
 
 /** `pg_ctl reload` (SIGHUP to the postmaster). @throws PgToolError when no server runs. */

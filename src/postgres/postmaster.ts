@@ -26,7 +26,10 @@ export function parseProcStat(text: string): ProcStat | undefined {
   const open = text.indexOf('(');
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return undefined;
-  const rest = text.slice(close + 2).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   // rest[0] is field 3 (state); field n is rest[n - 3].
   const state = rest[0];
   const ppid = Number(rest[1]);
@@ -245,7 +248,12 @@ export function dataDirProblem(dataDir: string): string | undefined {
  * The postmaster a socket lock file (`<socketDir>/.s.PGSQL.<port>.lock`: PID, then data
  * directory) names for `dataDir`, when it is a live PostgreSQL process of `uid`.
  */
-export function socketLockPostmaster(lockFile: string, dataDir: string, uid?: number, ops: ProcOps = realProcOps): ProcIdentity | undefined {
+export function socketLockPostmaster(
+  lockFile: string,
+  dataDir: string,
+  uid?: number,
+  ops: ProcOps = realProcOps,
+): ProcIdentity | undefined {
   let lines: string[];
   try {
     lines = readFileSync(lockFile, 'utf8').split('\n');
@@ -289,9 +297,13 @@ export function probeHost(listenHost: string): string {
  */
 export async function listenerOf(listen: { host: string; port: number }, socketDir: string, timeoutMs = 1000): Promise<string | undefined> {
   const path = join(socketDir, `.s.PGSQL.${listen.port}`);
-  const [sock, tcp] = await Promise.all([tryConnect({ path }, timeoutMs), tryConnect({ host: probeHost(listen.host), port: listen.port }, timeoutMs)]);
+  const [sock, tcp] = await Promise.all([
+    tryConnect({ path }, timeoutMs),
+    tryConnect({ host: probeHost(listen.host), port: listen.port }, timeoutMs),
+  ]);
   if (sock !== 'refused') return `unix socket ${path} ${sock === 'accepted' ? 'accepts connections' : 'does not answer'}`;
-  if (tcp !== 'refused') return `${probeHost(listen.host)}:${listen.port} ${tcp === 'accepted' ? 'accepts connections' : 'does not answer'}`;
+  if (tcp !== 'refused')
+    return `${probeHost(listen.host)}:${listen.port} ${tcp === 'accepted' ? 'accepts connections' : 'does not answer'}`;
   return undefined;
 }
 

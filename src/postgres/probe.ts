@@ -114,7 +114,9 @@ export function mapProbeRow(row: ProbeRow, atMs: number): PgStatus {
     return out;
   });
   const pendingRestart: PgStatus['pendingRestart'] = {};
-  for (const [name, v] of Object.entries(JSON.parse(row.pending_restart) as Record<string, { old_value: string | null; new_value: string | null }>)) {
+  for (const [name, v] of Object.entries(
+    JSON.parse(row.pending_restart) as Record<string, { old_value: string | null; new_value: string | null }>,
+  )) {
     pendingRestart[name] = { old_value: v.old_value ?? '', new_value: v.new_value ?? '' };
   }
   const slots: Record<string, bigint> = {};

@@ -42,6 +42,7 @@ export function pgRewindTouchedTarget(output: string): boolean {
  */
 export function pgRewindMayRetry(output: string): boolean {
   if (pgRewindTouchedTarget(output)) return false;
-  return /could not connect|connection to server|server closed the connection|timeout expired|Connection refused|No route to host|could not translate host name|could not receive data|source server must not be in recovery mode/i.test(output);
+  return /could not connect|connection to server|server closed the connection|timeout expired|Connection refused|No route to host|could not translate host name|could not receive data|source server must not be in recovery mode/i.test(
+    output,
+  );
 }
-

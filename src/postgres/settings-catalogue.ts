@@ -105,7 +105,13 @@ function runCurrent(cmd: string, args: string[], timeoutMs: number): Promise<str
     execFile(
       cmd,
       args,
-      { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', LANG: 'C' }, timeout: timeoutMs, maxBuffer: 8 * 1024 * 1024, encoding: 'utf8' },
+      {
+        cwd: '/',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', LANG: 'C' },
+        timeout: timeoutMs,
+        maxBuffer: 8 * 1024 * 1024,
+        encoding: 'utf8',
+      },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${(stderr || err.message).trim()}`));
         else resolve(stdout);
@@ -120,7 +126,11 @@ function runCurrent(cmd: string, args: string[], timeoutMs: number): Promise<str
  * catalogue (buildSettingsCatalogue). Takes some 20 ms.
  * @throws Error when the binary is missing, fails, or prints no parameters.
  */
-export async function loadSettingsCatalogue(binDir: string, runAs: CatalogueRunAs = 'current', timeoutMs = 15_000): Promise<SettingsCatalogue> {
+export async function loadSettingsCatalogue(
+  binDir: string,
+  runAs: CatalogueRunAs = 'current',
+  timeoutMs = 15_000,
+): Promise<SettingsCatalogue> {
   const postgres = join(binDir, 'postgres');
   const run = (args: string[]): Promise<string> =>
     runAs === 'postgres'
@@ -138,41 +148,69 @@ export async function loadSettingsCatalogue(binDir: string, runAs: CatalogueRunA
 
 /** PostgreSQL 15 base units (pg_settings.unit) of the integer and real parameters that have one. */
 const PG15_UNITS: Readonly<Record<string, readonly string[]>> = {
-  'B': [
-    'log_parameter_max_length', 'log_parameter_max_length_on_error', 'track_activity_query_size',
-    'wal_decode_buffer_size',
+  B: ['log_parameter_max_length', 'log_parameter_max_length_on_error', 'track_activity_query_size', 'wal_decode_buffer_size'],
+  kB: [
+    'autovacuum_work_mem',
+    'gin_pending_list_limit',
+    'huge_page_size',
+    'log_rotation_size',
+    'log_temp_files',
+    'logical_decoding_work_mem',
+    'maintenance_work_mem',
+    'max_stack_depth',
+    'temp_file_limit',
+    'wal_skip_threshold',
+    'work_mem',
   ],
-  'kB': [
-    'autovacuum_work_mem', 'gin_pending_list_limit', 'huge_page_size', 'log_rotation_size',
-    'log_temp_files', 'logical_decoding_work_mem', 'maintenance_work_mem', 'max_stack_depth',
-    'temp_file_limit', 'wal_skip_threshold', 'work_mem',
-  ],
-  'MB': [
-    'max_slot_wal_keep_size', 'max_wal_size', 'min_dynamic_shared_memory', 'min_wal_size',
-    'wal_keep_size',
-  ],
+  MB: ['max_slot_wal_keep_size', 'max_wal_size', 'min_dynamic_shared_memory', 'min_wal_size', 'wal_keep_size'],
   '8kB': [
-    'backend_flush_after', 'bgwriter_flush_after', 'checkpoint_flush_after',
-    'effective_cache_size', 'min_parallel_index_scan_size', 'min_parallel_table_scan_size',
-    'shared_buffers', 'temp_buffers', 'wal_buffers', 'wal_writer_flush_after',
+    'backend_flush_after',
+    'bgwriter_flush_after',
+    'checkpoint_flush_after',
+    'effective_cache_size',
+    'min_parallel_index_scan_size',
+    'min_parallel_table_scan_size',
+    'shared_buffers',
+    'temp_buffers',
+    'wal_buffers',
+    'wal_writer_flush_after',
   ],
-  'ms': [
-    'autovacuum_vacuum_cost_delay', 'bgwriter_delay', 'client_connection_check_interval',
-    'deadlock_timeout', 'idle_in_transaction_session_timeout', 'idle_session_timeout',
-    'lock_timeout', 'log_autovacuum_min_duration', 'log_min_duration_sample',
-    'log_min_duration_statement', 'log_startup_progress_interval', 'max_standby_archive_delay',
-    'max_standby_streaming_delay', 'recovery_min_apply_delay', 'statement_timeout',
-    'tcp_user_timeout', 'vacuum_cost_delay', 'wal_receiver_timeout', 'wal_retrieve_retry_interval',
-    'wal_sender_timeout', 'wal_writer_delay',
+  ms: [
+    'autovacuum_vacuum_cost_delay',
+    'bgwriter_delay',
+    'client_connection_check_interval',
+    'deadlock_timeout',
+    'idle_in_transaction_session_timeout',
+    'idle_session_timeout',
+    'lock_timeout',
+    'log_autovacuum_min_duration',
+    'log_min_duration_sample',
+    'log_min_duration_statement',
+    'log_startup_progress_interval',
+    'max_standby_archive_delay',
+    'max_standby_streaming_delay',
+    'recovery_min_apply_delay',
+    'statement_timeout',
+    'tcp_user_timeout',
+    'vacuum_cost_delay',
+    'wal_receiver_timeout',
+    'wal_retrieve_retry_interval',
+    'wal_sender_timeout',
+    'wal_writer_delay',
   ],
-  's': [
-    'archive_timeout', 'authentication_timeout', 'autovacuum_naptime', 'checkpoint_timeout',
-    'checkpoint_warning', 'post_auth_delay', 'pre_auth_delay', 'tcp_keepalives_idle',
-    'tcp_keepalives_interval', 'wal_receiver_status_interval',
+  s: [
+    'archive_timeout',
+    'authentication_timeout',
+    'autovacuum_naptime',
+    'checkpoint_timeout',
+    'checkpoint_warning',
+    'post_auth_delay',
+    'pre_auth_delay',
+    'tcp_keepalives_idle',
+    'tcp_keepalives_interval',
+    'wal_receiver_status_interval',
   ],
-  'min': [
-    'log_rotation_age', 'old_snapshot_threshold',
-  ],
+  min: ['log_rotation_age', 'old_snapshot_threshold'],
 };
 
 /**
@@ -183,38 +221,80 @@ const PG15_UNITS: Readonly<Record<string, readonly string[]>> = {
  */
 const PG15_ENUMS: Readonly<Record<string, readonly [values: readonly string[], aliases?: readonly string[]]>> = {
   intervalstyle: [['postgres', 'postgres_verbose', 'sql_standard', 'iso_8601']],
-  archive_mode: [['always', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
-  backslash_quote: [['safe_encoding', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
+  archive_mode: [
+    ['always', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
+  backslash_quote: [
+    ['safe_encoding', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
   bytea_output: [['escape', 'hex']],
-  client_min_messages: [['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error'], ['debug', 'info']],
-  compute_query_id: [['auto', 'regress', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
-  constraint_exclusion: [['partition', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
+  client_min_messages: [
+    ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error'],
+    ['debug', 'info'],
+  ],
+  compute_query_id: [
+    ['auto', 'regress', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
+  constraint_exclusion: [
+    ['partition', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
   default_toast_compression: [['pglz', 'lz4']],
   default_transaction_isolation: [['serializable', 'repeatable read', 'read committed', 'read uncommitted']],
   dynamic_shared_memory_type: [['posix', 'sysv', 'mmap']],
-  force_parallel_mode: [['off', 'on', 'regress'], ['true', 'false', 'yes', 'no', '1', '0']],
-  huge_pages: [['off', 'on', 'try'], ['true', 'false', 'yes', 'no', '1', '0']],
+  force_parallel_mode: [
+    ['off', 'on', 'regress'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
+  huge_pages: [
+    ['off', 'on', 'try'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
   log_error_verbosity: [['terse', 'default', 'verbose']],
-  log_min_error_statement: [['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'info', 'notice', 'warning', 'error', 'log', 'fatal', 'panic'], ['debug']],
-  log_min_messages: [['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'info', 'notice', 'warning', 'error', 'log', 'fatal', 'panic'], ['debug']],
+  log_min_error_statement: [
+    ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'info', 'notice', 'warning', 'error', 'log', 'fatal', 'panic'],
+    ['debug'],
+  ],
+  log_min_messages: [
+    ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'info', 'notice', 'warning', 'error', 'log', 'fatal', 'panic'],
+    ['debug'],
+  ],
   log_statement: [['none', 'ddl', 'mod', 'all']],
   password_encryption: [['md5', 'scram-sha-256']],
   plan_cache_mode: [['auto', 'force_generic_plan', 'force_custom_plan']],
   recovery_init_sync_method: [['fsync', 'syncfs']],
-  recovery_prefetch: [['off', 'on', 'try'], ['true', 'false', 'yes', 'no', '1', '0']],
+  recovery_prefetch: [
+    ['off', 'on', 'try'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
   recovery_target_action: [['pause', 'promote', 'shutdown']],
   session_replication_role: [['origin', 'replica', 'local']],
   shared_memory_type: [['sysv', 'mmap']],
   ssl_max_protocol_version: [['', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3']],
   ssl_min_protocol_version: [['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3']],
   stats_fetch_consistency: [['none', 'cache', 'snapshot']],
-  synchronous_commit: [['local', 'remote_write', 'remote_apply', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
+  synchronous_commit: [
+    ['local', 'remote_write', 'remote_apply', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
   syslog_facility: [['local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7']],
-  trace_recovery_messages: [['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error'], ['debug', 'info']],
+  trace_recovery_messages: [
+    ['debug5', 'debug4', 'debug3', 'debug2', 'debug1', 'log', 'notice', 'warning', 'error'],
+    ['debug', 'info'],
+  ],
   track_functions: [['none', 'pl', 'all']],
   transaction_isolation: [['serializable', 'repeatable read', 'read committed', 'read uncommitted']],
-  wal_compression: [['pglz', 'lz4', 'zstd', 'on', 'off'], ['true', 'false', 'yes', 'no', '1', '0']],
-  wal_level: [['minimal', 'replica', 'logical'], ['archive', 'hot_standby']],
+  wal_compression: [
+    ['pglz', 'lz4', 'zstd', 'on', 'off'],
+    ['true', 'false', 'yes', 'no', '1', '0'],
+  ],
+  wal_level: [
+    ['minimal', 'replica', 'logical'],
+    ['archive', 'hot_standby'],
+  ],
   wal_sync_method: [['fsync', 'fdatasync', 'open_sync', 'open_datasync']],
   xmlbinary: [['base64', 'hex']],
   xmloption: [['content', 'document']],
@@ -258,9 +338,24 @@ const PG15_HIDDEN: readonly PgSetting[] = [
 /** PostgreSQL 15 parameters of context internal (pg_settings, plus is_superuser): setting one in postgresql.conf stops the server from starting. */
 const PG15_INTERNAL: readonly string[] = [
   'is_superuser',
-  'block_size', 'data_checksums', 'data_directory_mode', 'debug_assertions', 'in_hot_standby',
-  'integer_datetimes', 'lc_collate', 'lc_ctype', 'max_function_args', 'max_identifier_length',
-  'max_index_keys', 'segment_size', 'server_encoding', 'server_version', 'server_version_num',
-  'shared_memory_size', 'shared_memory_size_in_huge_pages', 'ssl_library', 'wal_block_size',
+  'block_size',
+  'data_checksums',
+  'data_directory_mode',
+  'debug_assertions',
+  'in_hot_standby',
+  'integer_datetimes',
+  'lc_collate',
+  'lc_ctype',
+  'max_function_args',
+  'max_identifier_length',
+  'max_index_keys',
+  'segment_size',
+  'server_encoding',
+  'server_version',
+  'server_version_num',
+  'shared_memory_size',
+  'shared_memory_size_in_huge_pages',
+  'ssl_library',
+  'wal_block_size',
   'wal_segment_size',
 ];

@@ -73,21 +73,6 @@ export interface ConfigureOptions {
   slotName?: string;
   /** Parameters from the local config and the dynamic config (dynamic wins). */
   parameters: Record<string, string | number>;
-  /**
-   * Primary only: the first start after a custom bootstrap recovers to a target before it
-   * becomes the primary (docs/backups.md "Disaster recovery"): these parameters
-   * (restore_command, recovery_target*, recovery_target_action) are written and `recovery.signal`
-   * created. Absent: no recovery.signal.
-   */
-  targetRecovery?: Record<string, string>;
-}
-
-/** The recovery settings a restore left in the data directory (PgControl.writtenRecovery). */
-export interface WrittenRecovery {
-  /** The signal file present: `standby` (standby.signal), `recovery` (recovery.signal), or none. */
-  signal: 'standby' | 'recovery' | undefined;
-  /** Recovery parameters found in postgresql.auto.conf (restore_command, recovery_target*, …), values unquoted. */
-  parameters: Record<string, string>;
 }
 
 /** Options of an operator's command run as the PostgreSQL OS user (PgControl.runCommand). */
@@ -136,7 +121,10 @@ export interface PgControl {
    * Runs a custom bootstrap command (`<command> --scope=<scope> --datadir=<dir>`); rejects when it
    * exits non-zero.
    */
-  customBootstrap(command: string, opts?: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void }): Promise<void>;
+  customBootstrap(
+    command: string,
+    opts?: { noParams?: boolean; args?: Record<string, string | number | boolean>; onOutput?: (text: string) => void },
+  ): Promise<void>;
 
   /**
    * Runs an operator's command line through /bin/sh as the PostgreSQL OS user, in `/` (a replica
@@ -150,13 +138,6 @@ export interface PgControl {
    * (`host=… port=… user=… dbname=postgres`): a replica creation method's `--connstring`.
    */
   sourceConninfo?(from: Upstream): string;
-
-  /**
-   * The recovery settings a restore wrote into the stopped data directory (signal file and
-   * postgresql.auto.conf), read before the agent's first configure() rewrites them
-   * (`keep_existing_recovery_conf`). Optional.
-   */
-  writtenRecovery?(): Promise<WrittenRecovery>;
 
   /**
    * Writes the agent-owned configuration: postgresql.conf (including the original as
@@ -338,6 +319,9 @@ export interface PgControl {
 
   /** Writes the promotion marker (after a promotion succeeded). */
   writePromotion(marker: PromotionMarker): Promise<void>;
+
+  /** Removes the promotion marker (a stale one: its promotion never happened). Resolves when absent. */
+  removePromotion(): Promise<void>;
 
   /** The data directory holds `standby.signal` (a postmaster found running is then a replica). */
   hasStandbySignal(): Promise<boolean>;

@@ -86,7 +86,8 @@ export function recordEnd(start: bigint, totalBytes: number, geometry: WalGeomet
   return end;
 }
 
-const RECORD_RE = /^rmgr: (\S+)\s+len \(rec\/tot\):\s*(\d+)\/\s*(\d+), tx:\s*(\d+), lsn: ([0-9A-Fa-f]+\/[0-9A-Fa-f]+), prev ([0-9A-Fa-f]+\/[0-9A-Fa-f]+), desc: (.*)$/;
+const RECORD_RE =
+  /^rmgr: (\S+)\s+len \(rec\/tot\):\s*(\d+)\/\s*(\d+), tx:\s*(\d+), lsn: ([0-9A-Fa-f]+\/[0-9A-Fa-f]+), prev ([0-9A-Fa-f]+\/[0-9A-Fa-f]+), desc: (.*)$/;
 
 /**
  * One line of pg_waldump's default output (PostgreSQL 15):
@@ -126,7 +127,11 @@ export interface WaldumpTarget {
  * so both exit codes 0 and 1 resolve, with its stderr.
  * @throws Error when it cannot be started, is killed (timeout), or exits with another code.
  */
-export function runWaldump(t: WaldumpTarget, args: string[], onRecord?: (r: WalRecord) => void): Promise<{ exitCode: number; stderr: string }> {
+export function runWaldump(
+  t: WaldumpTarget,
+  args: string[],
+  onRecord?: (r: WalRecord) => void,
+): Promise<{ exitCode: number; stderr: string }> {
   const user = pgOsUser();
   const timeoutMs = t.timeoutMs ?? 120_000;
   return new Promise((resolve, reject) => {
@@ -229,7 +234,8 @@ export async function readWalEnd(t: WaldumpTarget, start: WalEndStart): Promise<
   await runWaldump(t, [...tlArg, '-s', formatLsn(last), '-n', '1'], (r) => {
     record ??= r;
   });
-  if (!record || record.lsn !== last) throw new Error(`pg_waldump could not read the last valid record at ${formatLsn(last)} on timeline ${timeline}`);
+  if (!record || record.lsn !== last)
+    throw new Error(`pg_waldump could not read the last valid record at ${formatLsn(last)} on timeline ${timeline}`);
   return { timeline, lastRecordLsn: last, endLsn: recordEnd(last, record.totalBytes, start.geometry, isSwitchRecord(record)) };
 }
 
@@ -239,7 +245,13 @@ export async function readWalEnd(t: WaldumpTarget, start: WalEndStart): Promise<
  * record at or after `fromLsn` and stops after the last record that starts before `toLsn`.
  * @throws Error when pg_waldump cannot run, or reads nothing from a range that holds WAL.
  */
-export async function readWalRange(t: WaldumpTarget, timeline: number, fromLsn: bigint, toLsn: bigint | undefined, onRecord: (r: WalRecord) => void): Promise<void> {
+export async function readWalRange(
+  t: WaldumpTarget,
+  timeline: number,
+  fromLsn: bigint,
+  toLsn: bigint | undefined,
+  onRecord: (r: WalRecord) => void,
+): Promise<void> {
   if (toLsn !== undefined && toLsn <= fromLsn) return;
   let seen = 0;
   const args = ['-t', String(timeline), '-s', formatLsn(fromLsn), ...(toLsn !== undefined ? ['-e', formatLsn(toLsn)] : [])];
@@ -250,6 +262,8 @@ export async function readWalRange(t: WaldumpTarget, timeline: number, fromLsn: 
     }
   });
   if (seen === 0 && toLsn !== undefined && run.exitCode !== 0) {
-    throw new Error(`pg_waldump read nothing on timeline ${timeline} in [${formatLsn(fromLsn)}, ${formatLsn(toLsn)}): ${run.stderr.trim().slice(-500)}`);
+    throw new Error(
+      `pg_waldump read nothing on timeline ${timeline} in [${formatLsn(fromLsn)}, ${formatLsn(toLsn)}): ${run.stderr.trim().slice(-500)}`,
+    );
   }
 }

@@ -112,13 +112,19 @@ export class InvariantChecker {
     if (writers.length > 1 && !this.seen.has('single-writer')) {
       const acking = writers.filter((w) => w.acknowledges());
       if (acking.length > 1) {
-        this.record('single-writer', `${acking.map((w) => `${w.name} (timeline ${w.timeline})`).join(' and ')} accept and acknowledge writes at the same instant`);
+        this.record(
+          'single-writer',
+          `${acking.map((w) => `${w.name} (timeline ${w.timeline})`).join(' and ')} accept and acknowledge writes at the same instant`,
+        );
       }
     }
     for (const pg of writers) {
       const tl = pg.timeline;
       if (tl < this.maxWritableTimeline) {
-        this.record('timeline-monotonic', `${pg.name} accepts writes on timeline ${tl} after a primary accepted writes on timeline ${this.maxWritableTimeline}`);
+        this.record(
+          'timeline-monotonic',
+          `${pg.name} accepts writes on timeline ${tl} after a primary accepted writes on timeline ${this.maxWritableTimeline}`,
+        );
       }
       if (tl > this.maxWritableTimeline) this.maxWritableTimeline = tl;
     }
@@ -196,7 +202,10 @@ export class InvariantChecker {
         : lock.holder !== pg.name
           ? `the leader key names ${lock.holder}`
           : `its leader key's lease ran out ${nowMs - lock.liveUntilMs} ms ago (not renewed within ttl)`;
-      this.record('leader-lease', `${pg.name} (timeline ${pg.timeline}) accepts writes as primary but ${why}; its agent: ${agentOf(pg.name)}`);
+      this.record(
+        'leader-lease',
+        `${pg.name} (timeline ${pg.timeline}) accepts writes as primary but ${why}; its agent: ${agentOf(pg.name)}`,
+      );
     }
   }
 
@@ -207,12 +216,18 @@ export class InvariantChecker {
    */
   checkPromotion(pg: SimPg, lsn: bigint, optime: bigint, maxLag: bigint, reachable: readonly { name: string; lsn: bigint }[]): void {
     if (optime - lsn > maxLag) {
-      this.record('promotion-lag', `${pg.name} promoted at WAL ${lsn}, ${optime - lsn} bytes behind the leader's last optime ${optime} (maximum_lag_on_failover ${maxLag})`);
+      this.record(
+        'promotion-lag',
+        `${pg.name} promoted at WAL ${lsn}, ${optime - lsn} bytes behind the leader's last optime ${optime} (maximum_lag_on_failover ${maxLag})`,
+      );
       return;
     }
     for (const r of reachable) {
       if (r.lsn - lsn > maxLag) {
-        this.record('promotion-lag', `${pg.name} promoted at WAL ${lsn}, ${r.lsn - lsn} bytes behind ${r.name} (WAL ${r.lsn}) which it could reach (maximum_lag_on_failover ${maxLag})`);
+        this.record(
+          'promotion-lag',
+          `${pg.name} promoted at WAL ${lsn}, ${r.lsn - lsn} bytes behind ${r.name} (WAL ${r.lsn}) which it could reach (maximum_lag_on_failover ${maxLag})`,
+        );
         return;
       }
     }
@@ -225,12 +240,20 @@ export class InvariantChecker {
    * member took for this data directory (undefined: none). They must list exactly those commits;
    * in synchronous mode (`acked` given) none of them may be acknowledged.
    */
-  checkDiscarded(pg: SimPg, old: WalData, lineage: WalData, commits: readonly Commit[], receipt: Receipt | undefined, acked?: ReadonlySet<number>): void {
+  checkDiscarded(
+    pg: SimPg,
+    old: WalData,
+    lineage: WalData,
+    commits: readonly Commit[],
+    receipt: Receipt | undefined,
+    acked?: ReadonlySet<number>,
+  ): void {
     if (this.seen.has('discarded-receipt')) return;
     const discarded: number[] = [];
     for (const c of commits) {
       if (!holdsCommit(old, c)) continue;
-      const kept = lineage.sysid === old.sysid && uidAt(lineage.segments, c.start) === c.uid && uidAt(lineage.segments, c.end - 1n) === c.uid;
+      const kept =
+        lineage.sysid === old.sysid && uidAt(lineage.segments, c.start) === c.uid && uidAt(lineage.segments, c.end - 1n) === c.uid;
       if (!kept) discarded.push(c.id);
     }
     const listed = new Set((receipt?.transactions ?? []).map((t) => t.xid));
@@ -246,7 +269,10 @@ export class InvariantChecker {
     }
     const ackedLost = acked ? discarded.filter((id) => acked.has(id)) : [];
     if (ackedLost.length > 0) {
-      this.record('discarded-receipt', `${pg.name}'s receipt lists acknowledged commits #${ackedLost.slice(0, 5).join(', #')} (synchronous mode)`);
+      this.record(
+        'discarded-receipt',
+        `${pg.name}'s receipt lists acknowledged commits #${ackedLost.slice(0, 5).join(', #')} (synchronous mode)`,
+      );
     }
   }
 }

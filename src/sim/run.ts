@@ -16,7 +16,17 @@ import { FAILING_LISTED, SimulationTally, summarizeSchedule, type FailingSchedul
 import { runInWorkers, ScheduleFailure } from './worker-pool.ts';
 
 export { ScheduleFailure } from './worker-pool.ts';
-import { FAULT_KINDS, SYNC_MODES, TIMING, World, type Fault, type FaultKind, type RunResult, type SyncModeName, type WorldOptions } from './world.ts';
+import {
+  FAULT_KINDS,
+  SYNC_MODES,
+  TIMING,
+  World,
+  type Fault,
+  type FaultKind,
+  type RunResult,
+  type SyncModeName,
+  type WorldOptions,
+} from './world.ts';
 import type { WatchdogMode } from '../node/lock/fencing.ts';
 
 /** Options of a simulation run. */
@@ -73,7 +83,10 @@ export interface SimulateSummary {
 }
 
 /** What one schedule needs of the options. */
-export type RunOptions = Pick<SimulateOptions, 'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog' | 'rewind' | 'database'>;
+export type RunOptions = Pick<
+  SimulateOptions,
+  'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog' | 'rewind' | 'database'
+>;
 
 /** Runs one schedule. */
 export async function runSchedule(seed: number, o: RunOptions, keepJournal = false): Promise<{ result: RunResult; world: World }> {
@@ -161,7 +174,8 @@ async function runAll(o: SimulateOptions, tally: SimulationTally): Promise<numbe
     }
     return 1;
   }
-  if (o.plant?.wrapDcs) throw new Error('ha simulate: a planted wrapDcs (a function) cannot cross to a worker thread: run it with workers: 1');
+  if (o.plant?.wrapDcs)
+    throw new Error('ha simulate: a planted wrapDcs (a function) cannot cross to a worker thread: run it with workers: 1');
   const data: RunOptions = {
     nodes: o.nodes,
     steps: o.steps,
@@ -175,7 +189,14 @@ async function runAll(o: SimulateOptions, tally: SimulationTally): Promise<numbe
     ...(o.rewind !== undefined ? { rewind: o.rewind } : {}),
     ...(o.database !== undefined ? { database: o.database } : {}),
   };
-  await runInWorkers({ workers, firstSeed: o.seed, count: o.schedules, entry: WORKER_ENTRY, data, onSummary: (seed, s) => tally.add(seed, s) });
+  await runInWorkers({
+    workers,
+    firstSeed: o.seed,
+    count: o.schedules,
+    entry: WORKER_ENTRY,
+    data,
+    onSummary: (seed, s) => tally.add(seed, s),
+  });
   return workers;
 }
 
@@ -188,8 +209,12 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   // failsafe_mode is drawn from each seed unless forced (--failsafe on|off).
   const o: SimulateOptions = { ...options, failsafe: options.failsafe ?? 'draw' };
   const { out } = o;
-  out(`ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`);
-  out(`timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`);
+  out(
+    `ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`,
+  );
+  out(
+    `timing: ttl ${TIMING.ttl} s, loop_wait ${TIMING.loop_wait} s, retry_timeout ${TIMING.retry_timeout} s; liveness bounds after the faults heal: writable primary ${primaryBoundS(TIMING)} s, every replica streaming ${replicasBoundS(TIMING)} s`,
+  );
   out(
     o.freeze
       ? 'freeze faults: on (agent freeze/thaw and agent outages longer than the lease, the default; --no-freeze leaves them out; docs/simulation.md "Freeze")'
@@ -205,13 +230,23 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
   for (const k of INVARIANTS) out(`  ${k.padEnd(20)} ${t.byInvariant[k]}`);
   out(`synchronous modes (schedules / acknowledged commits / written, never acknowledged):`);
   for (const m of SYNC_MODES) out(`  ${m.padEnd(20)} ${t.byMode[m]} / ${t.ackedByMode[m]} / ${t.unackedByMode[m]}`);
-  out(`failsafe_mode (schedules / violations): on ${t.failsafeSchedules} / ${t.violationsByFailsafe[1]}, off ${o.schedules - t.failsafeSchedules} / ${t.violationsByFailsafe[0]}; POST /failsafe accepted ${t.failsafeAccepts} times`);
-  out(`acknowledged commits: ${t.acked} (${t.unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${t.lost} in ${t.lostSchedules} schedules; synchronous schedules (sync-no-loss) ${t.syncLost} in ${t.syncLostSchedules} schedules`);
+  out(
+    `failsafe_mode (schedules / violations): on ${t.failsafeSchedules} / ${t.violationsByFailsafe[1]}, off ${o.schedules - t.failsafeSchedules} / ${t.violationsByFailsafe[0]}; POST /failsafe accepted ${t.failsafeAccepts} times`,
+  );
+  out(
+    `acknowledged commits: ${t.acked} (${t.unacked} written, never acknowledged); lost after a failover: asynchronous schedules (a figure, not a violation) ${t.lost} in ${t.lostSchedules} schedules; synchronous schedules (sync-no-loss) ${t.syncLost} in ${t.syncLostSchedules} schedules`,
+  );
   out(`simulated: ${Math.round(t.simulatedMs / 1000)} s, ${t.timers} timers fired`);
   out(`pg_rewind (the agents' defaults, use_db_rewind on, in odd-seeded schedules): ${t.rewinds} data directories rewound`);
-  out(`receipts of discarded transactions: ${t.receipts} taken, listing ${t.receiptTransactions} transactions (discarded-receipt checks each against the ground truth)`);
-  out(`fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${t.fenceDeadline + t.fenceAgentGone} firings (deadline missed ${t.fenceDeadline}, armed agent crashed ${t.fenceAgentGone})`);
-  o.err(`${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s, ${workers === 1 ? '1 worker (in this process)' : `${workers} worker threads`}`);
+  out(
+    `receipts of discarded transactions: ${t.receipts} taken, listing ${t.receiptTransactions} transactions (discarded-receipt checks each against the ground truth)`,
+  );
+  out(
+    `fence (watchdog.mode ${o.watchdog ?? 'automatic'}): ${t.fenceDeadline + t.fenceAgentGone} firings (deadline missed ${t.fenceDeadline}, armed agent crashed ${t.fenceAgentGone})`,
+  );
+  o.err(
+    `${o.schedules} schedules in ${seconds.toFixed(1)} s: ${(o.schedules / Math.max(seconds, 1e-9)).toFixed(1)} schedules/s, ${workers === 1 ? '1 worker (in this process)' : `${workers} worker threads`}`,
+  );
 
   let firstFailure: SimulateSummary['firstFailure'];
   const first = t.first;
@@ -228,27 +263,48 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
     out(`shrunk schedule (${shrunk.length} faults, still breaks ${v0.invariant}):`);
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
-    out(`replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`);
+    out(
+      `replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`,
+    );
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { ...first, shrunk, journalPath };
   }
   if (t.failing.length > 1) {
-    out(`failing seeds (${t.failing.length}${t.failing.length >= FAILING_LISTED ? ', the first' : ''}): ${t.failing.map((f) => `${f.seed} (${f.invariants.join(', ')})`).join(', ')}`);
+    out(
+      `failing seeds (${t.failing.length}${t.failing.length >= FAILING_LISTED ? ', the first' : ''}): ${t.failing.map((f) => `${f.seed} (${f.invariants.join(', ')})`).join(', ')}`,
+    );
   }
   out(`${o.schedules} schedules, ${t.violations} violations`);
-  return { schedules: o.schedules, violations: t.violations, byInvariant: t.byInvariant, byFault: t.byFault, acked: t.acked, lost: t.lost + t.syncLost, byMode: t.byMode, failsafeSchedules: t.failsafeSchedules, ...(firstFailure ? { firstFailure } : {}), exitCode: t.violations === 0 ? 0 : 1 };
+  return {
+    schedules: o.schedules,
+    violations: t.violations,
+    byInvariant: t.byInvariant,
+    byFault: t.byFault,
+    acked: t.acked,
+    lost: t.lost + t.syncLost,
+    byMode: t.byMode,
+    failsafeSchedules: t.failsafeSchedules,
+    ...(firstFailure ? { firstFailure } : {}),
+    exitCode: t.violations === 0 ? 0 : 1,
+  };
 }
 
 /** Parses `--kinds` (comma-separated fault kinds). */
 export function parseFaultKinds(text: string): FaultKind[] {
-  const kinds = text.split(',').map((k) => k.trim()).filter(Boolean);
-  for (const k of kinds) if (!FAULT_KINDS.includes(k as FaultKind)) throw new Error(`--kinds: unknown fault kind '${k}': expected some of ${FAULT_KINDS.join(', ')}`);
+  const kinds = text
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  for (const k of kinds)
+    if (!FAULT_KINDS.includes(k as FaultKind))
+      throw new Error(`--kinds: unknown fault kind '${k}': expected some of ${FAULT_KINDS.join(', ')}`);
   return kinds as FaultKind[];
 }
 
 /** Parses `--sync` (one synchronous mode). */
 export function parseSyncMode(text: string): SyncModeName {
-  if (!SYNC_MODES.includes(text as SyncModeName)) throw new Error(`--sync: unknown mode '${text}': expected one of ${SYNC_MODES.join(', ')}`);
+  if (!SYNC_MODES.includes(text as SyncModeName))
+    throw new Error(`--sync: unknown mode '${text}': expected one of ${SYNC_MODES.join(', ')}`);
   return text as SyncModeName;
 }
 

@@ -151,6 +151,7 @@ export class SimulationTally {
     this.fenceDeadline += s.fenceDeadline;
     this.fenceAgentGone += s.fenceAgentGone;
     if (s.violations.length > 0 && !this.first) this.first = { seed, violations: s.violations, faults: s.faults };
-    if (s.violations.length > 0 && this.failing.length < FAILING_LISTED) this.failing.push({ seed, invariants: s.violations.map((v) => v.invariant) });
+    if (s.violations.length > 0 && this.failing.length < FAILING_LISTED)
+      this.failing.push({ seed, invariants: s.violations.map((v) => v.invariant) });
   }
 }

@@ -151,7 +151,8 @@ export class SimFence implements FenceDevice {
           armedAtFire = true;
           // A firing that found no postmaster to stop (armed on the data directory with none
           // running: finding 16) stopped nothing: not counted among the firings.
-          if (msg.signals.length > 0) this.onFired({ node: pg.name, atMs: clock.now(), reason: msg.reason, lateMs: msg.lateMs, stopped: msg.stopped });
+          if (msg.signals.length > 0)
+            this.onFired({ node: pg.name, atMs: clock.now(), reason: msg.reason, lateMs: msg.lateMs, stopped: msg.stopped });
         }
         this.view.deliver(() => this.receive(msg, queue));
       },

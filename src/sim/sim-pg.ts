@@ -118,7 +118,10 @@ export interface StandbyFlush {
  * position of the `sync` ones, once there are `num` of them. Quorum: every listed standby is
  * `quorum`; commits are released up to the `num`-th highest flush position.
  */
-export function syncStates(rule: SyncRule, standbys: readonly StandbyFlush[]): { states: { state: 'sync' | 'potential' | 'quorum' | 'async'; priority: number }[]; releaseLsn: bigint | undefined } {
+export function syncStates(
+  rule: SyncRule,
+  standbys: readonly StandbyFlush[],
+): { states: { state: 'sync' | 'potential' | 'quorum' | 'async'; priority: number }[]; releaseLsn: bigint | undefined } {
   const priorityOf = (name: string): number => {
     for (let i = 0; i < rule.names.length; i++) {
       const n = rule.names[i]!;
@@ -243,7 +246,13 @@ export function holdsCommit(data: WalData | undefined, c: Commit): boolean {
 }
 
 function copyData(d: WalData): WalData {
-  return { sysid: d.sysid, segments: d.segments.map((s) => ({ ...s })), lsn: d.lsn, checkpoints: [...d.checkpoints], ...(d.promotion ? { promotion: { ...d.promotion } } : {}) };
+  return {
+    sysid: d.sysid,
+    segments: d.segments.map((s) => ({ ...s })),
+    lsn: d.lsn,
+    checkpoints: [...d.checkpoints],
+    ...(d.promotion ? { promotion: { ...d.promotion } } : {}),
+  };
 }
 
 function pgTimeText(ms: number): string {
@@ -318,7 +327,15 @@ export class SimPg implements PgControl {
     const start = d.lsn;
     d.lsn += BigInt(bytes);
     const last = d.segments[d.segments.length - 1]!;
-    const c: Commit = { id: this.world.nextCommitId(), node: this.name, uid: last.uid, timeline: last.timeline, start, end: d.lsn, atMs: this.world.clock.now() };
+    const c: Commit = {
+      id: this.world.nextCommitId(),
+      node: this.name,
+      uid: last.uid,
+      timeline: last.timeline,
+      start,
+      end: d.lsn,
+      atMs: this.world.clock.now(),
+    };
     this.waiting.push(c);
     return c;
   }
@@ -400,7 +417,8 @@ export class SimPg implements PgControl {
     if (this.run !== 'running' || this.role !== 'replica' || !d || !up) return this.setStreaming(false);
     const src = this.world.peer(up.name);
     const s = src?.data;
-    if (!src || !s || (src.run !== 'running' && !src.shuttingDown) || !this.world.canConnect(this.name, src.name) || s.sysid !== d.sysid) return this.setStreaming(false);
+    if (!src || !s || (src.run !== 'running' && !src.shuttingDown) || !this.world.canConnect(this.name, src.name) || s.sysid !== d.sysid)
+      return this.setStreaming(false);
     const tA = this.timeline;
     const tB = src.timeline;
     if (tA > tB) return this.setStreaming(false);
@@ -415,7 +433,13 @@ export class SimPg implements PgControl {
     }
     this.setStreaming(true);
     // Streaming copies WAL, not files: the local promotion marker stays as it was.
-    this.data = { sysid: s.sysid, segments: s.segments.map((x) => ({ ...x })), lsn: s.lsn, checkpoints: [...s.checkpoints], ...(d.promotion ? { promotion: d.promotion } : {}) };
+    this.data = {
+      sysid: s.sysid,
+      segments: s.segments.map((x) => ({ ...x })),
+      lsn: s.lsn,
+      checkpoints: [...s.checkpoints],
+      ...(d.promotion ? { promotion: d.promotion } : {}),
+    };
     this.minRecoveryLsn = s.lsn;
     return src;
   }
@@ -695,10 +719,24 @@ export class SimPg implements PgControl {
     const records: WalRecord[] = [];
     for (const c of this.world.commits?.() ?? []) {
       if (!inRange(c.start) || uidAt(d.segments, c.start) !== c.uid) continue;
-      records.push({ rmgr: 'Heap', totalBytes: Number(c.end - c.start) - 34, xid: c.id, lsn: c.start, description: 'INSERT off 1 flags 0x00, blkref #0: rel 1663/5/16384 blk 0' });
-      records.push({ rmgr: 'Transaction', totalBytes: 34, xid: c.id, lsn: c.end - 34n, description: `COMMIT ${pgTimeText(c.atMs).replace('+00', '')} UTC` });
+      records.push({
+        rmgr: 'Heap',
+        totalBytes: Number(c.end - c.start) - 34,
+        xid: c.id,
+        lsn: c.start,
+        description: 'INSERT off 1 flags 0x00, blkref #0: rel 1663/5/16384 blk 0',
+      });
+      records.push({
+        rmgr: 'Transaction',
+        totalBytes: 34,
+        xid: c.id,
+        lsn: c.end - 34n,
+        description: `COMMIT ${pgTimeText(c.atMs).replace('+00', '')} UTC`,
+      });
     }
-    for (const k of d.checkpoints) if (inRange(k)) records.push({ rmgr: 'XLOG', totalBytes: Number(CHECKPOINT_BYTES), xid: 0, lsn: k, description: 'CHECKPOINT_SHUTDOWN' });
+    for (const k of d.checkpoints)
+      if (inRange(k))
+        records.push({ rmgr: 'XLOG', totalBytes: Number(CHECKPOINT_BYTES), xid: 0, lsn: k, description: 'CHECKPOINT_SHUTDOWN' });
     records.sort((a, b) => (a.lsn < b.lsn ? -1 : a.lsn > b.lsn ? 1 : 0));
     for (const r of records) onRecord(r);
   }
@@ -802,6 +840,10 @@ export class SimPg implements PgControl {
     if (this.data) this.data.promotion = { ...marker };
   }
 
+  async removePromotion(): Promise<void> {
+    if (this.data) delete this.data.promotion;
+  }
+
   async hasStandbySignal(): Promise<boolean> {
     return this.configured?.role === 'replica';
   }
@@ -812,7 +854,8 @@ export class SimPg implements PgControl {
     if (d) for (let i = 0; i < d.segments.length; i++) if (d.segments[i]!.timeline === timeline) idx = i;
     if (!d || idx <= 0) throw new Error(`pg_wal/${String(timeline).padStart(8, '0')}.history: no such file`);
     const lines: string[] = [];
-    for (let i = 0; i < idx; i++) lines.push(`${d.segments[i]!.timeline}\t${formatLsn(d.segments[i + 1]!.start)}\tno recovery target specified`);
+    for (let i = 0; i < idx; i++)
+      lines.push(`${d.segments[i]!.timeline}\t${formatLsn(d.segments[i + 1]!.start)}\tno recovery target specified`);
     return lines.join('\n') + '\n';
   }
 

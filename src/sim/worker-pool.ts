@@ -36,7 +36,9 @@ export class ScheduleFailure extends Error {
     readonly detail: string,
     where: string,
   ) {
-    super(`ha simulate: seed ${seed} failed ${where}: ${detail}\nreplay it alone: ha simulate --workers 1 --schedules 1 --seed ${seed} (with the same options)`);
+    super(
+      `ha simulate: seed ${seed} failed ${where}: ${detail}\nreplay it alone: ha simulate --workers 1 --schedules 1 --seed ${seed} (with the same options)`,
+    );
     this.name = 'ScheduleFailure';
   }
 }
@@ -172,7 +174,8 @@ export function serveSchedules(port: MessagePort, run: (seed: number) => Promise
   port.on('message', ({ seed }: ScheduleRequest) => {
     run(seed).then(
       (summary) => port.postMessage({ kind: 'done', seed, summary } satisfies ScheduleReply),
-      (e: unknown) => port.postMessage({ kind: 'threw', seed, error: e instanceof Error ? (e.stack ?? e.message) : String(e) } satisfies ScheduleReply),
+      (e: unknown) =>
+        port.postMessage({ kind: 'threw', seed, error: e instanceof Error ? (e.stack ?? e.message) : String(e) } satisfies ScheduleReply),
     );
   });
 }

@@ -26,7 +26,17 @@ import { SimFence, type SimFenceFiring } from './sim-fence.ts';
 import type { WatchdogMode } from '../node/lock/fencing.ts';
 
 /** The fault kinds. */
-export const FAULT_KINDS = ['dcs-partition', 'net-partition', 'pg-crash', 'agent-crash', 'switchover', 'freeze', 'heal', 'slow-loop', 'net-delay'] as const;
+export const FAULT_KINDS = [
+  'dcs-partition',
+  'net-partition',
+  'pg-crash',
+  'agent-crash',
+  'switchover',
+  'freeze',
+  'heal',
+  'slow-loop',
+  'net-delay',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 /**
  * Kinds drawn from a second PRNG stream (added later: drawing them from the first would move
@@ -195,7 +205,12 @@ export const TIMING: Timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
  * diverged member is re-cloned instead (`use_db_rewind: false`,
  * `remove_data_directory_on_diverged_timelines: true`).
  */
-export function bootstrapDcs(rewind: boolean, sync: SyncModeName = 'off', failsafe = false, database?: Record<string, unknown>): Record<string, unknown> {
+export function bootstrapDcs(
+  rewind: boolean,
+  sync: SyncModeName = 'off',
+  failsafe = false,
+  database?: Record<string, unknown>,
+): Record<string, unknown> {
   return {
     ttl: TIMING.ttl,
     loop_wait: TIMING.loop_wait,
@@ -217,7 +232,8 @@ const SILENT = pino({ level: process.env['HA_SIM_LOG'] ?? 'silent' }, pino.desti
  */
 function peekStore(store: InMemoryStore, key: string): { value: string; liveUntilMs: number } | undefined {
   const s = store as unknown as { kv?: unknown; leases?: unknown };
-  if (!(s.kv instanceof Map) || !(s.leases instanceof Map)) throw new Error('InMemoryStore no longer keeps `kv` and `leases` maps: update peekStore (src/sim/world.ts)');
+  if (!(s.kv instanceof Map) || !(s.leases instanceof Map))
+    throw new Error('InMemoryStore no longer keeps `kv` and `leases` maps: update peekStore (src/sim/world.ts)');
   const kv = (s.kv as Map<string, StoredKv>).get(key);
   if (!kv) return undefined;
   if (kv.lease === '0') return { value: kv.value, liveUntilMs: Number.POSITIVE_INFINITY };
@@ -251,14 +267,21 @@ function safeOutageSteps(stepMs: number): number {
  * of the same member (the faults `--no-freeze` leaves out: docs/simulation.md
  * "Freeze").
  */
-export function drawFaults(seed: number, opts: { nodes: number; steps: number; stepMs: number; freeze: boolean; kinds?: readonly FaultKind[] }): Fault[] {
+export function drawFaults(
+  seed: number,
+  opts: { nodes: number; steps: number; stepMs: number; freeze: boolean; kinds?: readonly FaultKind[] },
+): Fault[] {
   const rng = new Prng((seed ^ 0x5bd1e995) >>> 0);
   const names = memberNames(opts.nodes);
   const faults: Fault[] = [];
-  const kinds = FAULT_KINDS.filter((k) => (k !== 'freeze' || opts.freeze) && (!opts.kinds || opts.kinds.includes(k)) && !LATER_KINDS.includes(k));
+  const kinds = FAULT_KINDS.filter(
+    (k) => (k !== 'freeze' || opts.freeze) && (!opts.kinds || opts.kinds.includes(k)) && !LATER_KINDS.includes(k),
+  );
   const maxOutage = safeOutageSteps(opts.stepMs);
   const busy = (node: string, from: number, to: number, which: FaultKind[]) =>
-    faults.some((f) => which.includes(f.kind) && 'node' in f && f.node === node && from <= f.at + ('steps' in f ? f.steps : 0) + 2 && f.at <= to + 2);
+    faults.some(
+      (f) => which.includes(f.kind) && 'node' in f && f.node === node && from <= f.at + ('steps' in f ? f.steps : 0) + 2 && f.at <= to + 2,
+    );
   for (let at = 0; at < opts.steps && kinds.length > 0; at++) {
     if (!rng.chance(0.1)) continue;
     const kind = rng.pick(kinds);
@@ -422,9 +445,18 @@ export class World {
     this.rng = new Prng(seed);
     this.startMs = this.clock.now();
     this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
-    this.operator = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: '~operator', ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
+    this.operator = new InMemoryDcs({
+      store: this.store,
+      namespace: '/service/',
+      scope: SCOPE,
+      name: '~operator',
+      ttlSeconds: TIMING.ttl,
+      retryTimeoutMs: TIMING.retry_timeout * 1000,
+      now: () => this.clock.now(),
+    });
     this.checker = new InvariantChecker(() => this.clock.now() - this.startMs);
-    this.faults = options.faults ?? drawFaults(seed, { nodes, steps, stepMs, freeze, ...(options.faultKinds ? { kinds: options.faultKinds } : {}) });
+    this.faults =
+      options.faults ?? drawFaults(seed, { nodes, steps, stepMs, freeze, ...(options.faultKinds ? { kinds: options.faultKinds } : {}) });
     const world = {
       clock: this.clock,
       rng: this.rng,
@@ -507,12 +539,23 @@ export class World {
       if (primary && this.converged() && !this.blocked()) replicasAt = this.clock.now();
       if (replicasAt !== undefined) break;
       if (primaryAt === undefined && this.clock.now() >= pBound) {
-        this.checker.record('liveness-primary', `no writable primary ${primaryBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
+        this.checker.record(
+          'liveness-primary',
+          `no writable primary ${primaryBoundS(TIMING)} s after the faults healed: ${this.describe()}`,
+        );
         break;
       }
       if (this.clock.now() >= rBound) {
-        if (this.converged()) this.checker.record('liveness-acknowledge', `the primary's commits still wait ${replicasBoundS(TIMING)} s after the faults healed, every replica streaming: ${this.describe()}`);
-        else this.checker.record('liveness-replicas', `members not streaming from the primary ${replicasBoundS(TIMING)} s after the faults healed: ${this.describe()}`);
+        if (this.converged())
+          this.checker.record(
+            'liveness-acknowledge',
+            `the primary's commits still wait ${replicasBoundS(TIMING)} s after the faults healed, every replica streaming: ${this.describe()}`,
+          );
+        else
+          this.checker.record(
+            'liveness-replicas',
+            `members not streaming from the primary ${replicasBoundS(TIMING)} s after the faults healed: ${this.describe()}`,
+          );
         break;
       }
       await this.step();
@@ -573,7 +616,15 @@ export class World {
   private standbysOf(primary: SimPg): SimPg[] {
     const out: SimPg[] = [];
     for (const p of this.pgs) {
-      if (p !== primary && p.streaming && p.run === 'running' && p.role === 'replica' && p.activeUpstream?.name === primary.name && this.connected(p.name, primary.name)) out.push(p);
+      if (
+        p !== primary &&
+        p.streaming &&
+        p.run === 'running' &&
+        p.role === 'replica' &&
+        p.activeUpstream?.name === primary.name &&
+        this.connected(p.name, primary.name)
+      )
+        out.push(p);
     }
     return out;
   }
@@ -634,7 +685,9 @@ export class World {
     if (failover && failover['member'] === pg.name && !failover['leader']) return;
     const config = parseJson(peekStore(this.store, `${prefix}config`)?.value);
     const maxLagRaw = config?.['maximum_lag_on_failover'];
-    const maxLag = BigInt(typeof maxLagRaw === 'number' && maxLagRaw >= 0 ? Math.trunc(maxLagRaw) : DYNAMIC_DEFAULTS.maximum_lag_on_failover);
+    const maxLag = BigInt(
+      typeof maxLagRaw === 'number' && maxLagRaw >= 0 ? Math.trunc(maxLagRaw) : DYNAMIC_DEFAULTS.maximum_lag_on_failover,
+    );
     const optimeRaw = parseJson(peekStore(this.store, `${prefix}status`)?.value)?.['optime'];
     const optime = typeof optimeRaw === 'number' ? BigInt(optimeRaw) : 0n;
     const reachable: { name: string; lsn: bigint }[] = [];
@@ -663,7 +716,9 @@ export class World {
   private converged(): boolean {
     const primary = this.writablePrimary();
     if (!primary) return false;
-    return this.pgs.every((p) => p === primary || (p.run === 'running' && p.role === 'replica' && p.streaming && p.activeUpstream?.name === primary.name));
+    return this.pgs.every(
+      (p) => p === primary || (p.run === 'running' && p.role === 'replica' && p.streaming && p.activeUpstream?.name === primary.name),
+    );
   }
 
   /** Converged, but the primary's commits can only wait (synchronous standbys not in force). */
@@ -678,7 +733,10 @@ export class World {
         const p = m.pg;
         const agent = !m.up ? 'agent down' : m.view?.isFrozen ? 'agent frozen' : 'agent up';
         const state = m.node ? String(m.node.snapshot().state) : '-';
-        const sync = p.role === 'primary' && p.run === 'running' ? ` synchronous_standby_names '${p.syncNames}'${p.waiting.length ? ` (${p.waiting.length} commits waiting)` : ''}` : '';
+        const sync =
+          p.role === 'primary' && p.run === 'running'
+            ? ` synchronous_standby_names '${p.syncNames}'${p.waiting.length ? ` (${p.waiting.length} commits waiting)` : ''}`
+            : '';
         return `${m.name}: pg ${p.run} ${p.data ? `${p.role} tl ${p.timeline}${sync}${p.streaming ? ` streaming from ${p.activeUpstream?.name}` : ''}` : 'no data'}, ${agent} (${state})`;
       })
       .join('; ');
@@ -687,7 +745,8 @@ export class World {
   private result(): RunResult {
     const primary = this.writablePrimary();
     const lost = primary ? this.acked.filter((c) => !holdsCommit(primary.data, c)).length : 0;
-    if (primary && this.syncMode !== 'off') this.checker.checkNoLoss(primary, this.acked, this.syncMode, 'is the primary at the end of the run and');
+    if (primary && this.syncMode !== 'off')
+      this.checker.checkNoLoss(primary, this.acked, this.syncMode, 'is the primary at the end of the run and');
     return {
       seed: this.opts.seed,
       faults: this.faults,
@@ -703,7 +762,10 @@ export class World {
       rewinds: this.pgs.reduce((n, pg) => n + pg.rewinds, 0),
       receipts: this.members.reduce((n, m) => n + m.receipts.receipts.length, 0),
       receiptTransactions: this.members.reduce((n, m) => n + m.receipts.receipts.reduce((k, r) => k + r.counts.transactions, 0), 0),
-      fenceFirings: { deadline: this.fenceFirings.filter((f) => f.reason === 'deadline').length, agentGone: this.fenceFirings.filter((f) => f.reason === 'agent gone').length },
+      fenceFirings: {
+        deadline: this.fenceFirings.filter((f) => f.reason === 'deadline').length,
+        agentGone: this.fenceFirings.filter((f) => f.reason === 'agent gone').length,
+      },
       ...(this.faultsFromMs !== undefined ? { faultsFromMs: this.faultsFromMs } : {}),
     };
   }
@@ -834,7 +896,15 @@ export class World {
     const view = this.clock.view();
     const watchdogMode = this.opts.watchdog ?? 'automatic';
     const fence = watchdogMode !== 'off' ? new SimFence(this.clock, view, m.pg, (f) => this.fenceFirings.push(f)) : undefined;
-    const raw = new InMemoryDcs({ store: this.store, namespace: '/service/', scope: SCOPE, name: m.name, ttlSeconds: TIMING.ttl, retryTimeoutMs: TIMING.retry_timeout * 1000, now: () => this.clock.now() });
+    const raw = new InMemoryDcs({
+      store: this.store,
+      namespace: '/service/',
+      scope: SCOPE,
+      name: m.name,
+      ttlSeconds: TIMING.ttl,
+      retryTimeoutMs: TIMING.retry_timeout * 1000,
+      now: () => this.clock.now(),
+    });
     view.setLag(m.lagMs);
     const dcs = gated(this.opts.wrapDcs ? this.opts.wrapDcs(raw, m.name) : raw, view, 'subscribe', { clock: this.clock, member: m });
     const pg = gated<PgControl>(m.pg, view);
@@ -851,7 +921,8 @@ export class World {
       dcs,
       pg,
       journal: m.journal,
-      log: SILENT,
+      // The member's name on every line, as the agent's base logger has it (src/node/agent/agent.ts).
+      log: SILENT.child({ member: m.name }),
       clock: view,
       fetchStatus: (url) => this.fetchStatus(m.name, view, url),
       postFailsafe: (url, body, timeoutMs) => this.postFailsafe(m.name, view, url, body, timeoutMs),
@@ -953,7 +1024,10 @@ export class World {
       const half = Math.floor(d / 2);
       return new Promise((resolve) =>
         this.clock.schedule(half, () => {
-          const doc = target.up && target.node ? (buildStatusDocument(target.node.snapshot(), this.clock.now()) as unknown as Record<string, unknown>) : undefined;
+          const doc =
+            target.up && target.node
+              ? (buildStatusDocument(target.node.snapshot(), this.clock.now()) as unknown as Record<string, unknown>)
+              : undefined;
           this.clock.schedule(d - half, () => resolve(doc));
         }),
       );

@@ -57,7 +57,10 @@ export const FENCE_EXIT = { disarmed: 0, fired: 3, badUsage: 2 } as const;
 export function statFields(text: string): { state: string; ppid: number; startTime: string } | undefined {
   const close = text.lastIndexOf(')');
   if (close < 0) return undefined;
-  const rest = text.slice(close + 2).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   const state = rest[0];
   const ppid = Number(rest[1]);
   const startTime = rest[19];
@@ -102,7 +105,10 @@ export class FenceCore {
         const dataDir = typeof msg.dataDir === 'string' && msg.dataDir !== '' && this.ops.dataDirPostmaster ? msg.dataDir : undefined;
         const id = msg.pid ? this.identify(msg.pid) : undefined;
         if (!id && dataDir === undefined) {
-          this.ops.send({ ev: 'refused', reason: msg.pid ? `no live process ${msg.pid}` : 'neither a postmaster nor a data directory to fence' });
+          this.ops.send({
+            ev: 'refused',
+            reason: msg.pid ? `no live process ${msg.pid}` : 'neither a postmaster nor a data directory to fence',
+          });
           return;
         }
         this.target = id;

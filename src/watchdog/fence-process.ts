@@ -67,7 +67,9 @@ const core = new FenceCore(
     },
     listPids: () => {
       try {
-        return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+        return readdirSync('/proc')
+          .filter((d) => /^\d+$/.test(d))
+          .map(Number);
       } catch {
         return [];
       }

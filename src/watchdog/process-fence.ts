@@ -13,7 +13,18 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, closeSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  closeSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,7 +131,12 @@ async function prepareFenceCommand(): Promise<FenceCommand> {
     return { command: process.execPath, args: [...NODE_FLAGS, file], kind: 'bundled' };
   } catch (e) {
     const loader = pathToFileURL(createRequire(here).resolve('tsx')).href;
-    return { command: process.execPath, args: [...NODE_FLAGS, '--import', loader, entry], kind: 'tsx', bundleError: e instanceof Error ? e.message : String(e) };
+    return {
+      command: process.execPath,
+      args: [...NODE_FLAGS, '--import', loader, entry],
+      kind: 'tsx',
+      bundleError: e instanceof Error ? e.message : String(e),
+    };
   }
 }
 
@@ -142,12 +158,26 @@ async function bundleFence(entry: string): Promise<string> {
     closeSync(fd);
   }
   const [command, pre] = head.toString('latin1') === '#!' ? [process.execPath, [bin]] : [bin, []];
-  const args = [...pre, entry, '--bundle', '--platform=node', '--format=esm', '--target=node20', '--legal-comments=none', '--log-level=error'];
+  const args = [
+    ...pre,
+    entry,
+    '--bundle',
+    '--platform=node',
+    '--format=esm',
+    '--target=node20',
+    '--legal-comments=none',
+    '--log-level=error',
+  ];
   const code = await new Promise<string>((resolve, reject) => {
-    execFile(command, args, { timeout: 30_000, maxBuffer: 4 * 1024 * 1024, env: { ...process.env, NODE_OPTIONS: '' } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`esbuild: ${String(stderr).trim() || err.message}`));
-      else resolve(String(stdout));
-    });
+    execFile(
+      command,
+      args,
+      { timeout: 30_000, maxBuffer: 4 * 1024 * 1024, env: { ...process.env, NODE_OPTIONS: '' } },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`esbuild: ${String(stderr).trim() || err.message}`));
+        else resolve(String(stdout));
+      },
+    );
   });
   if (!code.includes('FenceCore')) throw new Error('esbuild produced no fence');
   const dir = privateDir();
@@ -298,7 +328,9 @@ export class ProcessFence implements FenceDevice {
     const cmd = await fenceCommand();
     if (cmd.kind === 'tsx' && !this.warnedKind) {
       this.warnedKind = true;
-      this.opts.warn?.(`the fence process could not be bundled (${cmd.bundleError ?? '?'}): it runs through tsx, slower to start and larger`);
+      this.opts.warn?.(
+        `the fence process could not be bundled (${cmd.bundleError ?? '?'}): it runs through tsx, slower to start and larger`,
+      );
     }
     if (this.closed) throw new Error('the fence is closed');
     const extra = ['--kill-after-ms', String(this.opts.killAfterMs ?? 1000), ...(this.opts.logFile ? ['--log', this.opts.logFile] : [])];
@@ -352,7 +384,9 @@ export class ProcessFence implements FenceDevice {
     const m = await this.next((x) => x.ev === 'ready', timeoutMs);
     if (m?.ev === 'ready' && this.child === child) return;
     void this.retire(child);
-    throw new Error(m === undefined && ended ? 'the fence process ended at start' : `the fence process did not start within ${timeoutMs} ms`);
+    throw new Error(
+      m === undefined && ended ? 'the fence process ended at start' : `the fence process did not start within ${timeoutMs} ms`,
+    );
   }
 
   /** Forgets `child` when it is the current one: no longer armed; whoever waits for its answer gets none. */

@@ -49,7 +49,10 @@ function svgGroup(svg: string, id: string): string | undefined {
 
 /** Tags balance (ignoring the prolog, comments, doctype and self-closing tags). */
 function assertXmlBalanced(svg: string): void {
-  const body = svg.replace(/<\?[\s\S]*?\?>/g, '').replace(/<!--[\s\S]*?-->/g, '').replace(/<!DOCTYPE[\s\S]*?>/g, '');
+  const body = svg
+    .replace(/<\?[\s\S]*?\?>/g, '')
+    .replace(/<!--[\s\S]*?-->/g, '')
+    .replace(/<!DOCTYPE[\s\S]*?>/g, '');
   const stack: string[] = [];
   for (const m of body.matchAll(/<(\/?)([A-Za-z][\w:.-]*)[^>]*?(\/?)>/g)) {
     const [, close, name, selfClose] = m;
@@ -83,7 +86,10 @@ function checkMermaid(model: ChartModel, text: string): void {
   for (const line of lines) {
     // Mermaid swaps entity codes (`#58;`) for placeholders before lexing; do the same.
     const lexed = line.replace(/#\w+;/g, 'E');
-    expect(MERMAID_LINE_FORMS.some((re) => re.test(lexed)), `unknown Mermaid statement: ${line}`).toBe(true);
+    expect(
+      MERMAID_LINE_FORMS.some((re) => re.test(lexed)),
+      `unknown Mermaid statement: ${line}`,
+    ).toBe(true);
   }
   const opens = lines.filter((l) => l.endsWith('{')).length;
   const closes = lines.filter((l) => l.trim() === '}').length;
@@ -92,7 +98,10 @@ function checkMermaid(model: ChartModel, text: string): void {
   for (const s of model.states) {
     const mid = ids.get(s.id);
     expect(mid).toMatch(new RegExp(`^${MERMAID_ID}$`));
-    expect(lines.some((l) => l.trim().startsWith(`state "${s.key}`) && l.includes(` as ${mid}`)), s.id).toBe(true);
+    expect(
+      lines.some((l) => l.trim().startsWith(`state "${s.key}`) && l.includes(` as ${mid}`)),
+      s.id,
+    ).toBe(true);
     if (s.initial !== undefined) expect(lines).toContain(`${'  '.repeat(depth(model, s.id) + 2)}[*] --> ${ids.get(s.initial)}`);
   }
   for (const t of model.transitions) {
@@ -189,8 +198,14 @@ describe('chartModel', () => {
     expect(find('lifecycle', 'shutdown')).toEqual([
       { source: 'lifecycle', targets: ['lifecycle.stopped'], event: 'shutdown', eventType: 'shutdown' },
     ]);
-    expect(find('lifecycle.starting', 'done: start-pg')[0]).toMatchObject({ targets: ['lifecycle.running'], eventType: 'xstate.done.actor.start-pg' });
-    expect(find('lifecycle.starting', 'error: start-pg')[0]).toMatchObject({ targets: ['lifecycle.crashed'], eventType: 'xstate.error.actor.start-pg' });
+    expect(find('lifecycle.starting', 'done: start-pg')[0]).toMatchObject({
+      targets: ['lifecycle.running'],
+      eventType: 'xstate.done.actor.start-pg',
+    });
+    expect(find('lifecycle.starting', 'error: start-pg')[0]).toMatchObject({
+      targets: ['lifecycle.crashed'],
+      eventType: 'xstate.error.actor.start-pg',
+    });
     expect(find('lifecycle.running.promoting', 'error: promote')[0]?.targets).toEqual(['lifecycle.crashed']);
     expect(find('lifecycle.running.replica', 'after loopWait')[0]).toMatchObject({
       targets: ['lifecycle.running.replica'],
@@ -313,7 +328,9 @@ describe('renderers', () => {
       '"lifecycle.starting" -> "lifecycle.running#initial" [id="edge:lifecycle.starting->lifecycle.running:1", label="done: start-pg", lhead="cluster_lifecycle.running", class="t1"];',
     );
     expect(dot).toContain('ltail="cluster_lifecycle.running"');
-    expect(dot).toMatch(/"lifecycle\.running#initial" -> "lifecycle\.running#initial" \[[^\n]*label="tick \(internal\)", style=dashed, class="t\d+"\]/);
+    expect(dot).toMatch(
+      /"lifecycle\.running#initial" -> "lifecycle\.running#initial" \[[^\n]*label="tick \(internal\)", style=dashed, class="t\d+"\]/,
+    );
   });
 
   it('rejects an unknown format', async () => {
@@ -324,9 +341,14 @@ describe('renderers', () => {
   });
 
   it('lays out svg only through the given dotToSvg (the library entry never loads Graphviz)', async () => {
-    await expect(renderChart(lifecycle, 'svg')).rejects.toThrow(/svg needs opts\.dotToSvg: import \{ dotToSvg \} from '@ha\/machines\/svg'/);
+    await expect(renderChart(lifecycle, 'svg')).rejects.toThrow(
+      /svg needs opts\.dotToSvg: import \{ dotToSvg \} from '@ha\/machines\/svg'/,
+    );
     const seen: string[] = [];
-    const svg = await renderChart(lifecycle, 'svg', { highlight: ['lifecycle.starting'], dotToSvg: async (dot) => (seen.push(dot), '<svg/>') });
+    const svg = await renderChart(lifecycle, 'svg', {
+      highlight: ['lifecycle.starting'],
+      dotToSvg: async (dot) => (seen.push(dot), '<svg/>'),
+    });
     expect(svg).toBe('<svg/>');
     expect(seen).toEqual([toDot(chartModel(lifecycle), { highlight: ['lifecycle.starting'] })]);
   });

@@ -14,7 +14,9 @@ describe('ha chart', () => {
     const dot = chart('database', 'dot');
     expect(dot).toContain('rankdir=TB;');
     expect(dot).toMatch(/id="group:[a-z_]+"/);
-    const edges = [...dot.matchAll(/^\s*"([^"]+)" -> "([^"]+)"(.*)$/gm)].filter((m) => !m[3]!.includes('style=invis')).map((m) => `${m[1]}->${m[2]}`);
+    const edges = [...dot.matchAll(/^\s*"([^"]+)" -> "([^"]+)"(.*)$/gm)]
+      .filter((m) => !m[3]!.includes('style=invis'))
+      .map((m) => `${m[1]}->${m[2]}`);
     expect(edges.length).toBeGreaterThan(10);
     expect(new Set(edges).size).toBe(edges.length);
   }, 30_000);

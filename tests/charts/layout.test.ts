@@ -110,9 +110,9 @@ describe('drawnEdges', () => {
       "chart layout: 'm.a_failed' is in group 'failed' and in group 'h'",
     );
     expect(() => toDot(flat, { groups: [{ id: 'm.a', label: 'x', members: [] }] })).toThrow("group id 'm.a' is used twice");
-    expect(() => toDot(chartModel(lifecycle), { groups: [{ id: 'g', label: 'g', members: ['lifecycle.starting', 'lifecycle.running.replica'] }] })).toThrow(
-      "chart layout: group 'g' holds states of different parents",
-    );
+    expect(() =>
+      toDot(chartModel(lifecycle), { groups: [{ id: 'g', label: 'g', members: ['lifecycle.starting', 'lifecycle.running.replica'] }] }),
+    ).toThrow("chart layout: group 'g' holds states of different parents");
     expect(() =>
       toDot(flat, {
         groups: [
@@ -136,10 +136,7 @@ describe('edgeLabelText', () => {
 describe('toDot layout options', () => {
   it('draws groups as dashed clusters inside their parent, nested as given', () => {
     const dot = toDot(flat, {
-      groups: [
-        { id: 'work', label: 'work', members: ['m.a', 'm.b', 'failed'] },
-        failedGroup,
-      ],
+      groups: [{ id: 'work', label: 'work', members: ['m.a', 'm.b', 'failed'] }, failedGroup],
     });
     const work = dot.indexOf('subgraph "cluster_group:work" {');
     const failed = dot.indexOf('subgraph "cluster_group:failed" {');
@@ -206,7 +203,10 @@ describe('presets', () => {
     const groupIds = new Set(DATABASE_CHART_LAYOUT.groups!.map((g) => g.id));
     const grouped = DATABASE_CHART_LAYOUT.groups!.flatMap((g) => g.members.filter((m) => !groupIds.has(m)));
     const ranked = DATABASE_CHART_LAYOUT.ranks!.flat();
-    const states = database.states.slice(1).map((s) => s.id).sort();
+    const states = database.states
+      .slice(1)
+      .map((s) => s.id)
+      .sort();
     expect([...grouped].sort()).toEqual(states);
     expect([...ranked].sort()).toEqual(states);
     expect(chartLayoutOf(database)).toBe(DATABASE_CHART_LAYOUT);
@@ -223,10 +223,13 @@ describe('presets', () => {
       // Every transition's label is in the SVG, in the edge whose class names it.
       const svg = await toSvg(model, layout);
       for (const e of edges) {
-        const group = new RegExp(`<g id="edge:[^"]*" class="edge ${e.transitions.map((i) => `t${i}`).join(' ')}">[\\s\\S]*?</g>`).exec(svg)?.[0];
+        const group = new RegExp(`<g id="edge:[^"]*" class="edge ${e.transitions.map((i) => `t${i}`).join(' ')}">[\\s\\S]*?</g>`).exec(
+          svg,
+        )?.[0];
         expect(group, `${e.source} -> ${e.target}`).toBeDefined();
         const texts = [...(group ?? '').matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ');
-        for (const l of e.labels) for (const word of l.split(' ')) expect(texts).toContain(word.replace(/&/g, '&amp;').replace(/>/g, '&gt;'));
+        for (const l of e.labels)
+          for (const word of l.split(' ')) expect(texts).toContain(word.replace(/&/g, '&amp;').replace(/>/g, '&gt;'));
       }
     }
   });
@@ -259,9 +262,14 @@ describe('chartPath', () => {
       index('starting', 'done: start', 'running'),
       index('running', 'cmd.demote', 'stopping'),
     ]);
-    expect(chartPath(database, steps, 2)).toEqual([index('starting', 'done: start', 'running'), index('running', 'cmd.demote', 'stopping')]);
+    expect(chartPath(database, steps, 2)).toEqual([
+      index('starting', 'done: start', 'running'),
+      index('running', 'cmd.demote', 'stopping'),
+    ]);
     // A step no transition fits is left out.
-    expect(chartPath(database, [{ event: 'nope', from: 'stopped', to: 'running' }, ...steps.slice(0, 1)])).toEqual([index('stopped', 'cmd.clone', 'creating_replica')]);
+    expect(chartPath(database, [{ event: 'nope', from: 'stopped', to: 'running' }, ...steps.slice(0, 1)])).toEqual([
+      index('stopped', 'cmd.clone', 'creating_replica'),
+    ]);
   });
 
   it('takes the first of guarded alternatives, the deepest source, and eventless transitions', () => {

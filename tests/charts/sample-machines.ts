@@ -74,7 +74,13 @@ export const lifecycle = setup({
 
 export const monitor = setup({
   types: {} as {
-    events: { type: 'lag.high' } | { type: 'lag.ok' } | { type: 'conn.lost' } | { type: 'conn.ok' } | { type: 'pause' } | { type: 'resume' };
+    events:
+      | { type: 'lag.high' }
+      | { type: 'lag.ok' }
+      | { type: 'conn.lost' }
+      | { type: 'conn.ok' }
+      | { type: 'pause' }
+      | { type: 'resume' };
   },
   guards: { paused: () => false },
 }).createMachine({

@@ -29,7 +29,10 @@ describe('splitCommandLine', () => {
 
 describe('database.callbacks', () => {
   it('accepts the five callbacks as command lines or word lists', () => {
-    const c = parseConfig(`${GOOD_YAML}  callbacks:\n    on_start: "/etc/ha/cb.sh --log '/var/log/x y'"\n    on_role_change: [/etc/ha/vip.sh, eth0]\n    on_stop: /bin/true\n`, {});
+    const c = parseConfig(
+      `${GOOD_YAML}  callbacks:\n    on_start: "/etc/ha/cb.sh --log '/var/log/x y'"\n    on_role_change: [/etc/ha/vip.sh, eth0]\n    on_stop: /bin/true\n`,
+      {},
+    );
     expect(c.database.callbacks).toEqual({
       on_start: ['/etc/ha/cb.sh', '--log', '/var/log/x y'],
       on_role_change: ['/etc/ha/vip.sh', 'eth0'],
@@ -44,12 +47,14 @@ describe('database.callbacks', () => {
     expect(problemsOf(() => parseConfig(yaml, {}))).toEqual([
       'database.callbacks.on_start: must name a program',
       'database.callbacks.on_stop: must be a command line or a list of words, got 5',
-      "database.callbacks.on_reload: cannot split the command line: unterminated single quote",
+      'database.callbacks.on_reload: cannot split the command line: unterminated single quote',
       'database.callbacks.on_promote: unknown key',
     ]);
   });
   it('refuses a callbacks section that is not a mapping', () => {
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}  callbacks: [a]\n`, {}))).toEqual(['database.callbacks: must be a mapping, got Array']);
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}  callbacks: [a]\n`, {}))).toEqual([
+      'database.callbacks: must be a mapping, got Array',
+    ]);
   });
 });
 

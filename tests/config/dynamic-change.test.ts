@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkEdit, checkPatch, checkReplacement, convertStored, formatDefaulted, type ChangeResult } from '../../src/config/dynamic-change.ts';
+import {
+  checkEdit,
+  checkPatch,
+  checkReplacement,
+  convertStored,
+  formatDefaulted,
+  type ChangeResult,
+} from '../../src/config/dynamic-change.ts';
 
 const problems = (r: ChangeResult) => (r.ok ? [] : r.problems);
 const doc = (r: ChangeResult) => {
@@ -8,7 +15,14 @@ const doc = (r: ChangeResult) => {
 };
 
 /** A cluster's document holding keys the agent does not read, written by someone else. */
-const STORED = { ttl: 30, loop_wait: 10, retry_timeout: 10, legacy_key: { a: 1 }, max_timelines_history: 5, database: { parameters: { work_mem: '8MB' }, pg_ident: ['x'] } };
+const STORED = {
+  ttl: 30,
+  loop_wait: 10,
+  retry_timeout: 10,
+  legacy_key: { a: 1 },
+  max_timelines_history: 5,
+  database: { parameters: { work_mem: '8MB' }, pg_ident: ['x'] },
+};
 
 describe('checkPatch', () => {
   it('refuses keys the patch adds that the agent does not read, naming each; null deletes any key', () => {
@@ -53,8 +67,11 @@ describe('checkPatch', () => {
     ]);
   });
 
-  it('accepts and keeps tools\' keys', () => {
-    expect(doc(checkPatch({ ttl: 30 }, { 'x-vip-manager': { vip: '10.0.0.9' } }))).toEqual({ ttl: 30, 'x-vip-manager': { vip: '10.0.0.9' } });
+  it("accepts and keeps tools' keys", () => {
+    expect(doc(checkPatch({ ttl: 30 }, { 'x-vip-manager': { vip: '10.0.0.9' } }))).toEqual({
+      ttl: 30,
+      'x-vip-manager': { vip: '10.0.0.9' },
+    });
   });
 });
 
@@ -74,8 +91,15 @@ describe('checkReplacement', () => {
   });
 
   it('lists the settings left out that fall back to their defaults', () => {
-    const r = checkReplacement({ ttl: 40, loop_wait: 5, retry_timeout: 10, failsafe_mode: true, database: { use_slots: false } }, { ttl: 40 });
-    expect(r.ok && r.defaulted.map(formatDefaulted)).toEqual(['loop_wait: 5 -> 10', 'failsafe_mode: true -> false', 'database.use_slots: false -> true']);
+    const r = checkReplacement(
+      { ttl: 40, loop_wait: 5, retry_timeout: 10, failsafe_mode: true, database: { use_slots: false } },
+      { ttl: 40 },
+    );
+    expect(r.ok && r.defaulted.map(formatDefaulted)).toEqual([
+      'loop_wait: 5 -> 10',
+      'failsafe_mode: true -> false',
+      'database.use_slots: false -> true',
+    ]);
     // A setting left out whose value was the default changes nothing and is not listed.
     const same = checkReplacement({ ttl: 30, loop_wait: 10 }, { ttl: 30 });
     expect(same.ok && same.defaulted).toEqual([]);
@@ -113,16 +137,22 @@ describe('checkReplacement', () => {
     expect(checkReplacement({ ttl: 30, maximum_lag_on_failover: 9_000_000, failsafe_mode: true }, { ttl: 30 }).ok).toBe(true);
   });
 
-  it("keeps the stored dialect; a body of the other dialect keeps its meaning", () => {
+  it('keeps the stored dialect; a body of the other dialect keeps its meaning', () => {
     const r = checkReplacement({ ttl: 30, postgresql: { use_pg_rewind: true } }, { ttl: 30, database: { parameters: { a: 1 } } });
-    expect(doc(r)).toEqual({ ttl: 30, postgresql: { parameters: { a: 1 }, use_pg_rewind: true, remove_data_directory_on_rewind_failure: true } });
+    expect(doc(r)).toEqual({
+      ttl: 30,
+      postgresql: { parameters: { a: 1 }, use_pg_rewind: true, remove_data_directory_on_rewind_failure: true },
+    });
     expect(doc(checkReplacement({ ttl: 30, postgresql: {} }, { ttl: 31 }))).toEqual({ ttl: 31, postgresql: {} });
-    expect(doc(checkReplacement(undefined, { ttl: 30, postgresql: { use_pg_rewind: true } }))).toEqual({ ttl: 30, postgresql: { use_pg_rewind: true } });
+    expect(doc(checkReplacement(undefined, { ttl: 30, postgresql: { use_pg_rewind: true } }))).toEqual({
+      ttl: 30,
+      postgresql: { use_pg_rewind: true },
+    });
   });
 });
 
 describe('checkEdit', () => {
-  it('merges a database section written by -p into the stored dialect\'s section', () => {
+  it("merges a database section written by -p into the stored dialect's section", () => {
     const before = { ttl: 30, postgresql: { parameters: { a: '1' } } };
     expect(doc(checkEdit(before, { ...before, database: { parameters: { b: 2 }, use_db_rewind: true } }))).toEqual({
       ttl: 30,
@@ -145,6 +175,9 @@ describe('convertStored', () => {
       database: { use_db_rewind: true, parameters: { a: '1' }, pg_hba: ['x'], remove_data_directory_on_rewind_failure: false },
     });
     expect(convertStored(patroni, 'patroni')).toBeUndefined();
-    expect(convertStored({ ttl: 30 }, 'patroni')).toEqual({ ttl: 30, postgresql: { use_pg_rewind: true, remove_data_directory_on_rewind_failure: true } });
+    expect(convertStored({ ttl: 30 }, 'patroni')).toEqual({
+      ttl: 30,
+      postgresql: { use_pg_rewind: true, remove_data_directory_on_rewind_failure: true },
+    });
   });
 });

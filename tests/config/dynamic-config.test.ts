@@ -31,7 +31,12 @@ describe('validateDynamicConfig', () => {
   });
 
   it('refuses impossible synchronous settings, naming the field', () => {
-    const r = validateDynamicConfig({ synchronous_mode: 'on', synchronous_mode_strict: 'yes', synchronous_node_count: 0, maximum_lag_on_syncnode: -2 });
+    const r = validateDynamicConfig({
+      synchronous_mode: 'on',
+      synchronous_mode_strict: 'yes',
+      synchronous_node_count: 0,
+      maximum_lag_on_syncnode: -2,
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) {
       expect(r.problems).toEqual(
@@ -44,10 +49,17 @@ describe('validateDynamicConfig', () => {
       );
     }
     expect(validateDynamicConfig({ synchronous_node_count: 101 }).ok).toBe(false);
-    expect(validateDynamicConfig({ synchronous_mode: true, synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1048576 }).ok).toBe(true);
+    expect(
+      validateDynamicConfig({
+        synchronous_mode: true,
+        synchronous_mode_strict: true,
+        synchronous_node_count: 2,
+        maximum_lag_on_syncnode: 1048576,
+      }).ok,
+    ).toBe(true);
   });
 
-  it('checks values only: which keys may be written is unreadKeys\'s rule (tests/config/dynamic-keys.test.ts)', () => {
+  it("checks values only: which keys may be written is unreadKeys's rule (tests/config/dynamic-keys.test.ts)", () => {
     expect(validateDynamicConfig({ max_timelines_history: 5, database: { pg_hba: ['x'] }, loop_wiat: 5 }).ok).toBe(true);
   });
 
@@ -88,7 +100,11 @@ describe('validateDynamicConfig', () => {
   it('refuses timings above the maxima, naming the field (no adjustment, unlike the DCS copy)', () => {
     expect(validateDynamicConfig({ ttl: 86401, loop_wait: 3601, retry_timeout: 3601 })).toEqual({
       ok: false,
-      problems: ['ttl: must be at most 86400, got 86401', 'loop_wait: must be at most 3600, got 3601', 'retry_timeout: must be at most 3600, got 3601'],
+      problems: [
+        'ttl: must be at most 86400, got 86401',
+        'loop_wait: must be at most 3600, got 3601',
+        'retry_timeout: must be at most 3600, got 3601',
+      ],
     });
     expect(validateDynamicConfig({ loop_wait: 2147484 })).toEqual({
       ok: false,

@@ -10,7 +10,9 @@ describe('unreadKeys: the keys of a dynamic configuration the agent does not rea
       'maximum_lag_on_failvoer: unknown key; did you mean maximum_lag_on_failover?',
       'candidate: unknown key',
     ]);
-    expect(lines({ database: { use_slot: true, parameters: { anything: 1 } } })).toEqual(['database.use_slot: unknown key; did you mean use_slots?']);
+    expect(lines({ database: { use_slot: true, parameters: { anything: 1 } } })).toEqual([
+      'database.use_slot: unknown key; did you mean use_slots?',
+    ]);
   });
 
   it("names the reference's keys that are not implemented, with why", () => {
@@ -29,7 +31,7 @@ describe('unreadKeys: the keys of a dynamic configuration the agent does not rea
 
   it("reads a document of the reference's dialect in its own names", () => {
     expect(lines({ postgresql: { use_pg_rewind: true, use_slots: true, parameters: {}, use_db_rewind: true, pg_hba: [] } })).toEqual([
-      'postgresql.use_db_rewind: the native name: in this document\'s dialect (section postgresql) the key is use_pg_rewind',
+      "postgresql.use_db_rewind: the native name: in this document's dialect (section postgresql) the key is use_pg_rewind",
       "postgresql.pg_hba: not supported in the dynamic configuration: set postgresql.pg_hba in each member's local configuration file",
     ]);
   });

@@ -19,10 +19,19 @@ describe('examples/three-nodes', () => {
 });
 
 describe('examples/secure-three-nodes', () => {
-  const env = { HA_RESTAPI_PASSWORD: 'api-pw', HA_ETCD3_PASSWORD: 'etcd-pw', HA_SUPERUSER_PASSWORD: 'su-pw', HA_REPLICATION_PASSWORD: 'repl-pw' };
+  const env = {
+    HA_RESTAPI_PASSWORD: 'api-pw',
+    HA_ETCD3_PASSWORD: 'etcd-pw',
+    HA_SUPERUSER_PASSWORD: 'su-pw',
+    HA_REPLICATION_PASSWORD: 'repl-pw',
+  };
   it.each(['node1', 'node2', 'node3'])('%s.yml validates with its passwords from the environment', async (name) => {
     const c = await loadConfig(`examples/secure-three-nodes/${name}.yml`, env);
-    expect(c.restapi).toMatchObject({ certfile: '/var/tmp/ha-secure/tls/server.pem', verify_client: 'optional', authentication: { username: 'admin', password: 'api-pw' } });
+    expect(c.restapi).toMatchObject({
+      certfile: '/var/tmp/ha-secure/tls/server.pem',
+      verify_client: 'optional',
+      authentication: { username: 'admin', password: 'api-pw' },
+    });
     expect(c.etcd3).toMatchObject({ protocol: 'https', username: 'root', password: 'etcd-pw' });
   });
 

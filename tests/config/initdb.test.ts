@@ -6,7 +6,14 @@ import { GOOD_YAML } from './fixtures.ts';
 describe('normalizeInitdbOptions', () => {
   it('turns flags and one-key maps into initdb arguments, in order', () => {
     expect(
-      normalizeInitdbOptions(['data-checksums', { encoding: 'UTF8' }, '--no-sync', { 'wal-segsize': 32 }, { 'allow-group-access': true }, { debug: false }]),
+      normalizeInitdbOptions([
+        'data-checksums',
+        { encoding: 'UTF8' },
+        '--no-sync',
+        { 'wal-segsize': 32 },
+        { 'allow-group-access': true },
+        { debug: false },
+      ]),
     ).toEqual(['--data-checksums', '--encoding=UTF8', '--no-sync', '--wal-segsize=32', '--allow-group-access']);
   });
 

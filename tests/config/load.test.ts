@@ -36,7 +36,13 @@ describe('parseConfig', () => {
         retry_timeout: 10,
         maximum_lag_on_failover: 1048576,
         check_timeline: false,
-        database: { use_slots: true, use_db_rewind: true, remove_data_directory_on_diverged_timelines: false, remove_data_directory_on_rewind_failure: true, parameters: {} },
+        database: {
+          use_slots: true,
+          use_db_rewind: true,
+          remove_data_directory_on_diverged_timelines: false,
+          remove_data_directory_on_rewind_failure: true,
+          parameters: {},
+        },
       },
       method: 'initdb',
       initdb: [],
@@ -172,17 +178,14 @@ database:
       'bootstrap.dcs: loop_wait + 2*retry_timeout must not exceed ttl: loop_wait 20 + 2*retry_timeout 10 = 40 > ttl 30',
       'database.listen: port 70000 is outside 1..65535',
     ]);
-    expect(ce.message).toBe(
-      'invalid configuration (bad.yml): 4 problems\n' + ce.problems.map((p) => `  - ${p}`).join('\n'),
-    );
+    expect(ce.message).toBe('invalid configuration (bad.yml): 4 problems\n' + ce.problems.map((p) => `  - ${p}`).join('\n'));
   });
 
   it('reports wrong types, unknown keys and cross-key rules together', () => {
     const problems = problemsOf(() =>
-      parseConfig(
-        `${GOOD_YAML.replace('127.0.0.1:8008', '0.0.0.0:8008')}log: {level: loud}\npostgresql: {}\ntags: {nofailover: "yes"}\n`,
-        { HA_DATABASE_DATA_DIR: 'relative/dir' },
-      ),
+      parseConfig(`${GOOD_YAML.replace('127.0.0.1:8008', '0.0.0.0:8008')}log: {level: loud}\npostgresql: {}\ntags: {nofailover: "yes"}\n`, {
+        HA_DATABASE_DATA_DIR: 'relative/dir',
+      }),
     );
     expect(problems).toEqual([
       "(root): postgresql (the reference's name) and database name the same section: write one",
@@ -202,7 +205,9 @@ database:
   });
 
   it('reports YAML syntax errors with line and column', () => {
-    const problems = problemsOf(() => parseConfig('scope: demo\nname: node1\nrestapi:\n  listen: [127.0.0.1:8008\nname: x\n', {}, 'ha.yml'));
+    const problems = problemsOf(() =>
+      parseConfig('scope: demo\nname: node1\nrestapi:\n  listen: [127.0.0.1:8008\nname: x\n', {}, 'ha.yml'),
+    );
     expect(problems[0]).toBe(
       'ha.yml:5:1: YAML BAD_INDENT: Flow sequence in block collection must be sufficiently indented and end with a ]',
     );

@@ -48,9 +48,9 @@ function edited(text: string, remove: string[][]): string {
 
 /** What each example refuses, and nothing else (the file's own names). */
 const REFUSED: Record<string, string[]> = {
-  'postgres0.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
-  'postgres1.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.basebackup', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
-  'postgres2.yml': ['etcd', 'bootstrap.users', 'postgresql.pgpass', 'postgresql.authentication.rewind', 'etcd3', 'postgresql.parameters.unix_socket_directories'],
+  'postgres0.yml': ['etcd', 'bootstrap.users', 'postgresql.authentication.rewind', 'etcd3'],
+  'postgres1.yml': ['etcd', 'bootstrap.users', 'postgresql.basebackup', 'postgresql.authentication.rewind', 'etcd3'],
+  'postgres2.yml': ['etcd', 'bootstrap.users', 'postgresql.authentication.rewind', 'etcd3'],
 };
 
 describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_EXAMPLES ? '' : EXAMPLES_SKIP}`, () => {
@@ -60,7 +60,6 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
     expect(problems).toContain(
       "etcd: not implemented: this agent speaks the etcd v3 API only (section etcd3, the same keys); the reference's etcd section uses the v2 API, whose keys etcd v3 does not see",
     );
-    expect(problems).toContain('postgresql.pgpass: not implemented: passwords reach pg_basebackup and pg_rewind in their environment (PGPASSWORD); no pgpass file is written');
     expect(problems).toContain('etcd3: is required');
   });
 
@@ -74,6 +73,10 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
     expect(c.restapi.listen).toBe(`127.0.0.1:${8008 + Number(n)}`);
     expect(c.database.listen).toBe(`127.0.0.1:${5432 + Number(n)}`);
     expect(c.database.data_dir).toBe(`/var/lib/patroni/postgresql${n}`);
+    // pgpass is the password file our agent writes; unix_socket_directories '..' (of data_dir) its socket_dir.
+    expect(c.database.pgpass).toBe(`/tmp/pgpass${n}`);
+    expect(c.database.socket_dir).toBe('/var/lib/patroni');
+    expect(c.database.parameters['unix_socket_directories']).toBeUndefined();
     expect(c.database.authentication).toEqual({
       replication: { username: 'replicator', password: 'rep-pass' },
       superuser: { username: 'postgres', password: 'zalando' },
@@ -103,7 +106,7 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
     expect(native).toMatch(/^database:$/m);
     expect(native).not.toMatch(/^postgresql:$/m);
     expect(native).toMatch(/use_db_rewind: true/);
-    expect(native).toContain('# some desired options for \'initdb\'');
+    expect(native).toContain("# some desired options for 'initdb'");
     const a = checkConfigText(text, {}, name);
     const b = checkConfigText(native, {}, `${name} converted`);
     expect(a.dialect).toBe('patroni');
@@ -112,11 +115,36 @@ describe.skipIf(!HAVE_EXAMPLES)(`the reference's example configurations ${HAVE_E
   });
 
   it('convert refuses the keys that are not implemented, naming each', () => {
-    expect(() => convertConfigText(example('postgres0.yml'), 'postgres0.yml')).toThrow(/postgresql\.pgpass: not implemented/);
+    expect(() => convertConfigText(example('postgres0.yml'), 'postgres0.yml')).toThrow(/bootstrap\.users: not implemented/);
   });
 });
 
 describe("a file of the reference's dialect", () => {
+  const withSocket = (value: string, extra = '') =>
+    `${PATRONI_YAML}${extra}  parameters: {unix_socket_directories: '${value}', work_mem: 8MB}\n`;
+
+  it('takes one directory of parameters.unix_socket_directories as socket_dir, relative ones resolved against data_dir (issue 26)', () => {
+    const c = parseConfig(withSocket('/var/run/postgresql'), {});
+    expect(c.database.socket_dir).toBe('/var/run/postgresql');
+    expect(c.database.parameters).toEqual({ work_mem: '8MB' });
+    expect(parseConfig(withSocket('..'), {}).database.socket_dir).toBe('/var/lib/ha');
+    expect(parseConfig(withSocket(' /tmp , '), {}).database.socket_dir).toBe('/tmp');
+  });
+
+  it('refuses several socket directories, and leaves the parameter to the cross-checks when socket_dir is given', () => {
+    expect(problemsOf(() => parseConfig(withSocket('/tmp,/var/run/postgresql'), {}))).toEqual([
+      'postgresql.parameters.unix_socket_directories: only one directory is implemented (it becomes socket_dir), got "/tmp,/var/run/postgresql"',
+    ]);
+    expect(problemsOf(() => parseConfig(withSocket('/tmp', '  socket_dir: /run/ha\n'), {}))).toEqual([
+      expect.stringMatching(/^postgresql\.parameters\.unix_socket_directories: set by postgresql\.socket_dir/),
+    ]);
+  });
+
+  it('reads postgresql.pgpass as the password file the agent writes', () => {
+    expect(parseConfig(`${PATRONI_YAML}  pgpass: /var/lib/postgresql/.pgpass\n`, {}).database.pgpass).toBe('/var/lib/postgresql/.pgpass');
+    expect(parseConfig(PATRONI_YAML, {}).database.pgpass).toBeUndefined();
+  });
+
   it('is read as the reference reads it: YAML 1.1 (on, off, yes, no are booleans)', () => {
     const c = parseConfig(
       `${PATRONI_YAML}  parameters: {hot_standby: on, archive_mode: off}\ntags: {nofailover: no, nosync: yes}\nbootstrap:\n  dcs:\n    postgresql: {use_pg_rewind: yes, parameters: {wal_log_hints: on}}\n`,
@@ -128,7 +156,9 @@ describe("a file of the reference's dialect", () => {
     expect(c.bootstrap.dcs.database.parameters).toEqual({ wal_log_hints: 'on' });
     // PyYAML's booleans, not the y/n of other YAML 1.1 parsers: a member may be named n.
     expect(parseConfig(PATRONI_YAML.replace('name: node1', 'name: n'), {}).name).toBe('n');
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}tags: {nofailover: y}\n`, {}))).toEqual(['tags.nofailover: must be true or false, got "y"']);
+    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}tags: {nofailover: y}\n`, {}))).toEqual([
+      'tags.nofailover: must be true or false, got "y"',
+    ]);
     // Ours stays YAML 1.2: `on` is a string.
     expect(parseConfig(`${GOOD_YAML}tags: {custom: no}\n`, {}).tags).toEqual({ custom: 'no' });
   });
@@ -140,7 +170,9 @@ describe("a file of the reference's dialect", () => {
     expect(problemsOf(() => parseConfig(`${PATRONI_YAML}  conect_address: 127.0.0.1:5432\n`, {}))).toEqual([
       'postgresql.conect_address: unknown key; did you mean connect_address?',
     ]);
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}bootstrap:\n  dcs:\n    postgresql: {use_pg_rewind: maybe, pg_hba: [x]}\n`, {}))).toEqual([
+    expect(
+      problemsOf(() => parseConfig(`${PATRONI_YAML}bootstrap:\n  dcs:\n    postgresql: {use_pg_rewind: maybe, pg_hba: [x]}\n`, {})),
+    ).toEqual([
       "bootstrap.dcs.postgresql.pg_hba: not supported in the dynamic configuration: set postgresql.pg_hba in each member's local configuration file",
       'bootstrap.dcs.postgresql.use_pg_rewind: must be true or false, got "maybe"',
     ]);
@@ -159,7 +191,7 @@ describe("a file of the reference's dialect", () => {
     ]);
   });
 
-  it('refuses the cluster-wide settings in a member\'s section, and the rest of what is not implemented', () => {
+  it("refuses the cluster-wide settings in a member's section, and the rest of what is not implemented", () => {
     const yaml = `${PATRONI_YAML}  use_pg_rewind: true\n  pre_promote: /bin/true\n  callbacks: {on_start: /bin/true}\nlog: {level: debug, format: '%(message)s'}\nrestapi2: {}\n`;
     expect(problemsOf(() => parseConfig(yaml, {}))).toEqual([
       "postgresql.use_pg_rewind: a cluster-wide setting here: set it in bootstrap.dcs's database (postgresql) section for a new cluster, or change the cluster's with PATCH /config or hactl edit-config; a member's file does not override the dynamic configuration",
@@ -219,9 +251,16 @@ describe('PATRONI_* variables beside HA_*', () => {
     ]);
   });
 
+  it('PATRONI_POSTGRESQL_PGPASS names the password file the agent writes', () => {
+    expect(parseConfig(GOOD_YAML, { PATRONI_POSTGRESQL_PGPASS: '/tmp/pgpass' }).database.pgpass).toBe('/tmp/pgpass');
+    expect(parseConfig(GOOD_YAML, { HA_DATABASE_PGPASS: '/tmp/pgpass' }).database.pgpass).toBe('/tmp/pgpass');
+    expect(problemsOf(() => parseConfig(GOOD_YAML, { PATRONI_POSTGRESQL_PGPASS: 'pgpass' }))).toEqual([
+      'database.pgpass: must be an absolute path (from PATRONI_POSTGRESQL_PGPASS)',
+    ]);
+  });
+
   it('of settings that are not implemented are refused, each named', () => {
     const env = {
-      PATRONI_POSTGRESQL_PGPASS: '/tmp/pgpass',
       PATRONI_REWIND_USERNAME: 'rewind',
       PATRONI_ADMIN_PASSWORD: 'x',
       PATRONI_ETCD_HOST: '127.0.0.1:2379',
@@ -231,7 +270,6 @@ describe('PATRONI_* variables beside HA_*', () => {
       PATRONI_SOMETHING_THE_REFERENCE_DOES_NOT_READ: '1',
     };
     expect(problemsOf(() => parseConfig(GOOD_YAML, env))).toEqual([
-      'postgresql.pgpass: not implemented: passwords reach pg_basebackup and pg_rewind in their environment (PGPASSWORD); no pgpass file is written (from PATRONI_POSTGRESQL_PGPASS)',
       'postgresql.authentication.rewind: not implemented: pg_rewind connects as the superuser (from PATRONI_REWIND_USERNAME)',
       'bootstrap.users: not implemented: create the roles once the cluster runs (the reference deprecated bootstrap.users too) (from PATRONI_ADMIN_PASSWORD)',
       expect.stringMatching(/^etcd: not implemented: this agent speaks the etcd v3 API only .* \(from PATRONI_ETCD_HOST\)$/),
@@ -244,12 +282,16 @@ describe('PATRONI_* variables beside HA_*', () => {
 
 describe('did you mean, in a member file of either dialect', () => {
   it('suggests the closest key of the section; tells where a dynamic setting belongs', () => {
-    expect(problemsOf(() => parseConfig(GOOD_YAML.replace('  listen: 127.0.0.1:8008', '  listen: 127.0.0.1:8008\n  conect_address: 127.0.0.1:8008'), {}))).toEqual([
-      'restapi.conect_address: unknown key; did you mean connect_address?',
-    ]);
+    expect(
+      problemsOf(() =>
+        parseConfig(GOOD_YAML.replace('  listen: 127.0.0.1:8008', '  listen: 127.0.0.1:8008\n  conect_address: 127.0.0.1:8008'), {}),
+      ),
+    ).toEqual(['restapi.conect_address: unknown key; did you mean connect_address?']);
     expect(problemsOf(() => parseConfig(`${GOOD_YAML}ttl: 20\n`, {}))).toEqual([
       "ttl: a setting of the dynamic configuration: set it in bootstrap.dcs for a new cluster, or change the cluster's with PATCH /config or hactl edit-config",
     ]);
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  dcs: {loop_wiat: 5}\n`, {}))).toEqual(['bootstrap.dcs.loop_wiat: unknown key; did you mean loop_wait?']);
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}bootstrap:\n  dcs: {loop_wiat: 5}\n`, {}))).toEqual([
+      'bootstrap.dcs.loop_wiat: unknown key; did you mean loop_wait?',
+    ]);
   });
 });

@@ -32,11 +32,23 @@ describe('standby_cluster in the dynamic configuration', () => {
     [{ standby_cluster: { host: 'a,b' } }, /^standby_cluster\.host: must be one host/],
     [{ standby_cluster: { host: 'h', port: 70000 } }, /^standby_cluster\.port: must be a port 1\.\.65535/],
     [{ standby_cluster: { host: 'h', port: '5432' } }, /^standby_cluster\.port: must be an integer/],
-    [{ standby_cluster: { host: 'h', primary_slot_name: 'Bad-Name' } }, /^standby_cluster\.primary_slot_name: must be a replication slot name/],
-    [{ standby_cluster: { host: 'h', create_replica_methods: ['wal_e', 'basebackup'] } }, /^standby_cluster\.create_replica_methods: only basebackup .* got wal_e/],
-    [{ standby_cluster: { host: 'h', create_replica_methods: [] } }, /^standby_cluster\.create_replica_methods: must name at least one method/],
+    [
+      { standby_cluster: { host: 'h', primary_slot_name: 'Bad-Name' } },
+      /^standby_cluster\.primary_slot_name: must be a replication slot name/,
+    ],
+    [
+      { standby_cluster: { host: 'h', create_replica_methods: ['wal_e', 'basebackup'] } },
+      /^standby_cluster\.create_replica_methods: only basebackup .* got wal_e/,
+    ],
+    [
+      { standby_cluster: { host: 'h', create_replica_methods: [] } },
+      /^standby_cluster\.create_replica_methods: must name at least one method/,
+    ],
     [{ standby_cluster: { host: 'h', restore_command: 'a\nb' } }, /^standby_cluster\.restore_command: must not contain line breaks/],
-    [{ standby_cluster: { host: 'h', recovery_min_apply_delay: 'soon' } }, /^standby_cluster\.recovery_min_apply_delay: must be milliseconds/],
+    [
+      { standby_cluster: { host: 'h', recovery_min_apply_delay: 'soon' } },
+      /^standby_cluster\.recovery_min_apply_delay: must be milliseconds/,
+    ],
     [{ standby_cluster: { host: 'h', leader_tags: {} } }, /^standby_cluster: unknown key leader_tags: standby_cluster takes host, port/],
   ])('refuses %j naming the field', (doc, expected) => {
     const p = problems(doc);

@@ -28,7 +28,17 @@ describe('closestKey', () => {
   });
 
   it('suggests nothing for a key that is no typo of a known one, nor for a known key', () => {
-    for (const key of ['candidate', 'force', 'from-leader', 'restart_pending', 'database_version', 'scheduled_at', 'leader', 'timeout', 'loop_wait']) {
+    for (const key of [
+      'candidate',
+      'force',
+      'from-leader',
+      'restart_pending',
+      'database_version',
+      'scheduled_at',
+      'leader',
+      'timeout',
+      'loop_wait',
+    ]) {
       expect(closestKey(key, DYNAMIC_TOP_KEYS), key).toBeUndefined();
     }
   });

@@ -15,13 +15,18 @@ function problemsOf(fn: () => unknown): string[] {
 }
 
 describe('watchdog', () => {
-  it('defaults to mode automatic with safety_margin 5, as the reference', () => {
+  it('defaults to mode automatic with safety_margin 5, as the reference (not marked as written: fitting it to the timing is no warning)', () => {
     expect(parseConfig(GOOD_YAML, {}).watchdog).toEqual({ mode: 'automatic', safety_margin: 5 });
+    expect(parseConfig(`${GOOD_YAML}watchdog: { mode: required }\n`, {}).watchdog).toEqual({ mode: 'required', safety_margin: 5 });
   });
 
   it('accepts off, automatic, required and -1 (ttl / 2)', () => {
     for (const mode of ['off', 'automatic', 'required']) {
-      expect(parseConfig(`${GOOD_YAML}watchdog: { mode: ${mode}, safety_margin: 3 }\n`, {}).watchdog).toEqual({ mode, safety_margin: 3 });
+      expect(parseConfig(`${GOOD_YAML}watchdog: { mode: ${mode}, safety_margin: 3 }\n`, {}).watchdog).toEqual({
+        mode,
+        safety_margin: 3,
+        safety_margin_set: true,
+      });
     }
     expect(parseConfig(`${GOOD_YAML}watchdog: { safety_margin: -1 }\n`, {}).watchdog.safety_margin).toBe(-1);
   });
@@ -33,7 +38,9 @@ describe('watchdog', () => {
     expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { safety_margin: 0 }\n`, {}))).toEqual([
       'watchdog.safety_margin: must be at least 1 second (or -1 for ttl / 2), got 0',
     ]);
-    expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { safety_margin: "5" }\n`, {}))[0]).toMatch(/^watchdog\.safety_margin: must be a number/);
+    expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { safety_margin: "5" }\n`, {}))[0]).toMatch(
+      /^watchdog\.safety_margin: must be a number/,
+    );
     expect(problemsOf(() => parseConfig(`${GOOD_YAML}watchdog: { device: /dev/watchdog }\n`, {}))).toEqual([
       'watchdog.device: not implemented: there is no watchdog device; the fence is the agent\'s own (docs/ha.md "Fencing")',
     ]);
@@ -44,7 +51,9 @@ describe('watchdog', () => {
       'watchdog.safety_margin: 30 s leaves no time within bootstrap.dcs.ttl 30 s (the fence fires at last renewal + ttl − safety_margin); use less than ttl, e.g. 5, or -1 for ttl / 2',
     ]);
     const withTtl = `${GOOD_YAML}bootstrap:\n  dcs: { ttl: 10, loop_wait: 2, retry_timeout: 3 }\nwatchdog: { safety_margin: 10 }\n`;
-    expect(problemsOf(() => parseConfig(withTtl, {}))[0]).toMatch(/^watchdog\.safety_margin: 10 s leaves no time within bootstrap\.dcs\.ttl 10 s/);
+    expect(problemsOf(() => parseConfig(withTtl, {}))[0]).toMatch(
+      /^watchdog\.safety_margin: 10 s leaves no time within bootstrap\.dcs\.ttl 10 s/,
+    );
     expect(parseConfig(withTtl.replace('safety_margin: 10', 'safety_margin: 9'), {}).watchdog.safety_margin).toBe(9);
   });
 });

@@ -7,10 +7,15 @@ const kv = (value: string, modRevision: string, lease = '0'): StoredKv => ({ val
 describe('ViewCache', () => {
   it('emits events for the differences of a full read', () => {
     const c = new ViewCache();
-    expect(c.replace(new Map([['leader', kv('a', '2')], ['config', kv('{}', '3')]]), 3n)).toEqual([
-      { type: 'dcs.leaderChanged', leader: 'a' },
-      { type: 'dcs.configChanged' },
-    ]);
+    expect(
+      c.replace(
+        new Map([
+          ['leader', kv('a', '2')],
+          ['config', kv('{}', '3')],
+        ]),
+        3n,
+      ),
+    ).toEqual([{ type: 'dcs.leaderChanged', leader: 'a' }, { type: 'dcs.configChanged' }]);
     expect(c.replace(new Map([['config', kv('{}', '3')]]), 4n)).toEqual([{ type: 'dcs.leaderChanged', leader: undefined }]);
     expect(c.view().leader).toBeUndefined();
   });
@@ -24,7 +29,13 @@ describe('ViewCache', () => {
 
   it('applies every event of one revision (a prefix delete) and skips older ones', () => {
     const c = new ViewCache();
-    c.replace(new Map([['leader', kv('a', '4')], ['members/a', kv('{}', '5')]]), 5n);
+    c.replace(
+      new Map([
+        ['leader', kv('a', '4')],
+        ['members/a', kv('{}', '5')],
+      ]),
+      5n,
+    );
     const events = c.apply([
       { type: 'delete', key: 'leader', revision: '6' },
       { type: 'delete', key: 'members/a', revision: '6' },

@@ -49,6 +49,24 @@ describe('codec', () => {
     expect(decodeMember(raw) !== undefined).toBe(ok);
   });
 
+  it("reads the reference's member key (Patroni 3.0.2) in our words", () => {
+    // As Patroni 3.0.2 writes it (ha.py touch_member): role master, states with spaces.
+    const ref = (role: string, state: string) =>
+      `{"conn_url":"postgres://127.0.0.1:29001/postgres","api_url":"http://127.0.0.1:28001/patroni","state":"${state}","role":"${role}","version":"3.0.2","xlog_location":50331744,"timeline":1}`;
+    expect(decodeMember(ref('master', 'running'))).toMatchObject({ role: 'primary', state: 'running', version: '3.0.2', timeline: 1 });
+    expect(decodeMember(ref('promoted', 'running'))?.role).toBe('primary');
+    expect(decodeMember(ref('demoted', 'stopped'))?.role).toBe('replica');
+    expect(decodeMember(ref('replica', 'creating replica'))?.state).toBe('creating_replica');
+    expect(decodeMember(ref('replica', 'start failed'))?.state).toBe('start_failed');
+    expect(decodeMember(ref('replica', 'restart failed (running)'))?.state).toBe('restart_failed');
+    expect(decodeMember(ref('uninitialized', 'initializing new cluster'))?.state).toBe('initdb');
+    expect(decodeMember(ref('master', 'running custom bootstrap script'))?.state).toBe('custom_bootstrap');
+    expect(decodeMember(ref('replica', 'stop failed'))?.state).toBe('stop_failed');
+    // Neither ours nor the reference's: still refused.
+    expect(decodeMember(ref('captain', 'running'))).toBeUndefined();
+    expect(decodeMember(ref('replica', 'dancing'))).toBeUndefined();
+  });
+
   it('encodes member data as compact JSON and reads it back', () => {
     const data = decodeMember(memberJson)!;
     expect(encodeMember(data)).toBe(memberJson);
@@ -87,8 +105,16 @@ describe('codec', () => {
     ['scheduled_at null', '{"member":"pg-2","scheduled_at":null}', 'scheduled_at: must be a string, got null'],
     ['scheduled_at garbage', '{"leader":"pg-1","scheduled_at":"garbage"}', 'scheduled_at: "garbage" is not an ISO 8601 date-time'],
     ['scheduled_at empty', '{"leader":"pg-1","scheduled_at":""}', 'scheduled_at: "" is not an ISO 8601 date-time'],
-    ['scheduled_at impossible date', '{"member":"pg-2","scheduled_at":"2030-02-30T10:00:00Z"}', 'scheduled_at: "2030-02-30T10:00:00Z" is not an ISO 8601 date-time'],
-    ['scheduled_at without offset', '{"member":"pg-2","scheduled_at":"2030-01-01T10:00:00"}', 'scheduled_at: "2030-01-01T10:00:00" has no timezone offset'],
+    [
+      'scheduled_at impossible date',
+      '{"member":"pg-2","scheduled_at":"2030-02-30T10:00:00Z"}',
+      'scheduled_at: "2030-02-30T10:00:00Z" is not an ISO 8601 date-time',
+    ],
+    [
+      'scheduled_at without offset',
+      '{"member":"pg-2","scheduled_at":"2030-01-01T10:00:00"}',
+      'scheduled_at: "2030-01-01T10:00:00" has no timezone offset',
+    ],
   ])('refuses a failover value that is not a request (%s), naming the field and value', (_name, raw, reason) => {
     expect(parseFailover(raw)).toEqual({ ok: false, reason });
     expect(decodeFailover(raw)).toBeUndefined();
@@ -99,7 +125,10 @@ describe('codec', () => {
     expect(parseFailover('  ')).toEqual({ ok: true, value: {} });
     expect(parseFailover('{"leader":"pg-1","member":"pg-2"}')).toEqual({ ok: true, value: { leader: 'pg-1', member: 'pg-2' } });
     for (const at of ['2030-01-01T00:00:00Z', '2030-01-01 12:00+02:00', '2030-01-01T10:00:00.250-0130', '2001-01-01T00:00:00+00:00']) {
-      expect(parseFailover(JSON.stringify({ member: 'pg-2', scheduled_at: at }))).toEqual({ ok: true, value: { member: 'pg-2', scheduled_at: at } });
+      expect(parseFailover(JSON.stringify({ member: 'pg-2', scheduled_at: at }))).toEqual({
+        ok: true,
+        value: { member: 'pg-2', scheduled_at: at },
+      });
     }
     // unknown keys are kept (looseObject), as for every key of the layout
     expect(parseFailover('{"member":"pg-2","by":"hactl"}')).toEqual({ ok: true, value: { member: 'pg-2', by: 'hactl' } });
@@ -159,7 +188,9 @@ describe('buildClusterView', () => {
   });
 
   it('keeps a valid failover request as failover', () => {
-    const view = buildClusterView(new Map([['failover', kv('{"leader":"pg-1","member":"pg-2","scheduled_at":"2030-01-01T00:00:00+00:00"}', '8')]]));
+    const view = buildClusterView(
+      new Map([['failover', kv('{"leader":"pg-1","member":"pg-2","scheduled_at":"2030-01-01T00:00:00+00:00"}', '8')]]),
+    );
     expect(view.failover).toEqual({ value: { leader: 'pg-1', member: 'pg-2', scheduled_at: '2030-01-01T00:00:00+00:00' }, revision: '8' });
     expect(view.failoverInvalid).toBeUndefined();
   });

@@ -54,8 +54,7 @@ function recorder(dcs: Dcs) {
   dcs.subscribe((e) => events.push(e));
   return {
     events,
-    waitFor: (pred: (e: DcsEvent) => boolean, timeoutMs: number, what: string) =>
-      waitFor(() => events.some(pred), timeoutMs, what, 20),
+    waitFor: (pred: (e: DcsEvent) => boolean, timeoutMs: number, what: string) => waitFor(() => events.some(pred), timeoutMs, what, 20),
   };
 }
 
@@ -96,9 +95,14 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(a.lastKeepaliveMs()).toBeLessThanOrEqual(h.now());
     });
 
-    it('lets exactly one member win the bootstrap race on initialize', async () => {
+    it('lets exactly one member win the bootstrap race on initialize; an empty key is given back, a system identifier never', async () => {
       setup();
       const [a, b, c] = await Promise.all([client('a'), client('b'), client('c')]);
+      const first = await Promise.all([a, b, c].map((d) => d.initialize('', { create: true })));
+      expect(first.filter(Boolean)).toHaveLength(1);
+      // The winner's bootstrap failed: the empty key is given back and the race runs again.
+      expect(await [a, b, c][first.indexOf(true)]!.cancelInitialize()).toBe(true);
+      expect((await a.refresh()).initialize).toBeUndefined();
       const results = await Promise.all([a, b, c].map((d) => d.initialize('', { create: true })));
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = [a, b, c][results.indexOf(true)]!;
@@ -106,8 +110,8 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect((await a.refresh()).initialize).toBe('7412345678901234567');
       expect(await h.raw(key('initialize'))).toMatchObject({ value: '7412345678901234567', lease: '0' });
       expect(await b.initialize('', { create: true })).toBe(false);
-      await winner.cancelInitialize();
-      expect((await a.refresh()).initialize).toBeUndefined();
+      expect(await winner.cancelInitialize()).toBe(false);
+      expect((await a.refresh()).initialize).toBe('7412345678901234567');
     });
 
     it('lets exactly one member win the leader race; the losers learn the holder', async () => {
@@ -148,9 +152,7 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(await h.raw(key('config'))).toEqual({ value: '{"ttl":30,"loop_wait":10,"database":{"use_slots":true}}', lease: '0' });
       expect((await h.raw(key('failover')))?.value).toBe('{"leader":"pg-1","member":"pg-2"}');
       expect((await h.raw(key('sync')))?.value).toBe('{"leader":"pg-1","sync_standby":"pg-2"}');
-      expect((await h.raw(key('history')))?.value).toBe(
-        '[[1,25165984,"no recovery target specified","2024-08-28T19:39:26+00:00","pg-1"]]',
-      );
+      expect((await h.raw(key('history')))?.value).toBe('[[1,25165984,"no recovery target specified","2024-08-28T19:39:26+00:00","pg-1"]]');
       expect((await h.raw(key('failsafe')))?.value).toBe('{"pg-1":"http://127.0.0.1:8008/ha"}');
 
       const view = await a.refresh();
@@ -259,6 +261,23 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       await expect(a.refresh()).rejects.toBeInstanceOf(DcsError);
     });
 
+    it('keeps the lease on close when asked: member and leader keys stay, and the next client of the member adopts the leader key', async () => {
+      setup();
+      const a = await client('a');
+      await a.touchMember(member());
+      const won = await a.attemptToAcquireLeader();
+      expect(won.acquired).toBe(true);
+      const createRevision = won.acquired ? won.createRevision : '';
+      const lease = a.currentLeaseId();
+      await a.close({ keepLease: true });
+      expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease });
+      expect((await h.raw(key('members/a')))?.lease).toBe(lease);
+      // The member's next agent (a new lease) takes the same incarnation onto its lease.
+      const next = await client('a');
+      expect(await next.updateLeader(createRevision)).toBe(true);
+      expect(await h.raw(key('leader'))).toEqual({ value: 'a', lease: next.currentLeaseId() });
+    });
+
     it('returns false on compare-and-set conflicts of config, failover and sync', async () => {
       setup();
       const a = await client('a');
@@ -302,7 +321,14 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       await a.setSync({ leader: 'a', sync_standby: 'b' });
       await a.setHistory([]);
       await a.initialize('', { create: true });
-      for (const type of ['dcs.configChanged', 'dcs.failoverChanged', 'dcs.statusChanged', 'dcs.syncChanged', 'dcs.historyChanged', 'dcs.initializeChanged']) {
+      for (const type of [
+        'dcs.configChanged',
+        'dcs.failoverChanged',
+        'dcs.statusChanged',
+        'dcs.syncChanged',
+        'dcs.historyChanged',
+        'dcs.initializeChanged',
+      ]) {
         await rec.waitFor((e) => e.type === type, 5000, type);
       }
       expect(b.view().config?.value).toEqual({ ttl: 30 });

@@ -13,8 +13,12 @@ describe('plainEtcdError', () => {
       '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:2379 (2026-11-27T04:00:00.000Z). Resolution note: subchannel pool was reset',
     );
     expect(plainEtcdError(grpc)).toBe('connection refused by 127.0.0.1:2379');
-    expect(plainEtcdError(new Error('14 UNAVAILABLE: Connection dropped (2026-11-27T04:00:00.000Z). Resolution note: x'))).toBe('Connection dropped');
-    expect(plainEtcdError(new Error('14 UNAVAILABLE: No connection established. Last error: connect EHOSTUNREACH 10.0.0.9:2379'))).toBe('10.0.0.9:2379 cannot be reached (EHOSTUNREACH)');
+    expect(plainEtcdError(new Error('14 UNAVAILABLE: Connection dropped (2026-11-27T04:00:00.000Z). Resolution note: x'))).toBe(
+      'Connection dropped',
+    );
+    expect(plainEtcdError(new Error('14 UNAVAILABLE: No connection established. Last error: connect EHOSTUNREACH 10.0.0.9:2379'))).toBe(
+      '10.0.0.9:2379 cannot be reached (EHOSTUNREACH)',
+    );
   });
 
   it('anything else keeps its message', () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { convertDocument, readAsNative, renameDocument, storedDialect, translatePath, writtenDialect } from '../../src/domain/config-dialect.ts';
+import {
+  convertDocument,
+  readAsNative,
+  renameDocument,
+  storedDialect,
+  translatePath,
+  writtenDialect,
+} from '../../src/domain/config-dialect.ts';
 import { withDefaults } from '../../src/domain/dynamic-config.ts';
 
 describe('the dialect of a dynamic configuration document', () => {
@@ -23,11 +30,16 @@ describe('the dialect of a dynamic configuration document', () => {
 });
 
 describe('reading a document of the reference', () => {
-  it('renames it and takes the reference\'s defaults where they differ from ours', () => {
+  it("renames it and takes the reference's defaults where they differ from ours", () => {
     const doc = { ttl: 20, postgresql: { use_slots: false, parameters: { max_connections: 200 } } };
     expect(readAsNative(doc)).toEqual({
       ttl: 20,
-      database: { use_slots: false, parameters: { max_connections: 200 }, use_db_rewind: false, remove_data_directory_on_rewind_failure: false },
+      database: {
+        use_slots: false,
+        parameters: { max_connections: 200 },
+        use_db_rewind: false,
+        remove_data_directory_on_rewind_failure: false,
+      },
     });
     const c = withDefaults(doc);
     expect(c.database).toEqual({
@@ -37,13 +49,15 @@ describe('reading a document of the reference', () => {
       remove_data_directory_on_diverged_timelines: false,
       parameters: { max_connections: 200 },
     });
-    expect(withDefaults({ postgresql: { use_pg_rewind: true, remove_data_directory_on_rewind_failure: true } }).database.use_db_rewind).toBe(true);
+    expect(
+      withDefaults({ postgresql: { use_pg_rewind: true, remove_data_directory_on_rewind_failure: true } }).database.use_db_rewind,
+    ).toBe(true);
     // Ours: the native defaults (true, true).
     expect(withDefaults({ database: {} }).database.use_db_rewind).toBe(true);
     expect(withDefaults({}).database.remove_data_directory_on_rewind_failure).toBe(true);
   });
 
-  it('does not read the native name of the rewind switch inside the reference\'s section', () => {
+  it("does not read the native name of the rewind switch inside the reference's section", () => {
     expect(withDefaults({ postgresql: { use_db_rewind: true } }).database.use_db_rewind).toBe(false);
     expect(withDefaults({ postgresql: { use_pg_rewind: true, use_db_rewind: false } }).database.use_db_rewind).toBe(true);
   });

@@ -1,9 +1,23 @@
 /** The pure part of receipts (src/domain/discarded.ts): which WAL is discarded, and what its records say. */
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../../src/domain/cluster.ts';
-import { buildReceipt, discardedRanges, forkPoint, ReceiptBuilder, RECEIPT_MAX_TRANSACTIONS, walTimestamp, type WalRecord } from '../../src/domain/discarded.ts';
+import {
+  buildReceipt,
+  discardedRanges,
+  forkPoint,
+  ReceiptBuilder,
+  RECEIPT_MAX_TRANSACTIONS,
+  walTimestamp,
+  type WalRecord,
+} from '../../src/domain/discarded.ts';
 
-const rec = (lsn: bigint, xid: number, rmgr: string, description: string, totalBytes = 50): WalRecord => ({ lsn, xid, rmgr, description, totalBytes });
+const rec = (lsn: bigint, xid: number, rmgr: string, description: string, totalBytes = 50): WalRecord => ({
+  lsn,
+  xid,
+  rmgr,
+  description,
+  totalBytes,
+});
 
 describe('forkPoint and discardedRanges', () => {
   // The leader n2 promoted from timeline 1 at 500 to timeline 2.
@@ -21,7 +35,9 @@ describe('forkPoint and discardedRanges', () => {
   });
 
   it('the same timeline as the leader, its own lineage: nothing', () => {
-    expect(discardedRanges({ timeline: 2, endLsn: 900n, history: [{ timeline: 1, switchLsn: 500n, reason: 'x' }] }, 2, history)).toEqual([]);
+    expect(discardedRanges({ timeline: 2, endLsn: 900n, history: [{ timeline: 1, switchLsn: 500n, reason: 'x' }] }, 2, history)).toEqual(
+      [],
+    );
   });
 
   it('a timeline of its own (promoted from 1 at 450, the leader at 500): from 450, over both local timelines', () => {
@@ -30,7 +46,7 @@ describe('forkPoint and discardedRanges', () => {
     expect(discardedRanges(local, 2, history)).toEqual([{ timeline: 2, fromLsn: 450n, toLsn: 700n }]);
   });
 
-  it('a timeline of its own that forked after the leader\'s switch point: from the leader\'s switch point on timeline 1, then all of its own', () => {
+  it("a timeline of its own that forked after the leader's switch point: from the leader's switch point on timeline 1, then all of its own", () => {
     const local = { timeline: 2, endLsn: 900n, history: [{ timeline: 1, switchLsn: 600n, reason: 'x' }], promotedBy: 'n1' };
     expect(forkPoint(local, 3, [...history, [2, 950, 'x', '', 'n2']])).toBe(500n);
     expect(discardedRanges(local, 3, [...history, [2, 950, 'x', '', 'n2']])).toEqual([
@@ -45,8 +61,16 @@ describe('forkPoint and discardedRanges', () => {
     expect(discardedRanges(local, 2, history)).toEqual([{ timeline: 2, fromLsn: 500n, toLsn: 700n }]);
   });
 
-  it('a local timeline ahead of the leader\'s (it promoted from the leader\'s timeline at 900)', () => {
-    const local = { timeline: 3, endLsn: 1200n, history: [{ timeline: 1, switchLsn: 500n, reason: 'x' }, { timeline: 2, switchLsn: 900n, reason: 'x' }], promotedBy: 'n1' };
+  it("a local timeline ahead of the leader's (it promoted from the leader's timeline at 900)", () => {
+    const local = {
+      timeline: 3,
+      endLsn: 1200n,
+      history: [
+        { timeline: 1, switchLsn: 500n, reason: 'x' },
+        { timeline: 2, switchLsn: 900n, reason: 'x' },
+      ],
+      promotedBy: 'n1',
+    };
     expect(discardedRanges(local, 2, history)).toEqual([{ timeline: 3, fromLsn: 900n, toLsn: 1200n }]);
   });
 
@@ -73,11 +97,35 @@ describe('ReceiptBuilder', () => {
     b.add(rec(400n, 732, 'Transaction', 'ABORT 2026-11-27 03:09:45.000001 UTC', 34));
     b.add(rec(450n, 733, 'Heap', 'HOT_UPDATE off 4 xmax 733, blkref #0: rel 1663/5/16384 blk 0'));
     expect(b.transactions()).toEqual([
-      { xid: 731, status: 'committed', at: '2026-11-27T03:09:44.718Z', relations: ['1663/5/16384', '1663/5/16387'], firstLsn: '0/C8', lastLsn: '0/15E', records: 3 },
-      { xid: 732, status: 'aborted', at: '2026-11-27T03:09:45.000Z', relations: ['1663/5/16390'], firstLsn: '0/FA', lastLsn: '0/190', records: 2 },
+      {
+        xid: 731,
+        status: 'committed',
+        at: '2026-11-27T03:09:44.718Z',
+        relations: ['1663/5/16384', '1663/5/16387'],
+        firstLsn: '0/C8',
+        lastLsn: '0/15E',
+        records: 3,
+      },
+      {
+        xid: 732,
+        status: 'aborted',
+        at: '2026-11-27T03:09:45.000Z',
+        relations: ['1663/5/16390'],
+        firstLsn: '0/FA',
+        lastLsn: '0/190',
+        records: 2,
+      },
       { xid: 733, status: 'unfinished', relations: ['1663/5/16384'], firstLsn: '0/1C2', lastLsn: '0/1C2', records: 1 },
     ]);
-    expect(b.counts()).toEqual({ records: 7, transactions: 3, committed: 1, aborted: 1, prepared: 0, unfinished: 1, bytes: 50 * 5 + 34 * 2 });
+    expect(b.counts()).toEqual({
+      records: 7,
+      transactions: 3,
+      committed: 1,
+      aborted: 1,
+      prepared: 0,
+      unfinished: 1,
+      bytes: 50 * 5 + 34 * 2,
+    });
   });
 
   it('folds subtransactions into the transaction whose commit lists them', () => {
@@ -88,7 +136,13 @@ describe('ReceiptBuilder', () => {
     b.add(rec(250n, 742, 'Heap', 'INSERT off 3, blkref #0: rel 1663/5/16401 blk 0'));
     const [t, ...rest] = b.transactions();
     expect(rest).toEqual([]);
-    expect(t).toMatchObject({ xid: 740, status: 'committed', subxacts: [741, 742], relations: ['1663/5/16384', '1663/5/16400', '1663/5/16401'], records: 4 });
+    expect(t).toMatchObject({
+      xid: 740,
+      status: 'committed',
+      subxacts: [741, 742],
+      relations: ['1663/5/16384', '1663/5/16400', '1663/5/16401'],
+      records: 4,
+    });
     expect(b.counts().transactions).toBe(1);
   });
 
@@ -123,9 +177,21 @@ describe('walTimestamp and buildReceipt', () => {
     const b = new ReceiptBuilder();
     b.add(rec(0x3000100n, 800, 'Heap', 'INSERT off 1, blkref #0: rel 1663/5/16384 blk 0'));
     b.add(rec(0x3000140n, 800, 'Transaction', 'COMMIT 2026-11-27 03:09:44.000000 UTC', 34));
-    const r = buildReceipt('n1', Date.parse('2026-11-27T04:00:00Z'), { action: 'rewind', leader: 'n2', leaderTimeline: 2, reason: 'diverged from leader n2: x', ranges: [{ timeline: 1, fromLsn: 0x3000000n, toLsn: 0x3000200n }] }, b, {
-      relationNames: { '1663/5/16384': 'postgres.public.t' },
-    });
+    const r = buildReceipt(
+      'n1',
+      Date.parse('2026-11-27T04:00:00Z'),
+      {
+        action: 'rewind',
+        leader: 'n2',
+        leaderTimeline: 2,
+        reason: 'diverged from leader n2: x',
+        ranges: [{ timeline: 1, fromLsn: 0x3000000n, toLsn: 0x3000200n }],
+      },
+      b,
+      {
+        relationNames: { '1663/5/16384': 'postgres.public.t' },
+      },
+    );
     expect(r).toMatchObject({
       version: 1,
       member: 'n1',

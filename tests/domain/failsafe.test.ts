@@ -15,9 +15,20 @@ import type { MemberData } from '../../src/domain/member.ts';
 
 const member = (name: string, role = 'replica') => ({
   name,
-  data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/ha`, state: 'running', role, version: '0.1.0' } as MemberData,
+  data: {
+    conn_url: `postgres://${name}:5432/postgres`,
+    api_url: `http://${name}:8008/ha`,
+    state: 'running',
+    role,
+    version: '0.1.0',
+  } as MemberData,
 });
-const view = (over: Partial<ClusterView> = {}): ClusterView => ({ members: [member('n1', 'primary'), member('n2'), member('n3')], initialize: '7000000000000000001', history: [], ...over });
+const view = (over: Partial<ClusterView> = {}): ClusterView => ({
+  members: [member('n1', 'primary'), member('n2'), member('n3')],
+  initialize: '7000000000000000001',
+  history: [],
+  ...over,
+});
 const on = withDefaults({ failsafe_mode: true });
 const off = withDefaults({});
 
@@ -45,7 +56,11 @@ const kinds = (i: CycleInput) => decideCycle(i).actions.map((a) => a.kind);
 describe('the failsafe key', () => {
   it('lists every member with an api_url, the leader included, sorted', () => {
     const v = view({ members: [member('n3'), member('n2')] });
-    expect(failsafeMembers(v, { name: 'n1', apiUrl: 'http://n1:8008/ha' })).toEqual({ n1: 'http://n1:8008/ha', n2: 'http://n2:8008/ha', n3: 'http://n3:8008/ha' });
+    expect(failsafeMembers(v, { name: 'n1', apiUrl: 'http://n1:8008/ha' })).toEqual({
+      n1: 'http://n1:8008/ha',
+      n2: 'http://n2:8008/ha',
+      n3: 'http://n3:8008/ha',
+    });
     expect(Object.keys(failsafeMembers(v, { name: 'n1', apiUrl: 'x' }))).toEqual(['n1', 'n2', 'n3']);
   });
 
@@ -83,7 +98,11 @@ describe('POST /failsafe on a member', () => {
     expect(parseFailsafeRequest({ ...body, slots: null })).toEqual({ name: 'n1', conn_url: body.conn_url, api_url: body.api_url });
   });
   it('refuses with 500 `Running as a leader` when it runs as primary, holds the lock or is being promoted', () => {
-    for (const self of [{ ...replica, runningPrimary: true }, { ...replica, holdsLock: true }, { ...replica, promoting: true }]) {
+    for (const self of [
+      { ...replica, runningPrimary: true },
+      { ...replica, holdsLock: true },
+      { ...replica, promoting: true },
+    ]) {
       expect(answerFailsafe(on, self, body).answer).toEqual({ status: 500, text: 'Running as a leader' });
     }
   });
@@ -91,7 +110,9 @@ describe('POST /failsafe on a member', () => {
 
 describe('failsafe in the leader race', () => {
   it('a member that accepted a POST /failsafe within ttl does not race', () => {
-    expect(failsafeRaceVeto({ name: 'n2', config: on, view: view(), acceptedLeader: 'n1' })).toMatch(/n1 runs as the leader in failsafe mode/);
+    expect(failsafeRaceVeto({ name: 'n2', config: on, view: view(), acceptedLeader: 'n1' })).toMatch(
+      /n1 runs as the leader in failsafe mode/,
+    );
     expect(kinds(input({ name: 'n2', failsafeLeader: 'n1' }))).toEqual([]);
     expect(decideCycle(input({ name: 'n2', failsafeLeader: 'n1' })).message).toMatch(/^following no leader: n1 runs as the leader/);
   });
@@ -100,14 +121,18 @@ describe('failsafe in the leader race', () => {
     expect(kinds(input({ name: 'n2' }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual(['acquireLock']);
     expect(kinds(input({ name: 'n4' }, { failsafe: {} }))).toEqual(['acquireLock']);
     // a running primary that is vetoed demotes, as one that is not the healthiest
-    expect(kinds(input({ name: 'n4', db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a' } }))).toEqual(['demote']);
+    expect(kinds(input({ name: 'n4', db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a' } }))).toEqual([
+      'demote',
+    ]);
   });
   it('has no effect with failsafe mode off', () => {
     expect(failsafeRaceVeto({ name: 'n4', config: off, view: view({ failsafe: { n1: 'a' } }), acceptedLeader: 'n1' })).toBeUndefined();
     expect(kinds(input({ name: 'n4', config: off, failsafeLeader: 'n1' }, { failsafe: { n1: 'a' } }))).toEqual(['acquireLock']);
   });
   it('the old leader, listed in the key, takes the lock back after the outage', () => {
-    expect(kinds(input({ db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual(['acquireLock']);
+    expect(kinds(input({ db: { state: 'running', role: 'primary', busy: false } }, { failsafe: { n1: 'a', n2: 'b' } }))).toEqual([
+      'acquireLock',
+    ]);
   });
 });
 
@@ -116,7 +141,11 @@ describe('failsafe and the switchover (finding 10, seed 779320)', () => {
   const leaderIn = (failsafe: Record<string, string> | undefined, config = on) =>
     input(
       { config, holdsLock: true, db: { state: 'running', role: 'primary', busy: false }, lockRenewal: 'ok', peers: healthy },
-      { leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' }, failover: { value: { leader: 'n1', member: 'n2' }, revision: '5' }, ...(failsafe ? { failsafe } : {}) },
+      {
+        leader: { name: 'n1', leaseId: '1', revision: '1', createRevision: '1' },
+        failover: { value: { leader: 'n1', member: 'n2' }, revision: '5' },
+        ...(failsafe ? { failsafe } : {}),
+      },
     );
   it('the leader waits for the failsafe key to list the candidate before demoting (an unlisted member never wins the race)', () => {
     const d = decideCycle(leaderIn({ n1: 'a', n3: 'c' }));
@@ -145,15 +174,21 @@ describe('a switchover to a member the failsafe key does not list, written while
     expect(d.actions.map((a) => a.kind)).toEqual(['acquireLock']);
   });
   it('the candidate itself still does not race', () => {
-    expect(decideCycle(input({ name: 'n3', peers: [{ ...peers[0]!, name: 'n1' }, peers[0]!] }, noLeader)).message).toBe('following no leader: I am not listed in the failsafe key');
+    expect(decideCycle(input({ name: 'n3', peers: [{ ...peers[0]!, name: 'n1' }, peers[0]!] }, noLeader)).message).toBe(
+      'following no leader: I am not listed in the failsafe key',
+    );
   });
   it('the former leader does not step aside for it either, when it is the only other member', () => {
     const d = decideCycle(input({ name: 'n2', peers: [{ ...peers[1]! }] }, noLeader));
     expect(d.actions.map((a) => a.kind)).toEqual(['acquireLock']);
   });
   it('a listed candidate, or failsafe mode off, still holds the race up', () => {
-    expect(decideCycle(input({ name: 'n1', peers }, { ...noLeader, failsafe: { n1: 'a', n2: 'b', n3: 'c' } })).message).toBe('following no leader: manual failover to n3 in progress');
-    expect(decideCycle(input({ name: 'n1', peers, config: off }, noLeader)).message).toBe('following no leader: manual failover to n3 in progress');
+    expect(decideCycle(input({ name: 'n1', peers }, { ...noLeader, failsafe: { n1: 'a', n2: 'b', n3: 'c' } })).message).toBe(
+      'following no leader: manual failover to n3 in progress',
+    );
+    expect(decideCycle(input({ name: 'n1', peers, config: off }, noLeader)).message).toBe(
+      'following no leader: manual failover to n3 in progress',
+    );
   });
 });
 
@@ -162,13 +197,19 @@ describe('a restarted agent in failsafe mode (finding 10b, seed 783671)', () => 
   it('does not race during its first ttl while the failsafe key lists members', () => {
     const d = decideCycle(input({ ...replica, failsafeRestartGraceMs: 4000 }, { failsafe: { n1: 'a', n2: 'b', n3: 'c' } }));
     expect(d.actions).toEqual([]);
-    expect(d.message).toBe('following no leader: this agent started less than ttl ago and may have accepted POST /failsafe before: not racing for 4000 ms');
+    expect(d.message).toBe(
+      'following no leader: this agent started less than ttl ago and may have accepted POST /failsafe before: not racing for 4000 ms',
+    );
   });
   it('races as before once the grace is over, with an empty key, or with failsafe mode off', () => {
     const view = { failsafe: { n1: 'a', n2: 'b', n3: 'c' } };
     expect(decideCycle(input({ ...replica, failsafeRestartGraceMs: 0 }, view)).message).not.toMatch(/started less than ttl ago/);
-    expect(decideCycle(input({ ...replica, failsafeRestartGraceMs: 4000 }, { failsafe: {} })).message).not.toMatch(/started less than ttl ago/);
-    expect(decideCycle(input({ ...replica, config: off, failsafeRestartGraceMs: 4000 }, view)).message).not.toMatch(/started less than ttl ago/);
+    expect(decideCycle(input({ ...replica, failsafeRestartGraceMs: 4000 }, { failsafe: {} })).message).not.toMatch(
+      /started less than ttl ago/,
+    );
+    expect(decideCycle(input({ ...replica, config: off, failsafeRestartGraceMs: 4000 }, view)).message).not.toMatch(
+      /started less than ttl ago/,
+    );
   });
 });
 
@@ -189,16 +230,48 @@ describe('failsafe and the quorum votes (finding 20, seed 1530007157)', () => {
         ],
         ...over,
       },
-      { members: [member('n1'), member('n2'), member('n3')], sync: { value: { leader: 'n2', sync_standby: 'n1,n3', quorum: 2 }, revision: '7' }, failsafe: { n1: 'a', n2: 'b', n3: 'c' } },
+      {
+        members: [member('n1'), member('n2'), member('n3')],
+        sync: { value: { leader: 'n2', sync_standby: 'n1,n3', quorum: 2 }, revision: '7' },
+        failsafe: { n1: 'a', n2: 'b', n3: 'c' },
+      },
     );
-  const settling = (ms: number) => `following no leader: waiting ${ms} ms for the sync key members' WAL positions to settle before counting their votes`;
+  const settling = (ms: number) =>
+    `following no leader: waiting ${ms} ms for the sync key members' WAL positions to settle before counting their votes`;
   const table: { name: string; over: Partial<CycleInput>; message: string }[] = [
-    { name: 'bound by failsafe calls until 1.725 s from now: peer votes wait for them plus the settle delay', over: { failsafeBoundUntilMs: 1_000_000 + 1725 }, message: settling(3225) },
+    {
+      name: 'bound by failsafe calls until 1.725 s from now: peer votes wait for them plus the settle delay',
+      over: { failsafeBoundUntilMs: 1_000_000 + 1725 },
+      message: settling(3225),
+    },
     { name: 'the calls ended 1 s ago: still settling', over: { failsafeBoundUntilMs: 1_000_000 - 1000 }, message: settling(500) },
-    { name: 'the calls ended more than the settle delay ago: the votes count', over: { failsafeBoundUntilMs: 1_000_000 - 1500 }, message: 'acquiring the leader lock: I am the healthiest member' },
-    { name: 'no failsafe call known: the votes count from the key going, as before', over: {}, message: 'acquiring the leader lock: I am the healthiest member' },
-    { name: 'failsafe mode off: the bound is not read', over: { config: withDefaults({ synchronous_mode: 'quorum' }), failsafeBoundUntilMs: 1_000_000 + 1725 }, message: 'acquiring the leader lock: I am the healthiest member' },
-    { name: "the sync key's former leader needs no vote", over: { name: 'n2', failsafeBoundUntilMs: 1_000_000 + 1725, peers: [{ name: 'n1', reachable: true, role: 'replica', state: 'running', walBytes: 1000n, timeline: 1 }, { name: 'n3', reachable: false }] }, message: 'acquiring the leader lock: I am the healthiest member' },
+    {
+      name: 'the calls ended more than the settle delay ago: the votes count',
+      over: { failsafeBoundUntilMs: 1_000_000 - 1500 },
+      message: 'acquiring the leader lock: I am the healthiest member',
+    },
+    {
+      name: 'no failsafe call known: the votes count from the key going, as before',
+      over: {},
+      message: 'acquiring the leader lock: I am the healthiest member',
+    },
+    {
+      name: 'failsafe mode off: the bound is not read',
+      over: { config: withDefaults({ synchronous_mode: 'quorum' }), failsafeBoundUntilMs: 1_000_000 + 1725 },
+      message: 'acquiring the leader lock: I am the healthiest member',
+    },
+    {
+      name: "the sync key's former leader needs no vote",
+      over: {
+        name: 'n2',
+        failsafeBoundUntilMs: 1_000_000 + 1725,
+        peers: [
+          { name: 'n1', reachable: true, role: 'replica', state: 'running', walBytes: 1000n, timeline: 1 },
+          { name: 'n3', reachable: false },
+        ],
+      },
+      message: 'acquiring the leader lock: I am the healthiest member',
+    },
   ];
   for (const c of table) {
     it(c.name, () => {
@@ -215,7 +288,9 @@ describe('DCS unreachable', () => {
     expect(d.message).toBe('continue to run as a leader because failsafe mode is enabled and all members are accessible');
   });
   it('otherwise it demotes (offline), as without failsafe', () => {
-    expect(decideCycle(input({ ...primary, failsafeAccepted: false })).actions).toEqual([{ kind: 'demote', mode: 'offline', releaseLock: false }]);
+    expect(decideCycle(input({ ...primary, failsafeAccepted: false })).actions).toEqual([
+      { kind: 'demote', mode: 'offline', releaseLock: false },
+    ]);
     expect(decideCycle(input({ ...primary })).message).toBe('demoted self because DCS is not accessible and I was a leader');
   });
 });

@@ -13,7 +13,14 @@ import type { LocalPosition } from '../../src/domain/timeline-history.ts';
 
 const member = (name: string, extra: Partial<MemberData> = {}) => ({
   name,
-  data: { conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`, api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`, state: 'running', role: 'replica', version: '0.1.0', ...extra } as MemberData,
+  data: {
+    conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`,
+    api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`,
+    state: 'running',
+    role: 'replica',
+    version: '0.1.0',
+    ...extra,
+  } as MemberData,
 });
 
 /** n2 leads on timeline 2, made by its own promotion at 500 on timeline 1. */
@@ -66,8 +73,12 @@ describe('decideCycle with use_db_rewind', () => {
   });
 
   it('also from crashed or start_failed (the machine accepts cmd.rewind there)', () => {
-    expect(decideCycle(input(crashed, { db: { state: 'crashed', role: 'primary', busy: false } })).actions.map((a) => a.kind)).toEqual(['rewind']);
-    expect(decideCycle(input(crashed, { db: { state: 'start_failed', role: 'replica', busy: false } })).actions.map((a) => a.kind)).toEqual(['rewind']);
+    expect(decideCycle(input(crashed, { db: { state: 'crashed', role: 'primary', busy: false } })).actions.map((a) => a.kind)).toEqual([
+      'rewind',
+    ]);
+    expect(decideCycle(input(crashed, { db: { state: 'start_failed', role: 'replica', busy: false } })).actions.map((a) => a.kind)).toEqual(
+      ['rewind'],
+    );
   });
 
   it('not diverged (clean stop before the switch point) → start as a replica, no rewind', () => {
@@ -111,7 +122,9 @@ describe('decideCycle with use_db_rewind', () => {
     const failure = { leader: 'n2', timeline: 2, reason: 'pg_rewind exited 1: could not connect to server' };
 
     it('against the same leader timeline, remove_data_directory_on_rewind_failure off → never again: stays stopped, saying why', () => {
-      const r = decideCycle(input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: false }) }));
+      const r = decideCycle(
+        input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: false }) }),
+      );
       expect(r.actions).toEqual([]);
       expect(r.message).toContain('not retried');
       expect(r.diverged).toContain('pg_rewind from n2 failed: pg_rewind exited 1: could not connect to server');
@@ -119,13 +132,18 @@ describe('decideCycle with use_db_rewind', () => {
 
     it('even with remove_data_directory_on_diverged_timelines (the reference does not re-clone a failed rewind)', () => {
       const r = decideCycle(
-        input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_diverged_timelines: true, remove_data_directory_on_rewind_failure: false }) }),
+        input(crashed, {
+          rewindFailure: failure,
+          config: rewindOn({ remove_data_directory_on_diverged_timelines: true, remove_data_directory_on_rewind_failure: false }),
+        }),
       );
       expect(r.actions).toEqual([]);
     });
 
     it('with remove_data_directory_on_rewind_failure (the default) → reinitialize', () => {
-      const r = decideCycle(input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: true }) }));
+      const r = decideCycle(
+        input(crashed, { rewindFailure: failure, config: rewindOn({ remove_data_directory_on_rewind_failure: true }) }),
+      );
       expect(r.actions).toEqual([{ kind: 'reinitialize' }]);
       expect(r.message).toMatch(/^reinitializing after a failed rewind: /);
       expect(decideCycle(input(crashed, { rewindFailure: failure, config: withDefaults({}) })).actions).toEqual([{ kind: 'reinitialize' }]);

@@ -10,7 +10,14 @@ const standby = (extra: Record<string, unknown> = {}) => withDefaults({ standby_
 
 const member = (name: string, extra: Partial<MemberData> = {}) => ({
   name,
-  data: { conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`, api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`, state: 'running', role: 'replica', version: '0.1.0', ...extra } as MemberData,
+  data: {
+    conn_url: `postgres://127.0.0.1:${5432 + Number(name.slice(-1))}/postgres`,
+    api_url: `http://127.0.0.1:800${name.slice(-1)}/ha`,
+    state: 'running',
+    role: 'replica',
+    version: '0.1.0',
+    ...extra,
+  } as MemberData,
 });
 
 /** A standby cluster's cycle facts for n1; n2 is the standby leader unless the view says otherwise. */
@@ -20,7 +27,12 @@ function input(over: Partial<CycleInput> = {}, view: Partial<ClusterView> = {}):
     name: 'n1',
     nowMs: 1_000_000,
     config: standby(),
-    view: { members: [member('n1'), member('n2', { role: view.leader?.name === 'n2' ? 'standby_leader' : 'replica' })], initialize: '7000000000000000001', history: [], ...view },
+    view: {
+      members: [member('n1'), member('n2', { role: view.leader?.name === 'n2' ? 'standby_leader' : 'replica' })],
+      initialize: '7000000000000000001',
+      history: [],
+      ...view,
+    },
     dcsOk: true,
     db: { state: 'running', role: 'replica', busy: false },
     hasData: true,
@@ -78,7 +90,9 @@ describe('decideCycle in a standby cluster', () => {
   it('the stopped lock holder starts as the standby leader (remote), and releases the lock after a failed start', () => {
     expect(decide(input({ db: stopped('replica') }, leaderIs('n1'))).actions).toEqual([{ kind: 'start', role: 'replica', remote: true }]);
     // Also after demote-cluster (the machine's role is replica then) and after a crash of a primary.
-    expect(decide(input({ db: { state: 'crashed', role: 'primary', busy: false } }, leaderIs('n1'))).actions).toEqual([{ kind: 'start', role: 'replica', remote: true }]);
+    expect(decide(input({ db: { state: 'crashed', role: 'primary', busy: false } }, leaderIs('n1'))).actions).toEqual([
+      { kind: 'start', role: 'replica', remote: true },
+    ]);
     expect(kinds(input({ db: { state: 'start_failed', role: 'replica', busy: false } }, leaderIs('n1')))).toEqual(['releaseLock']);
   });
 
@@ -94,17 +108,23 @@ describe('decideCycle in a standby cluster', () => {
 
   it('a stopped replica starts as a secondary of the standby leader', () => {
     const local = { clusterState: 'shut down in recovery', timeline: 3, checkpointLsn: 10n, minRecoveryLsn: 10n };
-    expect(decide(input({ db: stopped('replica'), local }, leaderIs('n2'))).actions).toEqual([{ kind: 'start', role: 'replica', leader: 'n2' }]);
+    expect(decide(input({ db: stopped('replica'), local }, leaderIs('n2'))).actions).toEqual([
+      { kind: 'start', role: 'replica', leader: 'n2' },
+    ]);
   });
 
   it('replicas wait while the standby leader does not run', () => {
     const view = { ...leaderIs('n2'), members: [member('n1'), member('n2', { role: 'standby_leader', state: 'starting' })] };
     expect(kinds(input({ replication: { upstream: undefined, streaming: false } }, view))).toEqual([]);
-    expect(decide(input({ replication: { upstream: undefined, streaming: false } }, view)).message).toBe('waiting for leader n2 to run as standby leader before following it');
+    expect(decide(input({ replication: { upstream: undefined, streaming: false } }, view)).message).toBe(
+      'waiting for leader n2 to run as standby leader before following it',
+    );
   });
 
   it('an empty member clones from the standby leader', () => {
-    expect(decide(input({ hasData: false, db: stopped('uninitialized') }, leaderIs('n2'))).actions).toEqual([{ kind: 'clone', from: 'n2' }]);
+    expect(decide(input({ hasData: false, db: stopped('uninitialized') }, leaderIs('n2'))).actions).toEqual([
+      { kind: 'clone', from: 'n2' },
+    ]);
   });
 
   it('failover inside the standby cluster: no leader → the healthiest races; the next cycle it is the standby leader, not a primary', () => {
@@ -122,12 +142,16 @@ describe('decideCycle in a standby cluster', () => {
 
   it('a switchover hands the standby leader role over (graceful demotion, lock released)', () => {
     const peers = [{ name: 'n2', reachable: true, role: 'replica' as const, state: 'running' as const, walBytes: 1000n }];
-    const d = decide(input({ lockRenewal: 'ok', peers }, { ...leaderIs('n1'), failover: { value: { leader: 'n1', member: 'n2' }, revision: '3' } }));
+    const d = decide(
+      input({ lockRenewal: 'ok', peers }, { ...leaderIs('n1'), failover: { value: { leader: 'n1', member: 'n2' }, revision: '3' } }),
+    );
     expect(d.actions).toEqual([{ kind: 'demote', mode: 'graceful', releaseLock: true }]);
   });
 
   it('a standby_cluster without host is not a standby cluster', () => {
-    expect(kinds(input({ lockRenewal: 'ok', config: withDefaults({ standby_cluster: { port: 5433 } }) }, leaderIs('n1')))).toEqual(['promote']);
+    expect(kinds(input({ lockRenewal: 'ok', config: withDefaults({ standby_cluster: { port: 5433 } }) }, leaderIs('n1')))).toEqual([
+      'promote',
+    ]);
   });
 });
 
@@ -136,7 +160,17 @@ describe('standby cluster helpers', () => {
     expect(standbyClusterOf({ standby_cluster: { host: 'h' } })).toEqual({ host: 'h', port: 5432 });
     expect(standbyClusterOf({ standby_cluster: null })).toBeUndefined();
     expect(standbyClusterOf({})).toBeUndefined();
-    expect(standbyClusterOf({ standby_cluster: { host: 'h', port: 6000, primary_slot_name: 's1', restore_command: 'cp /a/%f %p', recovery_min_apply_delay: '5min' } })).toEqual({
+    expect(
+      standbyClusterOf({
+        standby_cluster: {
+          host: 'h',
+          port: 6000,
+          primary_slot_name: 's1',
+          restore_command: 'cp /a/%f %p',
+          recovery_min_apply_delay: '5min',
+        },
+      }),
+    ).toEqual({
       host: 'h',
       port: 6000,
       primary_slot_name: 's1',
@@ -146,7 +180,9 @@ describe('standby cluster helpers', () => {
   });
 
   it('standbyLeaderParameters: the recovery settings of the standby leader', () => {
-    expect(standbyLeaderParameters({ host: 'h', port: 1, restore_command: 'x', archive_cleanup_command: 'y', recovery_min_apply_delay: 1000 })).toEqual({
+    expect(
+      standbyLeaderParameters({ host: 'h', port: 1, restore_command: 'x', archive_cleanup_command: 'y', recovery_min_apply_delay: 1000 }),
+    ).toEqual({
       restore_command: 'x',
       archive_cleanup_command: 'y',
       recovery_min_apply_delay: 1000,

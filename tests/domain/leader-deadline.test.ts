@@ -3,13 +3,17 @@ import { leaderDeadlineMs, stopAcknowledgingBoundS } from '../../src/domain/lead
 
 describe('leaderDeadlineMs', () => {
   it('is the last renewal + ttl − retry_timeout', () => {
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, ttlSeconds: 10, retryTimeoutSeconds: 3 })).toBe(1_007_000);
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, ttlSeconds: 30, retryTimeoutSeconds: 10 })).toBe(1_020_000);
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(1_007_000);
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, ttlMs: 30 * 1000, retryTimeoutMs: 10 * 1000 })).toBe(1_020_000);
   });
 
   it('a failsafe round accepted after the renewal moves it', () => {
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, failsafeSentMs: 1_005_000, ttlSeconds: 10, retryTimeoutSeconds: 3 })).toBe(1_012_000);
-    expect(leaderDeadlineMs({ lastRenewalMs: 1_006_000, failsafeSentMs: 1_005_000, ttlSeconds: 10, retryTimeoutSeconds: 3 })).toBe(1_013_000);
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_000_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(
+      1_012_000,
+    );
+    expect(leaderDeadlineMs({ lastRenewalMs: 1_006_000, failsafeSentMs: 1_005_000, ttlMs: 10 * 1000, retryTimeoutMs: 3 * 1000 })).toBe(
+      1_013_000,
+    );
   });
 
   it('under the timing rule it leaves the next cycle its full retry_timeout, and stays before the lease can expire', () => {
@@ -21,7 +25,7 @@ describe('leaderDeadlineMs', () => {
     ] as const) {
       expect(loopWait + 2 * rt).toBeLessThanOrEqual(ttl);
       const renewal = 5_000_000;
-      const deadline = leaderDeadlineMs({ lastRenewalMs: renewal, ttlSeconds: ttl, retryTimeoutSeconds: rt });
+      const deadline = leaderDeadlineMs({ lastRenewalMs: renewal, ttlMs: ttl * 1000, retryTimeoutMs: rt * 1000 });
       // the next cycle starts at renewal + loop_wait at the latest; its keepalive may take retry_timeout
       expect(deadline).toBeGreaterThanOrEqual(renewal + (loopWait + rt) * 1000);
       // the lease (sent at `renewal`) cannot expire before renewal + ttl

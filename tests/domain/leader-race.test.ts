@@ -19,28 +19,61 @@ describe('isHealthiest', () => {
     ['failover_priority 0', base({ self: { name: 'a', walBytes: 100n, timeline: 2, tags: { failover_priority: 0 } } }), false],
     ['peer ahead', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 101n }] }), false],
     ['peer behind', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 99n }] }), true],
-    ['equal position, higher priority peer', base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, tags: { failover_priority: 2 } }] }), false],
+    [
+      'equal position, higher priority peer',
+      base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, tags: { failover_priority: 2 } }] }),
+      false,
+    ],
     ['equal position, equal priority', base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }] }), true],
     ['primary still running', base({ peers: [{ name: 'b', reachable: true, role: 'primary', state: 'running', walBytes: 1n }] }), false],
     ['former primary stopped', base({ peers: [{ name: 'b', reachable: true, role: 'primary', state: 'stopped', walBytes: 1n }] }), true],
     ['lag above maximum', base({ leaderOptimeBytes: 100n + 1048577n }), false],
     ['lag at maximum', base({ leaderOptimeBytes: 100n + 1048576n }), true],
     ['check_timeline and behind', base({ checkTimeline: true, clusterTimeline: 3 }), false],
-    ['behind the cluster timeline, no check_timeline: still not healthy (a second timeline with a used number)', base({ clusterTimeline: 3 }), false],
+    [
+      'behind the cluster timeline, no check_timeline: still not healthy (a second timeline with a used number)',
+      base({ clusterTimeline: 3 }),
+      false,
+    ],
     ['behind the cluster timeline but the operator names it in a failover', base({ clusterTimeline: 3, failover: { member: 'a' } }), true],
-    ['behind the cluster timeline as the candidate of a switchover (a leader named): not healthy', base({ clusterTimeline: 3, failover: { leader: 'b', member: 'a' } }), false],
-    ['manual failover to a reachable other member', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }), false],
-    ['manual failover to a reachable member whose database does not run: race anyway', base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }), true],
-    ['switchover to a member behind the cluster timeline: the others race anyway', base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }), true],
+    [
+      'behind the cluster timeline as the candidate of a switchover (a leader named): not healthy',
+      base({ clusterTimeline: 3, failover: { leader: 'b', member: 'a' } }),
+      false,
+    ],
+    [
+      'manual failover to a reachable other member',
+      base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n }] }),
+      false,
+    ],
+    [
+      'manual failover to a reachable member whose database does not run: race anyway',
+      base({ failover: { member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }] }),
+      true,
+    ],
+    [
+      'switchover to a member behind the cluster timeline: the others race anyway',
+      base({
+        failover: { leader: 'c', member: 'b' },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }],
+      }),
+      true,
+    ],
     ['the candidate ignores the lag rule', base({ failover: { member: 'a' }, leaderOptimeBytes: 10_000_000n }), true],
     [
       "an operator's failover candidate races behind a reachable member by more than maximum_lag_on_failover (the operator's choice)",
-      base({ failover: { member: 'a' }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        failover: { member: 'a' },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       true,
     ],
     [
       'a switchover candidate more than maximum_lag_on_failover behind a reachable member does not race (finding 19, seed 182742808)',
-      base({ failover: { leader: 'b', member: 'a' }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       false,
     ],
     [
@@ -50,22 +83,39 @@ describe('isHealthiest', () => {
     ],
     [
       'a switchover candidate within maximum_lag_on_failover of a reachable member races (no WAL comparison beyond that)',
-      base({ failover: { leader: 'b', member: 'a' }, leaderOptimeBytes: 150n, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048576n, timeline: 2 }] }),
+      base({
+        failover: { leader: 'b', member: 'a' },
+        leaderOptimeBytes: 150n,
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048576n, timeline: 2 }],
+      }),
       true,
     ],
     [
       'a switchover candidate more than maximum_lag_on_failover behind this member does not hold up the race (finding 19)',
-      base({ self: { name: 'c', walBytes: 100n + 1048577n, timeline: 2, tags: {} }, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      base({
+        self: { name: 'c', walBytes: 100n + 1048577n, timeline: 2, tags: {} },
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }],
+      }),
       true,
     ],
     [
       "a switchover candidate more than maximum_lag_on_failover behind the leader's last optime does not hold up the race (finding 19)",
-      base({ self: { name: 'c', walBytes: 2_000_000n, timeline: 2, tags: {} }, leaderOptimeBytes: 2_000_000n, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      base({
+        self: { name: 'c', walBytes: 2_000_000n, timeline: 2, tags: {} },
+        leaderOptimeBytes: 2_000_000n,
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }],
+      }),
       true,
     ],
     [
       'the former leader of a switchover races when the candidate is more than maximum_lag_on_failover behind it (finding 19, seed 182742808)',
-      base({ self: { name: 'b', walBytes: 100n + 1048577n, timeline: 2, tags: {} }, failover: { leader: 'b', member: 'a' }, peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }] }),
+      base({
+        self: { name: 'b', walBytes: 100n + 1048577n, timeline: 2, tags: {} },
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'a', reachable: true, role: 'replica', state: 'running', walBytes: 100n, timeline: 2 }],
+      }),
       true,
     ],
     [
@@ -89,7 +139,7 @@ describe('isHealthiest', () => {
       true,
     ],
     [
-      "a switchover candidate on an older timeline but ahead in WAL of the member on the newer one still races (it forks at another switch point)",
+      'a switchover candidate on an older timeline but ahead in WAL of the member on the newer one still races (it forks at another switch point)',
       base({
         self: { name: 'a', walBytes: 400n, timeline: 1, tags: {} },
         clusterTimeline: 1,
@@ -109,7 +159,7 @@ describe('isHealthiest', () => {
       true,
     ],
     [
-      "the former leader of a switchover does not step aside for a candidate behind its newer timeline and WAL (finding 23)",
+      'the former leader of a switchover does not step aside for a candidate behind its newer timeline and WAL (finding 23)',
       base({
         self: { name: 'c', walBytes: 300n, timeline: 2, tags: {} },
         clusterTimeline: 1,
@@ -118,15 +168,32 @@ describe('isHealthiest', () => {
       }),
       true,
     ],
-    ['the former leader of a switchover steps aside for a member that can win', base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }), false],
+    [
+      'the former leader of a switchover steps aside for a member that can win',
+      base({
+        failover: { leader: 'a', member: 'b' },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }],
+      }),
+      false,
+    ],
     [
       'the former leader of a switchover races when every other member is behind the cluster timeline (finding 13)',
-      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }, { name: 'c', reachable: true, state: 'running', walBytes: 1n, timeline: 1 }] }),
+      base({
+        failover: { leader: 'a', member: 'b' },
+        peers: [
+          { name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 1 },
+          { name: 'c', reachable: true, state: 'running', walBytes: 1n, timeline: 1 },
+        ],
+      }),
       true,
     ],
     [
       'synchronous mode: the former leader of a switchover races when the sync key lets only it take over (finding 13, seed 2388)',
-      base({ failover: { leader: 'a', member: 'b' }, sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }] }),
+      base({
+        failover: { leader: 'a', member: 'b' },
+        sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }],
+      }),
       true,
     ],
     [
@@ -140,19 +207,38 @@ describe('isHealthiest', () => {
     ],
     [
       'synchronous mode: a peer ahead that the sync key refuses does not stop its leader (finding 14, seed 31337445)',
-      base({ sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }], clusterTimeline: 1 }),
+      base({
+        sync: { mode: 'quorum', key: { leader: 'a', members: [], quorum: 0 } },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }],
+        clusterTimeline: 1,
+      }),
       true,
     ],
     [
       'synchronous mode: a listed peer ahead still does',
-      base({ sync: { mode: 'on', key: { leader: 'L', members: ['a', 'b'], quorum: 0 } }, peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }] }),
+      base({
+        sync: { mode: 'on', key: { leader: 'L', members: ['a', 'b'], quorum: 0 } },
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }],
+      }),
       false,
     ],
-    ['a peer ahead in numbers but behind the cluster timeline does not count', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }] }), true],
-    ['asynchronous: a peer ahead on the cluster timeline does', base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }] }), false],
+    [
+      'a peer ahead in numbers but behind the cluster timeline does not count',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 1 }] }),
+      true,
+    ],
+    [
+      'asynchronous: a peer ahead on the cluster timeline does',
+      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 500n, timeline: 2 }] }),
+      false,
+    ],
     [
       'failsafe: the former leader races when the other members are not listed in the failsafe key (finding 12)',
-      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n === 'a' }),
+      base({
+        failover: { leader: 'a', member: 'b' },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }],
+        failsafeListed: (n) => n === 'a',
+      }),
       true,
     ],
     [
@@ -171,49 +257,93 @@ describe('isHealthiest', () => {
     ],
     [
       'the former leader of a switchover steps aside for a non-candidate member at its WAL position',
-      base({ failover: { leader: 'a', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'stopped' }, { name: 'c', reachable: true, state: 'running', walBytes: 100n, timeline: 2 }] }),
+      base({
+        failover: { leader: 'a', member: 'b' },
+        peers: [
+          { name: 'b', reachable: true, state: 'stopped' },
+          { name: 'c', reachable: true, state: 'running', walBytes: 100n, timeline: 2 },
+        ],
+      }),
       false,
     ],
     [
-      'synchronous mode: the former leader steps aside for a listed member behind it (that member skips the key\'s former leader)',
-      base({ failover: { leader: 'a', member: 'b' }, sync: { mode: 'on', key: { leader: 'a', members: ['c'], quorum: 0 } }, peers: [{ name: 'b', reachable: true, state: 'stopped' }, { name: 'c', reachable: true, state: 'running', walBytes: 60n, timeline: 2 }] }),
+      "synchronous mode: the former leader steps aside for a listed member behind it (that member skips the key's former leader)",
+      base({
+        failover: { leader: 'a', member: 'b' },
+        sync: { mode: 'on', key: { leader: 'a', members: ['c'], quorum: 0 } },
+        peers: [
+          { name: 'b', reachable: true, state: 'stopped' },
+          { name: 'c', reachable: true, state: 'running', walBytes: 60n, timeline: 2 },
+        ],
+      }),
       false,
     ],
     [
       'failsafe: a candidate the failsafe key does not list does not hold up the race (finding 12)',
-      base({ failover: { leader: 'c', member: 'b' }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      base({
+        failover: { leader: 'c', member: 'b' },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 1n, timeline: 2 }],
+        failsafeListed: (n) => n !== 'b',
+      }),
       true,
     ],
     [
       'failsafe: a peer ahead that the failsafe key does not list does not stop a listed member within maximum_lag_on_failover of it (finding 24, seed 1610011577)',
-      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 16_364n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 16_364n, timeline: 2 }],
+        failsafeListed: (n) => n !== 'b',
+      }),
       true,
     ],
     [
       'failsafe: a peer the failsafe key does not list, at equal WAL with a higher failover_priority, does not stop a listed member (finding 24)',
-      base({ peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, timeline: 2, tags: { failover_priority: 2 } }], failsafeListed: (n) => n !== 'b' }),
+      base({
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n, timeline: 2, tags: { failover_priority: 2 } }],
+        failsafeListed: (n) => n !== 'b',
+      }),
       true,
     ],
     [
       'failsafe: a peer the failsafe key does not list, more than maximum_lag_on_failover ahead, still stops a listed member',
-      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }], failsafeListed: (n) => n !== 'b' }),
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 100n + 1048577n, timeline: 2 }],
+        failsafeListed: (n) => n !== 'b',
+      }),
       false,
     ],
     [
       'failsafe: a listed peer ahead still stops a listed member',
-      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 101n, timeline: 2 }], failsafeListed: () => true }),
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 101n, timeline: 2 }],
+        failsafeListed: () => true,
+      }),
       false,
     ],
     ['synchronous mode: listed in the sync key', base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } } }), true],
     ['synchronous mode: not listed', base({ sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), false],
-    ['synchronous mode: the key lists nobody (only its leader may)', base({ sync: { mode: 'on', key: { leader: 'L', members: [], quorum: 0 } } }), false],
-    ['synchronous mode: the key\'s former leader may', base({ sync: { mode: 'on', key: { leader: 'a', members: ['b'], quorum: 0 } } }), true],
     [
-      'synchronous mode: the former leader ahead does not block a listed member',
-      base({ sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } }, peers: [{ name: 'L', reachable: true, role: 'replica', state: 'running', walBytes: 500n }] }),
+      'synchronous mode: the key lists nobody (only its leader may)',
+      base({ sync: { mode: 'on', key: { leader: 'L', members: [], quorum: 0 } } }),
+      false,
+    ],
+    [
+      "synchronous mode: the key's former leader may",
+      base({ sync: { mode: 'on', key: { leader: 'a', members: ['b'], quorum: 0 } } }),
       true,
     ],
-    ['synchronous mode: an operator failover may name an unlisted member', base({ failover: { member: 'a' }, sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }), true],
+    [
+      'synchronous mode: the former leader ahead does not block a listed member',
+      base({
+        sync: { mode: 'on', key: { leader: 'L', members: ['a'], quorum: 0 } },
+        peers: [{ name: 'L', reachable: true, role: 'replica', state: 'running', walBytes: 500n }],
+      }),
+      true,
+    ],
+    [
+      'synchronous mode: an operator failover may name an unlisted member',
+      base({ failover: { member: 'a' }, sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }),
+      true,
+    ],
     [
       'synchronous mode: a switchover candidate must be listed',
       base({ failover: { leader: 'L', member: 'a' }, sync: { mode: 'on', key: { leader: 'L', members: ['b'], quorum: 0 } } }),
@@ -230,7 +360,10 @@ describe('isHealthiest', () => {
     ],
     [
       'quorum: two votes from the key, the peer not ahead',
-      base({ sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } }, peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }] }),
+      base({
+        sync: { mode: 'quorum', key: { leader: 'L', members: ['a', 'b'], quorum: 2 } },
+        peers: [{ name: 'b', reachable: true, state: 'running', walBytes: 100n }],
+      }),
       true,
     ],
     [
@@ -255,7 +388,10 @@ describe('isHealthiest', () => {
     ],
     [
       'a member that answered counts with its answer, not its older member key (finding 21)',
-      base({ peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 90n, timeline: 2 }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 90n, timeline: 2 }],
+        published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       true,
     ],
     [
@@ -270,17 +406,29 @@ describe('isHealthiest', () => {
     ],
     [
       "synchronous mode: the sync key's former leader, silent and ahead, does not count (finding 21)",
-      base({ sync: { mode: 'on', key: { leader: 'b', members: ['a'], quorum: 0 } }, peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        sync: { mode: 'on', key: { leader: 'b', members: ['a'], quorum: 0 } },
+        peers: [{ name: 'b', reachable: false }],
+        published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       true,
     ],
     [
       "an operator's failover candidate races whatever a silent member's key shows (finding 21)",
-      base({ failover: { member: 'a' }, peers: [{ name: 'b', reachable: false }], published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        failover: { member: 'a' },
+        peers: [{ name: 'b', reachable: false }],
+        published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       true,
     ],
     [
       "a switchover candidate more than maximum_lag_on_failover behind a silent member's key does not race (findings 19 and 21)",
-      base({ failover: { leader: 'b', member: 'a' }, peers: [{ name: 'c', reachable: false }], published: [{ name: 'c', walBytes: 100n + 1048577n, timeline: 2 }] }),
+      base({
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'c', reachable: false }],
+        published: [{ name: 'c', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
       false,
     ],
   ])('%s → %s', (_n, i, healthy) => {
@@ -339,6 +487,8 @@ describe('timeline history and divergence', () => {
     expect(checkDivergence(local, 2, hist).kind).toBe(kind);
   });
   it('is unknown without a history entry for the local timeline', () => {
-    expect(checkDivergence({ clusterState: 'shut down', timeline: 1, checkpointLsn: 1n, minRecoveryLsn: 0n }, 2, undefined).kind).toBe('unknown');
+    expect(checkDivergence({ clusterState: 'shut down', timeline: 1, checkpointLsn: 1n, minRecoveryLsn: 0n }, 2, undefined).kind).toBe(
+      'unknown',
+    );
   });
 });

@@ -65,7 +65,9 @@ describe('checkParameter: bool', () => {
   );
 
   it.each(['o', 'onn', 'offf', 'truee', 'yess', '2', '01', '', ' on', 'on ', 'enabled'])('refuses %j', (v) => {
-    expect(check('fsync', v)).toBe(`invalid value ${JSON.stringify(v)} for boolean parameter fsync (use on, off, true, false, yes, no, 1 or 0)`);
+    expect(check('fsync', v)).toBe(
+      `invalid value ${JSON.stringify(v)} for boolean parameter fsync (use on, off, true, false, yes, no, 1 or 0)`,
+    );
   });
 
   it('takes JSON booleans and the numbers 1 and 0', () => {
@@ -91,7 +93,9 @@ describe('checkParameter: integer', () => {
   it('names the parameter and the type of a non-number', () => {
     expect(check('max_connections', 'lots')).toBe('invalid value "lots" for integer parameter max_connections');
     expect(check('max_connections', '08')).toBe('invalid value "08" for integer parameter max_connections (this parameter takes no unit)');
-    expect(check('max_connections', '5MB')).toBe('invalid value "5MB" for integer parameter max_connections (this parameter takes no unit)');
+    expect(check('max_connections', '5MB')).toBe(
+      'invalid value "5MB" for integer parameter max_connections (this parameter takes no unit)',
+    );
     expect(check('max_connections', true)).toBe('invalid value "on" for integer parameter max_connections');
     expect(check('max_connections', '')).toBe('invalid value "" for integer parameter max_connections');
     expect(check('max_connections', '1e')).toMatch(/^invalid value "1e"/);

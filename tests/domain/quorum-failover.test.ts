@@ -29,15 +29,21 @@ describe('quorum_failover_window: only with strict synchronous mode', () => {
     [{ quorum_failover_window: 2, synchronous_mode: true, synchronous_mode_strict: false }],
     [{ quorum_failover_window: 2 }],
   ])('%j → refused, naming the reason', (config) => {
-    expect(quorumFailoverProblem(config as never)).toMatch(/^quorum_failover_window: needs synchronous_mode "quorum" or true with synchronous_mode_strict: true/);
+    expect(quorumFailoverProblem(config as never)).toMatch(
+      /^quorum_failover_window: needs synchronous_mode "quorum" or true with synchronous_mode_strict: true/,
+    );
   });
 
   it('a bad value is refused', () => {
-    expect(quorumFailoverProblem({ quorum_failover_window: -1, synchronous_mode: 'quorum', synchronous_mode_strict: true } as never)).toMatch(/must be a number of seconds/);
+    expect(
+      quorumFailoverProblem({ quorum_failover_window: -1, synchronous_mode: 'quorum', synchronous_mode_strict: true } as never),
+    ).toMatch(/must be a number of seconds/);
   });
 
   it('settings: the window in ms and the mode; off without the preconditions', () => {
-    expect(quorumFailoverSettings(withDefaults({ quorum_failover_window: 1.5, synchronous_mode: 'quorum', synchronous_mode_strict: true }))).toEqual({ windowMs: 1500, mode: 'quorum' });
+    expect(
+      quorumFailoverSettings(withDefaults({ quorum_failover_window: 1.5, synchronous_mode: 'quorum', synchronous_mode_strict: true })),
+    ).toEqual({ windowMs: 1500, mode: 'quorum' });
     expect(quorumFailoverSettings(withDefaults({ quorum_failover_window: 1.5, synchronous_mode: 'quorum' }))).toBeUndefined();
     expect(quorumFailoverSettings(withDefaults({ synchronous_mode: 'quorum', synchronous_mode_strict: true }))).toBeUndefined();
   });
@@ -71,13 +77,17 @@ describe('the fence', () => {
     expect(fenceIncomplete('on', onKey, one, ['n2', 'n3'])).toBe('1 of the 2 members needed have fenced n1');
     expect(fenceIncomplete('on', onKey, joinFence(one, 'n1', 'n3', 80n), ['n2', 'n3'])).toBeUndefined();
     // An asynchronous witness alone does not silence the primary.
-    expect(fenceIncomplete('on', onKey, joinFence(undefined, 'n1', 'n3', 80n), ['n2', 'n3'])).toBe('0 of the 1 synchronous standbys needed have fenced n1');
+    expect(fenceIncomplete('on', onKey, joinFence(undefined, 'n1', 'n3', 80n), ['n2', 'n3'])).toBe(
+      '0 of the 1 synchronous standbys needed have fenced n1',
+    );
   });
 
   it('a fence of another leader, or an empty key, never completes', () => {
     const f = joinFence(undefined, 'n9', 'n2', 1n);
     expect(fenceIncomplete('quorum', key, f, standbys)).toBe('no fence of n1');
-    expect(fenceIncomplete('quorum', { leader: 'n1', members: [], quorum: 0 }, joinFence(undefined, 'n1', 'n2', 1n), standbys)).toMatch(/lists no synchronous standby/);
+    expect(fenceIncomplete('quorum', { leader: 'n1', members: [], quorum: 0 }, joinFence(undefined, 'n1', 'n2', 1n), standbys)).toMatch(
+      /lists no synchronous standby/,
+    );
   });
 
   it('witnesses: a majority of the other members', () => {

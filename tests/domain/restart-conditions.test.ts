@@ -74,16 +74,13 @@ describe('parseRestartRequest', () => {
     },
   );
 
-  it.each([['10'], ['a.b.c'], ['15.1.2.3'], ['15.'], [15.2], ['15.100']])(
-    'rejects database_version %j',
-    (v) => {
-      expect(parseRestartRequest({ database_version: v }, NOW)).toEqual({
-        ok: false,
-        status: 400,
-        message: `Invalid database version format: X.Y or X.Y.Z is accepted: ${String(v)}`,
-      });
-    },
-  );
+  it.each([['10'], ['a.b.c'], ['15.1.2.3'], ['15.'], [15.2], ['15.100']])('rejects database_version %j', (v) => {
+    expect(parseRestartRequest({ database_version: v }, NOW)).toEqual({
+      ok: false,
+      status: 400,
+      message: `Invalid database version format: X.Y or X.Y.Z is accepted: ${String(v)}`,
+    });
+  });
 
   it.each([['yes'], [1], [null]])('rejects restart_pending %j', (v) => {
     expect(parseRestartRequest({ restart_pending: v }, NOW)).toMatchObject({ ok: false, status: 400 });
@@ -171,9 +168,11 @@ describe('restartConditionsHold', () => {
 
 describe('restartConditionsData', () => {
   it('renders the conditions in the member-key shape, leaving absent ones out', () => {
-    expect(
-      restartConditionsData({ role: 'primary', databaseVersion: 150018, databaseVersionText: '15.18', timeoutSeconds: 30 }),
-    ).toEqual({ role: 'primary', database_version: '15.18', timeout: 30 });
+    expect(restartConditionsData({ role: 'primary', databaseVersion: 150018, databaseVersionText: '15.18', timeoutSeconds: 30 })).toEqual({
+      role: 'primary',
+      database_version: '15.18',
+      timeout: 30,
+    });
     expect(restartConditionsData({ restartPending: false, atMs: AT })).toEqual({ restart_pending: false });
   });
 });

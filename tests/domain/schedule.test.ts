@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decideScheduled,
-  formatScheduledAt,
-  parseScheduledAt,
-  UNPARSEABLE_SCHEDULE_MESSAGE,
-} from '../../src/domain/schedule.ts';
+import { decideScheduled, formatScheduledAt, parseScheduledAt, UNPARSEABLE_SCHEDULE_MESSAGE } from '../../src/domain/schedule.ts';
 
 const AT = Date.UTC(2026, 4, 1, 10, 0, 0); // 2026-05-01T10:00:00Z
 const LOOP_WAIT_MS = 10_000;
@@ -115,16 +110,13 @@ describe('parseScheduledAt', () => {
     expect(parseScheduledAt('2000-01-01T00:00:00', NOW)).toMatchObject({ status: 400 });
   });
 
-  it.each([[42], [null], [undefined], [{ at: '2026-05-01T10:00:00Z' }]])(
-    'answers 422 unparseable for the non-string %j',
-    (value) => {
-      expect(parseScheduledAt(value, NOW)).toEqual({
-        ok: false,
-        status: 422,
-        message: UNPARSEABLE_SCHEDULE_MESSAGE,
-      });
-    },
-  );
+  it.each([[42], [null], [undefined], [{ at: '2026-05-01T10:00:00Z' }]])('answers 422 unparseable for the non-string %j', (value) => {
+    expect(parseScheduledAt(value, NOW)).toEqual({
+      ok: false,
+      status: 422,
+      message: UNPARSEABLE_SCHEDULE_MESSAGE,
+    });
+  });
 });
 
 describe('formatScheduledAt', () => {

@@ -1,13 +1,38 @@
 import { describe, expect, it } from 'vitest';
-import { ignoreSlots, isIgnored, memberSlotsTtl, permanentSlots, planSlotSync, SlotRetention, type SlotInfo } from '../../src/domain/slots.ts';
+import {
+  ignoreSlots,
+  isIgnored,
+  memberSlotsTtl,
+  permanentSlots,
+  planSlotSync,
+  SlotRetention,
+  type SlotInfo,
+} from '../../src/domain/slots.ts';
 import { validateDynamicConfig } from '../../src/config/dynamic-schema.ts';
 
-const phys = (name: string, extra: Partial<SlotInfo> = {}): SlotInfo => ({ name, type: 'physical', active: false, restartLsn: 100n, ...extra });
-const logi = (name: string, extra: Partial<SlotInfo> = {}): SlotInfo => ({ name, type: 'logical', database: 'postgres', plugin: 'test_decoding', active: false, restartLsn: 50n, confirmedFlush: 100n, ...extra });
+const phys = (name: string, extra: Partial<SlotInfo> = {}): SlotInfo => ({
+  name,
+  type: 'physical',
+  active: false,
+  restartLsn: 100n,
+  ...extra,
+});
+const logi = (name: string, extra: Partial<SlotInfo> = {}): SlotInfo => ({
+  name,
+  type: 'logical',
+  database: 'postgres',
+  plugin: 'test_decoding',
+  active: false,
+  restartLsn: 50n,
+  confirmedFlush: 100n,
+  ...extra,
+});
 
 describe('permanent slots config', () => {
   it('reads slots and its aliases, physical by default', () => {
-    const p = permanentSlots({ slots: { a: null, b: { type: 'physical' }, c: { type: 'logical', database: 'db', plugin: 'pgoutput' }, d: 0 } });
+    const p = permanentSlots({
+      slots: { a: null, b: { type: 'physical' }, c: { type: 'logical', database: 'db', plugin: 'pgoutput' }, d: 0 },
+    });
     expect([...p]).toEqual([
       ['a', { type: 'physical' }],
       ['b', { type: 'physical' }],
@@ -39,16 +64,30 @@ describe('permanent slots config', () => {
     expect(bad({ slots: { a: { type: 'other' } } }).join()).toMatch(/^slots/);
     expect(bad({ ignore_slots: [{ nme: 'x' }] }).join()).toMatch(/^ignore_slots/);
     expect(bad({ member_slots_ttl: -1 }).join()).toMatch(/^member_slots_ttl/);
-    expect(bad({ slots: { cdc: { type: 'logical', database: 'postgres', plugin: 'pgoutput' }, p: { type: 'physical' } }, ignore_slots: [{ name: 'k', type: 'logical' }], member_slots_ttl: 60 })).toEqual([]);
+    expect(
+      bad({
+        slots: { cdc: { type: 'logical', database: 'postgres', plugin: 'pgoutput' }, p: { type: 'physical' } },
+        ignore_slots: [{ name: 'k', type: 'logical' }],
+        member_slots_ttl: 60,
+      }),
+    ).toEqual([]);
     expect(bad({ permanent_slots: { 'x y': null } }).join()).toMatch(/^permanent_slots/);
   });
 });
 
 describe('planSlotSync', () => {
-  const permanent = permanentSlots({ slots: { cdc: { type: 'logical', database: 'postgres', plugin: 'test_decoding' }, pp: { type: 'physical' } } });
+  const permanent = permanentSlots({
+    slots: { cdc: { type: 'logical', database: 'postgres', plugin: 'test_decoding' }, pp: { type: 'physical' } },
+  });
 
   it('creates missing member and permanent slots, drops unknown inactive ones, keeps ignored and active ones', () => {
-    const plan = planSlotSync([phys('old'), phys('busy', { active: true }), logi('stray'), logi('kept')], ['node2'], permanent, [{ name: 'kept' }], { logical: true });
+    const plan = planSlotSync(
+      [phys('old'), phys('busy', { active: true }), logi('stray'), logi('kept')],
+      ['node2'],
+      permanent,
+      [{ name: 'kept' }],
+      { logical: true },
+    );
     expect(plan.createPhysical.sort()).toEqual(['node2', 'pp']);
     expect(plan.createLogical).toEqual([{ name: 'cdc', database: 'postgres', plugin: 'test_decoding' }]);
     expect(plan.drop.sort()).toEqual(['old', 'stray']);

@@ -4,7 +4,10 @@ import type { Member } from '../../src/domain/member.ts';
 import { admitHandover, switchoverCandidates } from '../../src/domain/switchover-admission.ts';
 
 function member(name: string, tags: Record<string, unknown> = {}): Member {
-  return { name, data: { conn_url: `postgres://h/${name}`, api_url: `http://h/${name}/ha`, state: 'running', role: 'replica', version: '0.1.0', tags } };
+  return {
+    name,
+    data: { conn_url: `postgres://h/${name}`, api_url: `http://h/${name}/ha`, state: 'running', role: 'replica', version: '0.1.0', tags },
+  };
 }
 const view = (sync?: string | null): ClusterView =>
   ({
@@ -18,7 +21,10 @@ describe('admitHandover (one rule for the API, hactl and the leader)', () => {
     const a = admitHandover(view(), {}, { action: 'switchover', leader: 'n1' });
     expect(a.ok && a.considered.map((m) => m.name)).toEqual(['n2', 'n3', 'n4']);
     expect(admitHandover(view(), {}, { action: 'switchover', leader: 'n2' })).toEqual({ ok: false, refusal: 'leader name does not match' });
-    expect(admitHandover(view(), {}, { action: 'switchover', candidate: 'nx' })).toEqual({ ok: false, refusal: 'candidate does not exists' });
+    expect(admitHandover(view(), {}, { action: 'switchover', candidate: 'nx' })).toEqual({
+      ok: false,
+      refusal: 'candidate does not exists',
+    });
   });
 
   it('synchronous (true or quorum): a switchover only to a member of the sync key; a failover to anyone', () => {

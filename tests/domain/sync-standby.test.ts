@@ -24,7 +24,10 @@ const on = (over: Partial<SyncSettings> = {}): SyncSettings => ({ mode: 'on', st
 const quorum = (over: Partial<SyncSettings> = {}): SyncSettings => ({ ...on(over), mode: 'quorum' });
 
 function member(name: string, tags: Record<string, unknown> = {}, state = 'running'): Member {
-  return { name, data: { conn_url: `postgres://h/${name}`, api_url: `http://h/${name}`, state: state as never, role: 'replica', version: '0.1.0', tags } };
+  return {
+    name,
+    data: { conn_url: `postgres://h/${name}`, api_url: `http://h/${name}`, state: state as never, role: 'replica', version: '0.1.0', tags },
+  };
 }
 function row(name: string, flush: bigint, sync_state = 'async', state = 'streaming'): ReplicationRow {
   return { usename: 'replicator', application_name: name, client_addr: '127.0.0.1', state, sync_state, sync_priority: 0, flush_lsn: flush };
@@ -33,7 +36,9 @@ function row(name: string, flush: bigint, sync_state = 'async', state = 'streami
 describe('settings', () => {
   it('reads the dynamic configuration with the reference defaults', () => {
     expect(syncSettings({})).toEqual({ mode: 'off', strict: false, nodeCount: 1, maxLagBytes: -1 });
-    expect(syncSettings({ synchronous_mode: true, synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 100 })).toEqual({
+    expect(
+      syncSettings({ synchronous_mode: true, synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 100 }),
+    ).toEqual({
       mode: 'on',
       strict: true,
       nodeCount: 2,
@@ -70,7 +75,14 @@ describe('synchronous_standby_names', () => {
 });
 
 describe('candidates', () => {
-  const members = [member('n1'), member('n2'), member('n3', { nosync: true }), member('n4', { replicatefrom: 'n2' }), member('n5'), member('n6', {}, 'starting')];
+  const members = [
+    member('n1'),
+    member('n2'),
+    member('n3', { nosync: true }),
+    member('n4', { replicatefrom: 'n2' }),
+    member('n5'),
+    member('n6', {}, 'starting'),
+  ];
   const replication = [row('n2', 100n), row('n3', 200n), row('n4', 200n), row('n5', 300n, 'sync'), row('n6', 300n), row('n7', 300n)];
 
   it('takes streaming running members without nosync or cascading, synchronous ones first', () => {
@@ -86,34 +98,62 @@ describe('candidates', () => {
   });
 
   it('never counts a walsender that is not streaming', () => {
-    expect(syncCandidates({ self: 'n1', members, replication: [row('n2', 10n, 'async', 'catchup')], settings: on(), inKey: [] })).toEqual([]);
+    expect(syncCandidates({ self: 'n1', members, replication: [row('n2', 10n, 'async', 'catchup')], settings: on(), inKey: [] })).toEqual(
+      [],
+    );
   });
 });
 
 describe('target set', () => {
   it('mode true: FIRST n of the best n; quorum: ANY min(n, all) of all', () => {
     expect(targetSyncSet(on({ nodeCount: 2 }), ['c', 'a', 'b'], { kind: 'async' })).toEqual({ kind: 'first', num: 2, members: ['a', 'c'] });
-    expect(targetSyncSet(quorum({ nodeCount: 2 }), ['c', 'a', 'b'], { kind: 'async' })).toEqual({ kind: 'any', num: 2, members: ['a', 'b', 'c'] });
+    expect(targetSyncSet(quorum({ nodeCount: 2 }), ['c', 'a', 'b'], { kind: 'async' })).toEqual({
+      kind: 'any',
+      num: 2,
+      members: ['a', 'b', 'c'],
+    });
     expect(targetSyncSet(quorum({ nodeCount: 5 }), ['a'], { kind: 'async' })).toEqual({ kind: 'any', num: 1, members: ['a'] });
   });
 
   it('no candidate: asynchronous, or in strict mode the standbys in force, else the placeholder', () => {
     expect(targetSyncSet(on(), [], { kind: 'first', num: 1, members: ['a'] })).toEqual({ kind: 'async' });
-    expect(targetSyncSet(on({ strict: true }), [], { kind: 'first', num: 1, members: ['a'] })).toEqual({ kind: 'first', num: 1, members: ['a'] });
+    expect(targetSyncSet(on({ strict: true }), [], { kind: 'first', num: 1, members: ['a'] })).toEqual({
+      kind: 'first',
+      num: 1,
+      members: ['a'],
+    });
     expect(targetSyncSet(on({ strict: true }), [], { kind: 'async' })).toEqual({ kind: 'blocked' });
   });
 });
 
 describe('protective key', () => {
   it('mode true keeps only members every set waits for', () => {
-    expect(protectiveKey('on', 'L', ['a', 'b'], [{ kind: 'first', num: 2, members: ['a', 'b'] }, { kind: 'first', num: 1, members: ['a'] }]).members).toEqual(['a']);
+    expect(
+      protectiveKey(
+        'on',
+        'L',
+        ['a', 'b'],
+        [
+          { kind: 'first', num: 2, members: ['a', 'b'] },
+          { kind: 'first', num: 1, members: ['a'] },
+        ],
+      ).members,
+    ).toEqual(['a']);
     expect(protectiveKey('on', 'L', ['a'], [{ kind: 'async' }]).members).toEqual([]);
     expect(protectiveKey('on', 'L', ['a'], [{ kind: 'blocked' }]).members).toEqual(['a']);
   });
 
   it('quorum: k + q > |G ∪ K|, emptied when the quorum exceeds the members', () => {
-    expect(protectiveKey('quorum', 'L', ['a', 'b'], [{ kind: 'any', num: 1, members: ['a', 'b'] }])).toEqual({ leader: 'L', members: ['a', 'b'], quorum: 2 });
-    expect(protectiveKey('quorum', 'L', ['a', 'b'], [{ kind: 'any', num: 2, members: ['a', 'b'] }])).toEqual({ leader: 'L', members: ['a', 'b'], quorum: 1 });
+    expect(protectiveKey('quorum', 'L', ['a', 'b'], [{ kind: 'any', num: 1, members: ['a', 'b'] }])).toEqual({
+      leader: 'L',
+      members: ['a', 'b'],
+      quorum: 2,
+    });
+    expect(protectiveKey('quorum', 'L', ['a', 'b'], [{ kind: 'any', num: 2, members: ['a', 'b'] }])).toEqual({
+      leader: 'L',
+      members: ['a', 'b'],
+      quorum: 1,
+    });
     expect(protectiveKey('quorum', 'L', ['b'], [{ kind: 'any', num: 1, members: ['a', 'b'] }]).members).toEqual([]);
   });
 });
@@ -129,7 +169,9 @@ describe('race rule', () => {
     expect(syncRaceRefusal(rule, { name: 'a', walBytes: 100n }, peers)).toBeUndefined();
     expect(syncRaceRefusal(rule, { name: 'L', walBytes: 1n }, peers)).toBeUndefined();
     expect(syncRaceRefusal(rule, { name: 'b', walBytes: 90n }, peers)).toMatch(/not a synchronous standby/);
-    expect(syncRaceRefusal({ ...rule, key: { leader: 'L', members: [], quorum: 0 } }, { name: 'a', walBytes: 100n }, peers)).toMatch(/only its leader L/);
+    expect(syncRaceRefusal({ ...rule, key: { leader: 'L', members: [], quorum: 0 } }, { name: 'a', walBytes: 100n }, peers)).toMatch(
+      /only its leader L/,
+    );
   });
 
   it('quorum: votes from listed members that answered and are not ahead', () => {
@@ -164,7 +206,9 @@ describe('decideSyncStep', () => {
       set: { kind: 'first', num: 1, members: ['a'] },
     });
     const set: SyncSet = { kind: 'first', num: 1, members: ['a'] };
-    expect(decideSyncStep({ ...base, settings: on(), key, configured: set, candidates: ['a'], uncovered: [{ kind: 'async' }] })).toMatchObject({ kind: 'none' });
+    expect(
+      decideSyncStep({ ...base, settings: on(), key, configured: set, candidates: ['a'], uncovered: [{ kind: 'async' }] }),
+    ).toMatchObject({ kind: 'none' });
     expect(decideSyncStep({ ...base, settings: on(), key, configured: set, candidates: ['a'], caughtUp: ['a'] })).toMatchObject({
       kind: 'writeKey',
       key: { members: ['a'] },
@@ -174,7 +218,10 @@ describe('decideSyncStep', () => {
   it('a standby leaves the key before it leaves synchronous_standby_names', () => {
     const key = { leader: 'L', members: ['a'], quorum: 0 };
     const set: SyncSet = { kind: 'first', num: 1, members: ['a'] };
-    expect(decideSyncStep({ ...base, settings: on(), key, configured: set, candidates: ['b'] })).toMatchObject({ kind: 'writeKey', key: { members: [] } });
+    expect(decideSyncStep({ ...base, settings: on(), key, configured: set, candidates: ['b'] })).toMatchObject({
+      kind: 'writeKey',
+      key: { members: [] },
+    });
     expect(decideSyncStep({ ...base, settings: on(), key: { ...key, members: [] }, configured: set, candidates: ['b'] })).toMatchObject({
       kind: 'setGuc',
       set: { members: ['b'] },
@@ -184,8 +231,16 @@ describe('decideSyncStep', () => {
   it('strict mode keeps waiting for the standby in force; non-strict says it degraded', () => {
     const key = { leader: 'L', members: ['a'], quorum: 0 };
     const set: SyncSet = { kind: 'first', num: 1, members: ['a'] };
-    expect(decideSyncStep({ ...base, settings: on({ strict: true }), key, configured: set, candidates: [] })).toMatchObject({ kind: 'none' });
-    const nonStrict = decideSyncStep({ ...base, settings: on(), key: { ...key, members: [] }, configured: { kind: 'async' }, candidates: [] });
+    expect(decideSyncStep({ ...base, settings: on({ strict: true }), key, configured: set, candidates: [] })).toMatchObject({
+      kind: 'none',
+    });
+    const nonStrict = decideSyncStep({
+      ...base,
+      settings: on(),
+      key: { ...key, members: [] },
+      configured: { kind: 'async' },
+      candidates: [],
+    });
     expect(nonStrict).toMatchObject({ kind: 'none', degraded: expect.stringMatching(/asynchronously/) });
   });
 });
@@ -195,7 +250,13 @@ describe('decideSyncStep', () => {
  * standbys flush WAL in order, stream or not, and the protocol runs between events. After every
  * event no member the key lets be promoted may miss an acknowledged commit.
  */
-function runModel(seed: number, mode: SyncMode, strict: boolean, nodeCount: number, plantedBug = false): { acked: number; promotableChecks: number } {
+function runModel(
+  seed: number,
+  mode: SyncMode,
+  strict: boolean,
+  nodeCount: number,
+  plantedBug = false,
+): { acked: number; promotableChecks: number } {
   const rng = new Prng(seed);
   const names = ['a', 'b', 'c'];
   const flush = new Map(names.map((n) => [n, 0]));
@@ -233,7 +294,10 @@ function runModel(seed: number, mode: SyncMode, strict: boolean, nodeCount: numb
       const refused = syncRaceRefusal({ mode: mode as 'on' | 'quorum', key }, { name: c, walBytes: BigInt(flush.get(c)!) }, peers);
       if (refused === undefined) {
         checks++;
-        if (flush.get(c)! < maxAcked) throw new Error(`seed ${seed}: ${c} promotable at ${flush.get(c)} but ${maxAcked} was acknowledged (key ${JSON.stringify(key)}, set ${formatSyncSet(configured)})`);
+        if (flush.get(c)! < maxAcked)
+          throw new Error(
+            `seed ${seed}: ${c} promotable at ${flush.get(c)} but ${maxAcked} was acknowledged (key ${JSON.stringify(key)}, set ${formatSyncSet(configured)})`,
+          );
       }
     }
   };
@@ -244,10 +308,20 @@ function runModel(seed: number, mode: SyncMode, strict: boolean, nodeCount: numb
         if (configured.members.filter((m) => flush.get(m)! >= mark).length >= configured.num) uncovered = [];
       }
       const set = configured;
-      const caughtUp = set.kind === 'first' || set.kind === 'any' ? set.members.filter((m) => streaming.get(m) && flush.get(m)! >= mark) : [];
+      const caughtUp =
+        set.kind === 'first' || set.kind === 'any' ? set.members.filter((m) => streaming.get(m) && flush.get(m)! >= mark) : [];
       const candidates = names.filter((m) => streaming.get(m));
       const step = plantedBug
-        ? decideSyncStep({ settings, self: 'L', key, configured, effective: true, uncovered: [], caughtUp: set.kind === 'first' || set.kind === 'any' ? set.members.filter((m) => streaming.get(m)) : [], candidates })
+        ? decideSyncStep({
+            settings,
+            self: 'L',
+            key,
+            configured,
+            effective: true,
+            uncovered: [],
+            caughtUp: set.kind === 'first' || set.kind === 'any' ? set.members.filter((m) => streaming.get(m)) : [],
+            candidates,
+          })
         : decideSyncStep({ settings, self: 'L', key, configured, effective: true, uncovered, caughtUp, candidates });
       if (step.kind === 'none') return;
       if (step.kind === 'writeKey') key = step.key;

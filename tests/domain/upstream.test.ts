@@ -135,7 +135,11 @@ describe('decideCycle: a cascading replica', () => {
 
   it('WAL past the leader timeline switch point is still a divergence while cascading', () => {
     const i = input({ replicatefrom: 'n2' }, 'n1');
-    i.view = { ...i.view, history: [[1, 500, 'x']], members: i.view.members.map((m) => (m.name === 'n1' ? { ...m, data: { ...m.data, timeline: 2 } } : m)) };
+    i.view = {
+      ...i.view,
+      history: [[1, 500, 'x']],
+      members: i.view.members.map((m) => (m.name === 'n1' ? { ...m, data: { ...m.data, timeline: 2 } } : m)),
+    };
     i.walBytes = 600n;
     const r = decideCycle(i);
     expect(r.actions.map((a) => a.kind)).toEqual(['stop']);

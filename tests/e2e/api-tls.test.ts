@@ -73,12 +73,20 @@ describe('verify_client: required and member calls', () => {
   });
 
   it('a client certificate from another CA fails the handshake', async () => {
-    const tls = await readTlsFiles({ ca: { key: 'ca', path: certs.ca }, cert: { key: 'c', path: certs.rogueCert }, key: { key: 'k', path: certs.rogueKey } });
+    const tls = await readTlsFiles({
+      ca: { key: 'ca', path: certs.ca },
+      cert: { key: 'c', path: certs.rogueCert },
+      key: { key: 'k', path: certs.rogueKey },
+    });
     expect((await requestApi(url, { tls, timeoutMs: 5000 })).reachable).toBe(false);
   });
 
   it('the server certificate is verified: a client trusting another CA refuses it, insecure accepts it', async () => {
-    const wrongCa = await readTlsFiles({ ca: { key: 'ca', path: `${dir}/other-ca.pem` }, cert: { key: 'c', path: certs.clientCert }, key: { key: 'k', path: certs.clientKey } });
+    const wrongCa = await readTlsFiles({
+      ca: { key: 'ca', path: `${dir}/other-ca.pem` },
+      cert: { key: 'c', path: certs.clientCert },
+      key: { key: 'k', path: certs.clientKey },
+    });
     const refused = await requestApi(url, { tls: wrongCa, timeoutMs: 5000 });
     expect(refused.reachable).toBe(false);
     if (!refused.reachable) expect(refused.error).toMatch(/certificate/i);
@@ -104,7 +112,13 @@ describe('certificate files', () => {
   });
 
   it('ctl settings win over restapi for member calls', async () => {
-    const c = parseConfig(yaml(certs, `ctl: { cacert: ${certs.ca}, certfile: ${certs.clientCert}, keyfile: ${certs.clientKey}, authentication: { username: op, password: op-pw } }`), {});
+    const c = parseConfig(
+      yaml(
+        certs,
+        `ctl: { cacert: ${certs.ca}, certfile: ${certs.clientCert}, keyfile: ${certs.clientKey}, authentication: { username: op, password: op-pw } }`,
+      ),
+      {},
+    );
     const client = await memberClientOf(c);
     expect(client.auth).toEqual({ username: 'op', password: 'op-pw' });
     expect(client.tls?.cert?.toString()).toContain('BEGIN CERTIFICATE');

@@ -17,7 +17,10 @@ afterAll(async () => {
 
 function runHa(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/ha.ts'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/ha.ts'), ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('close', (code) => res({ code, stderr }));

@@ -31,10 +31,14 @@ async function callsOf(node: string): Promise<string[]> {
 
 /** Waits until `node` recorded `line` (at or after index `from`); returns the node's calls. */
 async function waitForCall(node: string, line: string, timeoutMs = 60_000): Promise<string[]> {
-  return waitFor(async () => {
-    const l = await callsOf(node);
-    return l.includes(line) ? l : undefined;
-  }, timeoutMs, `${node} calling "${line}"`);
+  return waitFor(
+    async () => {
+      const l = await callsOf(node);
+      return l.includes(line) ? l : undefined;
+    },
+    timeoutMs,
+    `${node} calling "${line}"`,
+  );
 }
 
 /** application_name of the walsenders of a node that stream. */
@@ -58,7 +62,10 @@ beforeAll(async () => {
     loopWait: 2,
     retryTimeout: 3,
     tags: { node3: { replicatefrom: 'node2' } },
-    callbacks: (node) => Object.fromEntries(['on_start', 'on_stop', 'on_restart', 'on_reload', 'on_role_change'].map((a) => [a, [join(cbDir, 'cb.sh'), node]])),
+    callbacks: (node) =>
+      Object.fromEntries(
+        ['on_start', 'on_stop', 'on_restart', 'on_reload', 'on_role_change'].map((a) => [a, [join(cbDir, 'cb.sh'), node]]),
+      ),
   });
   cfg = ['-c', c.node('node1').configPath];
   // node1 bootstraps alone, so node2 is a replica node3 can cascade from.
@@ -77,16 +84,28 @@ afterAll(async () => {
 describe('callbacks and cascading replication', () => {
   it('node3 streams from node2 (replicatefrom), with its slot on node2 and none on the leader', async () => {
     await waitFor(async () => ((await streamingTo('node2')).includes('node3') ? true : undefined), 60_000, 'node2 streaming to node3');
-    await waitFor(async () => ((await streamingTo('node1')).join(',') === 'node2' ? true : undefined), 30_000, 'node1 streaming to node2 only');
+    await waitFor(
+      async () => ((await streamingTo('node1')).join(',') === 'node2' ? true : undefined),
+      30_000,
+      'node1 streaming to node2 only',
+    );
     await waitFor(async () => ((await slotsOn('node2')).includes('node3:true') ? true : undefined), 30_000, 'slot node3 active on node2');
     await waitFor(async () => ((await slotsOn('node1')).join(',') === 'node2:true' ? true : undefined), 30_000, 'only slot node2 on node1');
     await c.psql('node1', 'create table cascade_t (id int); insert into cascade_t values (42)');
-    await waitFor(async () => ((await c.psql('node3', 'select id from cascade_t').catch(() => '')).trim() === '42' ? true : undefined), 30_000, 'row on node3');
+    await waitFor(
+      async () => ((await c.psql('node3', 'select id from cascade_t').catch(() => '')).trim() === '42' ? true : undefined),
+      30_000,
+      'row on node3',
+    );
 
-    const ha3 = await waitFor(async () => {
-      const d = (await c.get('node3', '/ha')).json();
-      return d?.replication_state === 'streaming' ? d : undefined;
-    }, 30_000, 'node3 /ha replication_state streaming');
+    const ha3 = await waitFor(
+      async () => {
+        const d = (await c.get('node3', '/ha')).json();
+        return d?.replication_state === 'streaming' ? d : undefined;
+      },
+      30_000,
+      'node3 /ha replication_state streaming',
+    );
     expect(ha3.replication_state).toBe('streaming');
     const topo = await runHactl([...cfg, 'topology', '-f', 'json']);
     expect(topo.code, topo.stderr).toBe(0);
@@ -113,7 +132,11 @@ describe('callbacks and cascading replication', () => {
     const n2 = (await waitForCall('node2', 'on_role_change primary e2e')).slice(before.node2);
     expect(n2.filter((l) => !l.startsWith('on_reload'))).toEqual(['on_role_change primary e2e']);
     // node3's replicatefrom now names the leader: it streams from node2 directly, as node1 does.
-    await waitFor(async () => ((await streamingTo('node2')).join(',') === 'node1,node3' ? true : undefined), 60_000, 'node2 streaming to node1 and node3');
+    await waitFor(
+      async () => ((await streamingTo('node2')).join(',') === 'node1,node3' ? true : undefined),
+      60_000,
+      'node2 streaming to node1 and node3',
+    );
     const journal = await c.get('node1', '/events?limit=500');
     expect(journal.body).toContain('ha.callback.started');
   });
@@ -152,7 +175,9 @@ describe('hactl query, dsn, version', () => {
     expect(v.code, v.output).toBe(0);
     const lines = v.output.trim().split('\n');
     expect(lines[0]).toMatch(/^hactl version \d+\.\d+\.\d+/);
-    expect(lines.slice(2)).toEqual(['node1', 'node2', 'node3'].map((n) => expect.stringMatching(new RegExp(`^${n}: ha \\d+\\.\\d+\\.\\d+\\S* PostgreSQL 15\\.\\d+$`))));
+    expect(lines.slice(2)).toEqual(
+      ['node1', 'node2', 'node3'].map((n) => expect.stringMatching(new RegExp(`^${n}: ha \\d+\\.\\d+\\.\\d+\\S* PostgreSQL 15\\.\\d+$`))),
+    );
     const alone = await runHactl(['version'], { env: { HACTL_CONFIG: '' } });
     expect(alone.code).toBe(0);
     expect(alone.stdout.trim().split('\n')).toHaveLength(1);

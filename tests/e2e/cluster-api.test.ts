@@ -13,10 +13,19 @@ let leader = '';
 let replica = '';
 
 beforeAll(async () => {
-  c = await TestCluster.create({ nodes: 3, ttl: 10, loopWait: 2, retryTimeout: 3, tags: { node2: { zone: 'east' }, node3: { zone: 'west' } } });
+  c = await TestCluster.create({
+    nodes: 3,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 3,
+    tags: { node2: { zone: 'east' }, node3: { zone: 'west' } },
+  });
   c.startAll();
   leader = await c.waitForLeader(60_000);
-  await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 60_000);
+  await c.waitForStreaming(
+    c.nodes.map((n) => n.name).filter((n) => n !== leader),
+    60_000,
+  );
   replica = c.nodes.map((n) => n.name).find((n) => n !== leader)!;
   await c.psql(leader, 'create table w (x int)');
   for (const n of c.nodes) await waitFor(async () => (await c.get(n.name, '/readiness')).status === 200, 30_000, `${n.name} ready`);
@@ -29,7 +38,9 @@ afterAll(async () => {
 async function req(name: string, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
   const r = await fetch(`http://127.0.0.1:${c.node(name).apiPort}${path}`, {
     method,
-    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+    ...(body !== undefined
+      ? { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } }
+      : {}),
     signal: AbortSignal.timeout(60_000),
   });
   return { status: r.status, text: await r.text() };
@@ -144,10 +155,14 @@ describe('switchover and failover on a real cluster', () => {
     const r = await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: at });
     expect(r.status).toBe(202);
     // Every node shows it once the watch delivered the key (a few ms).
-    const cluster = await waitFor(async () => {
-      const d = (await c.get(replica, '/cluster')).json();
-      return d?.scheduled_switchover ? d : undefined;
-    }, 5_000, 'scheduled_switchover in /cluster');
+    const cluster = await waitFor(
+      async () => {
+        const d = (await c.get(replica, '/cluster')).json();
+        return d?.scheduled_switchover ? d : undefined;
+      },
+      5_000,
+      'scheduled_switchover in /cluster',
+    );
     expect(cluster.scheduled_switchover).toMatchObject({ from: leader, to: replica });
     expect((await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: at })).status).toBe(409);
     expect((await req(leader, 'DELETE', '/switchover')).status).toBe(200);
@@ -189,10 +204,14 @@ describe('restart, reload, reinitialize and config on a real cluster', () => {
     expect((await req(replica, 'POST', '/restart', { database_version: 'x' })).status).toBe(400);
     const yes = await req(replica, 'POST', '/restart', { role: 'replica', database_version: '99.0', timeout: '60s' });
     expect(yes.status).toBe(200);
-    await waitFor(async () => {
-      const d = (await c.get(replica, '/ha')).json();
-      return d?.state === 'running' && d.postmaster_start_time !== before;
-    }, 30_000, 'restarted replica');
+    await waitFor(
+      async () => {
+        const d = (await c.get(replica, '/ha')).json();
+        return d?.state === 'running' && d.postmaster_start_time !== before;
+      },
+      30_000,
+      'restarted replica',
+    );
   });
 
   it('PATCH /config of a restart-only parameter shows pending_restart on every node, a restart clears it', async () => {
@@ -236,10 +255,14 @@ describe('restart, reload, reinitialize and config on a real cluster', () => {
     expect(r.status).toBe(202);
     expect((await req(replica, 'POST', '/restart', { schedule: at })).status).toBe(409);
     expect((await c.get(replica, '/ha')).json().scheduled_restart).toBeDefined();
-    await waitFor(async () => {
-      const d = (await c.get(replica, '/ha')).json();
-      return d?.state === 'running' && d.postmaster_start_time !== before;
-    }, 30_000, 'scheduled restart done');
+    await waitFor(
+      async () => {
+        const d = (await c.get(replica, '/ha')).json();
+        return d?.state === 'running' && d.postmaster_start_time !== before;
+      },
+      30_000,
+      'scheduled restart done',
+    );
     expect((await req(replica, 'DELETE', '/restart')).status).toBe(404);
   });
 
@@ -255,7 +278,11 @@ describe('restart, reload, reinitialize and config on a real cluster', () => {
     expect(r.status).toBe(200);
     await waitFor(async () => (await c.get(replica, '/replica')).status === 200, 60_000, 'reinitialized replica');
     await c.psql(leader, 'insert into w values (42)');
-    await waitFor(async () => (await c.psql(replica, 'select count(*) from w where x = 42').catch(() => '')).trim() === '1', 20_000, 'data on the reinitialized replica');
+    await waitFor(
+      async () => (await c.psql(replica, 'select count(*) from w where x = 42').catch(() => '')).trim() === '1',
+      20_000,
+      'data on the reinitialized replica',
+    );
   });
 });
 
@@ -264,9 +291,16 @@ describe('pause mode on a real cluster', () => {
     expect((await req(leader, 'PATCH', '/config', { pause: true })).status).toBe(200);
     await waitFor(async () => (await c.get(replica, '/ha')).json()?.pause === true, 20_000, 'pause visible');
     // Each member applies the DCS config in its own next cycle: wait for the leader's too.
-    await waitFor(async () => /ha_is_paused\{[^}]*\} 1/.test((await c.get(leader, '/metrics')).body), 20_000, 'ha_is_paused 1 on the leader');
+    await waitFor(
+      async () => /ha_is_paused\{[^}]*\} 1/.test((await c.get(leader, '/metrics')).body),
+      20_000,
+      'ha_is_paused 1 on the leader',
+    );
     expect((await req(leader, 'POST', '/switchover', { leader })).status).toBe(400);
-    expect((await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: new Date(Date.now() + 60_000).toISOString() })).status).toBe(400);
+    expect(
+      (await req(leader, 'POST', '/switchover', { leader, candidate: replica, scheduled_at: new Date(Date.now() + 60_000).toISOString() }))
+        .status,
+    ).toBe(400);
     const old = leader;
     const cand = replica;
     const r = await req(old, 'POST', '/switchover', { leader: old, candidate: cand });
@@ -310,14 +344,22 @@ describe('dynamic timing on a real cluster', () => {
     expect((await req(leader, 'PATCH', '/config', { ttl: 12 })).status).toBe(200);
     const { run } = await import('../support/processes.ts');
     const env = { ...process.env, ETCDCTL_API: '3' };
-    await waitFor(async () => {
-      // Lease ids are int64: read them as text (JSON numbers would lose precision).
-      const raw = await run('etcdctl', ['--endpoints', c.etcd.url, 'get', '-w', 'json', `/service/${c.scope}/members/${replica}`], { env });
-      const lease = /"lease":(\d+)/.exec(raw)?.[1];
-      if (!lease) return false;
-      const ttl = JSON.parse(await run('etcdctl', ['--endpoints', c.etcd.url, 'lease', 'timetolive', '-w', 'json', BigInt(lease).toString(16)], { env }));
-      return ttl['granted-ttl'] === 12;
-    }, 20_000, 'member key on a lease of TTL 12');
+    await waitFor(
+      async () => {
+        // Lease ids are int64: read them as text (JSON numbers would lose precision).
+        const raw = await run('etcdctl', ['--endpoints', c.etcd.url, 'get', '-w', 'json', `/service/${c.scope}/members/${replica}`], {
+          env,
+        });
+        const lease = /"lease":(\d+)/.exec(raw)?.[1];
+        if (!lease) return false;
+        const ttl = JSON.parse(
+          await run('etcdctl', ['--endpoints', c.etcd.url, 'lease', 'timetolive', '-w', 'json', BigInt(lease).toString(16)], { env }),
+        );
+        return ttl['granted-ttl'] === 12;
+      },
+      20_000,
+      'member key on a lease of TTL 12',
+    );
     expect((await c.get(replica, '/ha')).json().state).toBe('running');
   });
 });

@@ -13,7 +13,13 @@ beforeAll(async () => {
   // The old leader's WAL may have gone past what the new leader received (a replica reconnecting
   // after the crash test is still in wal_retrieve_retry_interval when the leader stops): it
   // rejoins by re-cloning, as the setting allows (docs/ha.md "Divergence").
-  c = await TestCluster.create({ nodes: 3, ttl: 10, loopWait: 2, retryTimeout: 3, dcsExtra: ['database: { remove_data_directory_on_diverged_timelines: true }'] });
+  c = await TestCluster.create({
+    nodes: 3,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 3,
+    dcsExtra: ['database: { remove_data_directory_on_diverged_timelines: true }'],
+  });
   c.startAll();
 });
 
@@ -46,7 +52,11 @@ describe('a real 3-node cluster', () => {
       await c.waitForStreaming(replicas, 60_000);
       await c.psql(leader, "create table t (id int primary key, v text); insert into t values (1, 'hello')");
       for (const r of replicas) {
-        await waitFor(async () => (await c.psql(r, 'select v from t where id = 1').catch(() => '')).trim() === 'hello', 15_000, `row on ${r}`);
+        await waitFor(
+          async () => (await c.psql(r, 'select v from t where id = 1').catch(() => '')).trim() === 'hello',
+          15_000,
+          `row on ${r}`,
+        );
       }
       expect(await primaries()).toEqual([leader]);
       for (const r of replicas) expect((await c.get(r, '/replica')).status).toBe(200);
@@ -64,10 +74,14 @@ describe('a real 3-node cluster', () => {
     expect(pid).toBeGreaterThan(0);
     await stopPid(pid!, 'SIGKILL');
     await waitFor(() => writable(leader), 30_000, 'writes on the restarted primary');
-    const after = await waitFor(async () => {
-      const d = (await c.get(leader, '/ha')).json();
-      return d?.state === 'running' && d?.role === 'primary' ? d : undefined;
-    }, 15_000, 'leader running');
+    const after = await waitFor(
+      async () => {
+        const d = (await c.get(leader, '/ha')).json();
+        return d?.state === 'running' && d?.role === 'primary' ? d : undefined;
+      },
+      15_000,
+      'leader running',
+    );
     expect(after.timeline).toBe(before.timeline);
     expect(await c.leader()).toBe(leader);
   });
@@ -92,7 +106,11 @@ describe('a real 3-node cluster', () => {
       throw new Error(`${String(e)}\n${c.logs()}`);
     });
     await c.psql(leader, "insert into t values (2, 'after switch')");
-    await waitFor(async () => (await c.psql(old, 'select v from t where id = 2').catch(() => '')).trim() === 'after switch', 20_000, 'row on rejoined node');
+    await waitFor(
+      async () => (await c.psql(old, 'select v from t where id = 2').catch(() => '')).trim() === 'after switch',
+      20_000,
+      'row on rejoined node',
+    );
     expect(await c.leader()).toBe(leader);
   });
 

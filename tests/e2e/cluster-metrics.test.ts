@@ -32,9 +32,20 @@ describe('ha replay', () => {
     const { join, resolve } = await import('node:path');
     const root = resolve(import.meta.dirname, '../..');
     await waitFor(async () => (await c.get(replica, '/readiness')).status === 200, 20_000, 'replica settled');
-    const live = (await c.get(replica, '/machines')).json() as { machines: { name: string; state: string; context: Record<string, unknown> }[] };
-    const out = await run(process.execPath, ['--import', 'tsx', join(root, 'src/cli/ha.ts'), 'replay', join(c.dir, replica, `${replica}.journal.jsonl`)], { cwd: root });
-    const replayed = new Map(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+    const live = (await c.get(replica, '/machines')).json() as {
+      machines: { name: string; state: string; context: Record<string, unknown> }[];
+    };
+    const out = await run(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'src/cli/ha.ts'), 'replay', join(c.dir, replica, `${replica}.journal.jsonl`)],
+      { cwd: root },
+    );
+    const replayed = new Map(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+    );
     for (const m of live.machines) {
       const line = replayed.get(m.name);
       expect(line, m.name).toBeDefined();
@@ -54,7 +65,8 @@ describe('node /metrics', () => {
       const r = promtoolCheckMetrics(body);
       expect([0, 3], r.output).toContain(r.code);
       // Lint only, and only about the seed's own counter names.
-      for (const line of r.output.split('\n').filter((l) => l.trim())) expect(line).toMatch(/counter metrics should have "_total" suffix|^$/);
+      for (const line of r.output.split('\n').filter((l) => l.trim()))
+        expect(line).toMatch(/counter metrics should have "_total" suffix|^$/);
       expect(body).toMatch(new RegExp(`ha_database_state\\{scope="e2e",name="${n}"\\} 5`));
     }
   });
@@ -62,15 +74,23 @@ describe('node /metrics', () => {
   it('is scraped by a real Prometheus with up == 1 and the ha_* series', async () => {
     const prom = await startPrometheus('ha', [`127.0.0.1:${c.node(leader).apiPort}`, `127.0.0.1:${c.node(replica).apiPort}`]);
     try {
-      const up = await waitFor(async () => {
-        const r = await prom.query('up{job="ha"} == 1');
-        return r.length === 2 ? r : undefined;
-      }, 30_000, 'up == 1 for both nodes');
+      const up = await waitFor(
+        async () => {
+          const r = await prom.query('up{job="ha"} == 1');
+          return r.length === 2 ? r : undefined;
+        },
+        30_000,
+        'up == 1 for both nodes',
+      );
       expect(up).toHaveLength(2);
-      const primary = await waitFor(async () => {
-        const r = await prom.query('ha_primary == 1');
-        return r.length === 1 ? r : undefined;
-      }, 30_000, 'ha_primary');
+      const primary = await waitFor(
+        async () => {
+          const r = await prom.query('ha_primary == 1');
+          return r.length === 1 ? r : undefined;
+        },
+        30_000,
+        'ha_primary',
+      );
       expect(primary[0]!.metric['name']).toBe(leader);
       const names = await prom.query('count by (__name__) ({__name__=~"ha_.+", job="ha"})');
       // The seed's 26 and ours: every name of HA_METRICS (src/http/metrics.ts).

@@ -21,7 +21,12 @@ beforeAll(async () => {
   // node1's file in the reference's dialect.
   const file = c.node('node1').configPath;
   const text = await readFile(file, 'utf8');
-  await writeFile(file, text.replace(/^database:$/m, 'postgresql:').replace(/^ {4}retry_timeout: (\d+)$/m, '    retry_timeout: $1\n    postgresql: {use_pg_rewind: true}'));
+  await writeFile(
+    file,
+    text
+      .replace(/^database:$/m, 'postgresql:')
+      .replace(/^ {4}retry_timeout: (\d+)$/m, '    retry_timeout: $1\n    postgresql: {use_pg_rewind: true}'),
+  );
   c.startAll();
   try {
     leader = await c.settled(120_000);
@@ -42,7 +47,11 @@ function logCount(text: string): Record<string, number> {
 
 async function patchConfig(name: string, body: unknown): Promise<{ status: number; body: string }> {
   const n = c.node(name);
-  const r = await fetch(`http://127.0.0.1:${n.apiPort}/config`, { method: 'PATCH', body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  const r = await fetch(`http://127.0.0.1:${n.apiPort}/config`, {
+    method: 'PATCH',
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
   return { status: r.status, body: await r.text() };
 }
 
@@ -84,12 +93,18 @@ describe('keys the agents do not read, written straight into etcd', () => {
       });
     }
     // What the agents do read is applied: the leader's work_mem, through a reload.
-    await waitFor(async () => ((await c.psql(leader, 'show work_mem')).trim() === '7MB' ? true : undefined), 30_000, "the leader's work_mem 7MB");
+    await waitFor(
+      async () => ((await c.psql(leader, 'show work_mem')).trim() === '7MB' ? true : undefined),
+      30_000,
+      "the leader's work_mem 7MB",
+    );
     // Several HA cycles later (loop_wait 2 s): still the same leader, the replica ready, and each
     // agent said it once, not every cycle.
     await new Promise((r) => setTimeout(r, 8000));
     expect(await c.settled(30_000)).toBe(leader);
-    expect(logCount('ignored loop_wiat: unknown key; did you mean loop_wait?')).toEqual(Object.fromEntries(c.nodes.map((n) => [n.name, 1])));
+    expect(logCount('ignored loop_wiat: unknown key; did you mean loop_wait?')).toEqual(
+      Object.fromEntries(c.nodes.map((n) => [n.name, 1])),
+    );
     // Not dropped: etcd still holds what was written.
     expect(JSON.parse((await c.etcdGet('config'))!)).toEqual(written);
   }, 120_000);
@@ -107,26 +122,56 @@ describe('keys the agents do not read, written straight into etcd', () => {
     expect(JSON.parse((await c.etcdGet('config'))!)).toEqual(after);
 
     // The operator removes them; /ha then names none.
-    const cleaned = await patchConfig(leader, { loop_wiat: null, candidate: null, max_timelines_history: null, database: { pg_ident: null } });
+    const cleaned = await patchConfig(leader, {
+      loop_wiat: null,
+      candidate: null,
+      max_timelines_history: null,
+      database: { pg_ident: null },
+    });
     expect(cleaned.status, cleaned.body).toBe(200);
     for (const n of c.nodes) {
-      await waitFor(async () => ((await c.get(n.name, '/ha')).json()?.['config_ignored'] === undefined ? true : undefined), 30_000, `no config_ignored in ${n.name}'s /ha`);
+      await waitFor(
+        async () => ((await c.get(n.name, '/ha')).json()?.['config_ignored'] === undefined ? true : undefined),
+        30_000,
+        `no config_ignored in ${n.name}'s /ha`,
+      );
     }
   }, 90_000);
 });
 
 describe("a document in the reference's dialect written into etcd", () => {
   it('is read: its postgresql.parameters reach PostgreSQL, nothing is reported, the cluster keeps its leader', async () => {
-    const patroni = { ttl: 10, loop_wait: 2, retry_timeout: 3, maximum_lag_on_failover: 1048576, postgresql: { use_pg_rewind: true, use_slots: true, parameters: { work_mem: '9MB' } } };
+    const patroni = {
+      ttl: 10,
+      loop_wait: 2,
+      retry_timeout: 3,
+      maximum_lag_on_failover: 1048576,
+      postgresql: { use_pg_rewind: true, use_slots: true, parameters: { work_mem: '9MB' } },
+    };
     await c.etcdPut('config', JSON.stringify(patroni));
-    await waitFor(async () => ((await c.psql(leader, 'show work_mem')).trim() === '9MB' ? true : undefined), 30_000, "the leader's work_mem 9MB");
-    await waitFor(async () => ((await c.psql(replica, 'show work_mem')).trim() === '9MB' ? true : undefined), 30_000, "the replica's work_mem 9MB");
+    await waitFor(
+      async () => ((await c.psql(leader, 'show work_mem')).trim() === '9MB' ? true : undefined),
+      30_000,
+      "the leader's work_mem 9MB",
+    );
+    await waitFor(
+      async () => ((await c.psql(replica, 'show work_mem')).trim() === '9MB' ? true : undefined),
+      30_000,
+      "the replica's work_mem 9MB",
+    );
     for (const n of c.nodes) expect((await c.get(n.name, '/ha')).json()?.['config_ignored']).toBeUndefined();
     // A PATCH in our names lands in the reference's section: the cluster keeps its dialect.
     const r = await patchConfig(leader, { database: { parameters: { work_mem: '10MB' } } });
     expect(r.status, r.body).toBe(200);
-    expect(JSON.parse((await c.etcdGet('config'))!)).toEqual({ ...patroni, postgresql: { ...patroni.postgresql, parameters: { work_mem: '10MB' } } });
-    await waitFor(async () => ((await c.psql(leader, 'show work_mem')).trim() === '10MB' ? true : undefined), 30_000, "the leader's work_mem 10MB");
+    expect(JSON.parse((await c.etcdGet('config'))!)).toEqual({
+      ...patroni,
+      postgresql: { ...patroni.postgresql, parameters: { work_mem: '10MB' } },
+    });
+    await waitFor(
+      async () => ((await c.psql(leader, 'show work_mem')).trim() === '10MB' ? true : undefined),
+      30_000,
+      "the leader's work_mem 10MB",
+    );
     expect(await c.settled(30_000)).toBe(leader);
   }, 120_000);
 });

@@ -72,7 +72,9 @@ describe('a replica whose data directory is wiped under a running PostgreSQL', (
       const doublePrimaries: string[][] = [];
       const watcher = (async () => {
         while (watching) {
-          const answers = await Promise.all(c.nodes.map(async (n) => ((await c.get(n.name, '/primary')).status === 200 ? n.name : undefined)));
+          const answers = await Promise.all(
+            c.nodes.map(async (n) => ((await c.get(n.name, '/primary')).status === 200 ? n.name : undefined)),
+          );
           const primaries = answers.filter((x): x is string => !!x);
           if (primaries.length > 1) doublePrimaries.push(primaries);
           await sleep(200);
@@ -87,13 +89,21 @@ describe('a replica whose data directory is wiped under a running PostgreSQL', (
       const goneAfterMs = Date.now() - t0;
 
       // Cloned again and streaming from the leader with a new postmaster.
-      await waitFor(async () => {
-        const pid = c.postmasterPid(victim);
-        if (!pid || pid === oldPid) return false;
-        return (await c.psql(victim, 'select status from pg_stat_wal_receiver', 2000).catch(() => '')).trim() === 'streaming';
-      }, 90_000, `${victim} streaming again`);
+      await waitFor(
+        async () => {
+          const pid = c.postmasterPid(victim);
+          if (!pid || pid === oldPid) return false;
+          return (await c.psql(victim, 'select status from pg_stat_wal_receiver', 2000).catch(() => '')).trim() === 'streaming';
+        },
+        90_000,
+        `${victim} streaming again`,
+      );
       await c.psql(leader, "create table after_wipe (id int primary key, v text); insert into after_wipe values (1, 'again')");
-      await waitFor(async () => (await c.psql(victim, 'select v from after_wipe where id = 1').catch(() => '')).trim() === 'again', 30_000, `row on ${victim}`);
+      await waitFor(
+        async () => (await c.psql(victim, 'select v from after_wipe where id = 1').catch(() => '')).trim() === 'again',
+        30_000,
+        `row on ${victim}`,
+      );
       expect((await c.get(victim, '/replica')).status).toBe(200);
       const ha = (await c.get(victim, '/ha')).json();
       expect(ha.state).toBe('running');
@@ -108,7 +118,7 @@ describe('a replica whose data directory is wiped under a running PostgreSQL', (
       const stopOnWipe = after.find((t) => t.from === 'running' && t.to === 'stopping');
       const log = `transitions of ${victim} after the wipe:\n${after.map((t) => `${t.time} ${t.from} -> ${t.to}${t.reason ? ` (${t.reason.slice(0, 160)})` : ''}`).join('\n')}`;
 
-      if (process.env["DW_DEBUG"]) console.log(`old postmaster gone after ${goneAfterMs} ms\n${log}`);
+      if (process.env['DW_DEBUG']) console.log(`old postmaster gone after ${goneAfterMs} ms\n${log}`);
       expect(goneAfterMs, log).toBeLessThan(5_000);
       expect(startFailures, log).toBeLessThan(5);
       // The expected path: stopped because the directory went, cloned, started.

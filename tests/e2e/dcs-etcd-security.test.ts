@@ -34,7 +34,15 @@ afterAll(async () => {
 });
 
 async function dcsFor(etcd3: Etcd3Config, name: string): Promise<Dcs> {
-  const dcs = createDcs({ kind: 'etcd3', ...(await etcdBackendOf(etcd3)), namespace: '/sec/', scope: 'sec', name, ttlSeconds: 10, retryTimeoutMs: 2000 });
+  const dcs = createDcs({
+    kind: 'etcd3',
+    ...(await etcdBackendOf(etcd3)),
+    namespace: '/sec/',
+    scope: 'sec',
+    name,
+    ttlSeconds: 10,
+    retryTimeoutMs: 2000,
+  });
   opened.push(dcs);
   return dcs;
 }
@@ -48,13 +56,19 @@ async function roundTrip(dcs: Dcs, value: Record<string, unknown>): Promise<Reco
 
 describe('etcd with TLS and client certificates', () => {
   it('works with protocol https, the CA and a client certificate', async () => {
-    const dcs = await dcsFor({ hosts: [tlsEtcd!.host], protocol: 'https', cacert: certs.ca, cert: certs.clientCert, key: certs.clientKey }, 'tls-ok');
+    const dcs = await dcsFor(
+      { hosts: [tlsEtcd!.host], protocol: 'https', cacert: certs.ca, cert: certs.clientCert, key: certs.clientKey },
+      'tls-ok',
+    );
     expect(await roundTrip(dcs, { ttl: 30, marker: 'tls' })).toMatchObject({ marker: 'tls' });
   });
 
   it('fails with dcs_unavailable without a client certificate', async () => {
     const dcs = await dcsFor({ hosts: [tlsEtcd!.host], protocol: 'https', cacert: certs.ca }, 'tls-nocert');
-    const err = await dcs.start({ watch: false }).then(() => undefined, (e: unknown) => e);
+    const err = await dcs.start({ watch: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(DcsError);
     // The open circuit breaker does not hide the reason: etcd refused the handshake.
     expect((err as Error).message).toMatch(/bad certificate/);
@@ -63,7 +77,10 @@ describe('etcd with TLS and client certificates', () => {
 
   it('fails with dcs_unavailable over plain http', async () => {
     const dcs = await dcsFor({ hosts: [tlsEtcd!.host] }, 'tls-plain');
-    const err = await dcs.start({ watch: false }).then(() => undefined, (e: unknown) => e);
+    const err = await dcs.start({ watch: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     console.log(`over plain http: ${(err as Error).message}`);
     expect((err as Error).message).toMatch(/^etcd \S.* failed: /);
     expect((err as Error).message).not.toMatch(/Resolution note|circuit breaker|^\d+ [A-Z_]+:/);
@@ -71,8 +88,14 @@ describe('etcd with TLS and client certificates', () => {
   });
 
   it('fails with a client certificate from another CA', async () => {
-    const dcs = await dcsFor({ hosts: [tlsEtcd!.host], protocol: 'https', cacert: certs.ca, cert: certs.rogueCert, key: certs.rogueKey }, 'tls-rogue');
-    const err = await dcs.start({ watch: false }).then(() => undefined, (e: unknown) => e);
+    const dcs = await dcsFor(
+      { hosts: [tlsEtcd!.host], protocol: 'https', cacert: certs.ca, cert: certs.rogueCert, key: certs.rogueKey },
+      'tls-rogue',
+    );
+    const err = await dcs.start({ watch: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(DcsError);
     expect((err as Error).message).toMatch(/certificate|unknown ca/i);
   });
@@ -91,7 +114,10 @@ describe('etcd with authentication enabled', () => {
     ];
     for (const [name, etcd3] of cases) {
       const dcs = await dcsFor(etcd3, name);
-      const err = await dcs.start({ watch: false }).then(() => undefined, (e: unknown) => e);
+      const err = await dcs.start({ watch: false }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, name).toBeInstanceOf(DcsError);
       expect((err as Error).message, name).toMatch(/authentication failed|user name is empty|permission denied|invalid auth token/i);
       expect((err as Error).message).not.toContain(ROOT_PASSWORD);

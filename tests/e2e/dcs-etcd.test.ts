@@ -68,10 +68,24 @@ async function spawnEtcd(dir: string, client: number, peer: number): Promise<num
   const child = spawn(
     'etcd',
     [
-      '--name', 'r1', '--data-dir', join(dir, 'data'),
-      '--listen-client-urls', url, '--advertise-client-urls', url,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `r1=http://127.0.0.1:${peer}`, '--initial-cluster-state', 'new', '--log-level', 'error',
+      '--name',
+      'r1',
+      '--data-dir',
+      join(dir, 'data'),
+      '--listen-client-urls',
+      url,
+      '--advertise-client-urls',
+      url,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${peer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${peer}`,
+      '--initial-cluster',
+      `r1=http://127.0.0.1:${peer}`,
+      '--initial-cluster-state',
+      'new',
+      '--log-level',
+      'error',
     ],
     { stdio: 'ignore' },
   );
@@ -86,9 +100,17 @@ async function spawnEtcd(dir: string, client: number, peer: number): Promise<num
 }
 
 describe('EtcdDcs renewal after the cycle keepalive', () => {
-  it('answers from the cache only when the cache is at the keepalive\'s store revision and shows this incarnation; otherwise the transaction decides', async () => {
+  it("answers from the cache only when the cache is at the keepalive's store revision and shows this incarnation; otherwise the transaction decides", async () => {
     const r = raw!;
-    const a = new EtcdDcs({ hosts: [etcd!.host], namespace: '/service/', scope: 'renew-cache', name: 'a', ttlSeconds: 10, retryTimeoutMs: 2000, now: agentNow });
+    const a = new EtcdDcs({
+      hosts: [etcd!.host],
+      namespace: '/service/',
+      scope: 'renew-cache',
+      name: 'a',
+      ttlSeconds: 10,
+      retryTimeoutMs: 2000,
+      now: agentNow,
+    });
     // Count the transactions the adapter sends (white box: the optimization is one txn less).
     const client = (a as unknown as { client: Etcd3 }).client;
     const origIf = client.if.bind(client);
@@ -119,7 +141,12 @@ describe('EtcdDcs renewal after the cycle keepalive', () => {
       // once the watch has delivered it (cache current) and before (the transaction decides).
       await r.delete().key('/service/renew-cache/leader');
       await r.put('/service/renew-cache/leader').value('a');
-      await waitFor(() => a.view().leader !== undefined && a.view().leader!.createRevision !== won.createRevision, 5000, 'the new key in the cache', 20);
+      await waitFor(
+        () => a.view().leader !== undefined && a.view().leader!.createRevision !== won.createRevision,
+        5000,
+        'the new key in the cache',
+        20,
+      );
       await a.keepalive();
       expect(await a.updateLeader(won.createRevision, { keepalive: false })).toBe(false);
       expect(txns).toBe(3);
@@ -138,13 +165,25 @@ describe('EtcdDcs across an etcd restart', () => {
     const host = `127.0.0.1:${clientPort}`;
     let pid = await spawnEtcd(dir, clientPort!, peerPort!);
     const a = new EtcdDcs({
-      hosts: [host], namespace: '/service/', scope: 'restart', name: 'a', ttlSeconds: 10, retryTimeoutMs: 1000,
-      now: agentNow, resyncDelayMs: 200,
+      hosts: [host],
+      namespace: '/service/',
+      scope: 'restart',
+      name: 'a',
+      ttlSeconds: 10,
+      retryTimeoutMs: 1000,
+      now: agentNow,
+      resyncDelayMs: 200,
     });
     let writer: Etcd3 | undefined;
     try {
       await a.start();
-      await a.touchMember({ conn_url: 'postgres://127.0.0.1:5432/postgres', api_url: 'http://127.0.0.1:8008/ha', state: 'running', role: 'replica', version: '0.1.0' });
+      await a.touchMember({
+        conn_url: 'postgres://127.0.0.1:5432/postgres',
+        api_url: 'http://127.0.0.1:8008/ha',
+        state: 'running',
+        role: 'replica',
+        version: '0.1.0',
+      });
       const lease = a.currentLeaseId();
       const events: DcsEvent[] = [];
       a.subscribe((e) => events.push(e));
@@ -189,7 +228,13 @@ describe('EtcdDcs when etcd is gone', () => {
   it('rejects every call within retryTimeoutMs with DcsError and reports the watch unreachable', async () => {
     const a = new EtcdDcs({ hosts: [etcd!.host], ...opts('a') });
     await a.start();
-    await a.touchMember({ conn_url: 'postgres://127.0.0.1:5432/postgres', api_url: 'http://127.0.0.1:8008/ha', state: 'running', role: 'replica', version: '0.1.0' });
+    await a.touchMember({
+      conn_url: 'postgres://127.0.0.1:5432/postgres',
+      api_url: 'http://127.0.0.1:8008/ha',
+      state: 'running',
+      role: 'replica',
+      version: '0.1.0',
+    });
     const events: DcsEvent[] = [];
     a.subscribe((e) => events.push(e));
     const seenBefore = a.lastSeenMs();

@@ -15,7 +15,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, waitFor } from '../support/processes.ts';
 import { TestCluster, type KeyWatch } from './support/cluster.ts';
-import { assertNoLoss, createSafetyTables, formatTransitions, startWriteProbe, startWriter, type RecordedWriter, type WriteProbe } from './support/writer.ts';
+import {
+  assertNoLoss,
+  createSafetyTables,
+  formatTransitions,
+  startWriteProbe,
+  startWriter,
+  type RecordedWriter,
+  type WriteProbe,
+} from './support/writer.ts';
 
 const TTL = 10;
 const LOOP_WAIT = 2;
@@ -60,7 +68,10 @@ beforeAll(async () => {
   c.startAll();
   try {
     const leader = await c.waitForLeader(60_000);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 60_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      60_000,
+    );
     await createSafetyTables(c, leader);
     await c.psql(leader, 'create table ha_marker (id int primary key, member text not null)');
     originalConfig = (await waitFor(() => c.etcdGet('config'), 10_000, 'the config key'))!;
@@ -187,7 +198,9 @@ describe('garbage written into the DCS with etcdctl', () => {
     const tEnd = Date.now();
     const { changes, sequence } = leaderChanges(t0, tEnd);
     const doubles = probe!.twoPrimaries(t0, tEnd);
-    console.log(`(a) leader key sequence: ${JSON.stringify(sequence)}; every member followed ${tEnd - tRestore} ms after the restore; problems: ${JSON.stringify(follow.problems)}`);
+    console.log(
+      `(a) leader key sequence: ${JSON.stringify(sequence)}; every member followed ${tEnd - tRestore} ms after the restore; problems: ${JSON.stringify(follow.problems)}`,
+    );
     console.log(`(a) writable members seen by the probe:\n${formatTransitions(probe!.transitions(), t0)}`);
     if (changes > 1 || doubles.length > 0 || follow.problems.length > 0) printLogs('(a)', t0);
     expect.soft(changes, 'leader changes (ideally zero)').toBeLessThanOrEqual(1);
@@ -205,11 +218,18 @@ describe('garbage written into the DCS with etcdctl', () => {
     const bad = [...during.bad, ...after.bad];
     console.log(`(b) ${during.rounds + after.rounds} rounds of GET /primary, ${bad.length} without exactly one 200 (leader was ${leader})`);
     if (bad.length > 0) {
-      console.log(`(b) first rounds without exactly one primary: ${JSON.stringify(bad.slice(0, 5).map((b) => ({ at: new Date(b.at).toISOString().slice(11, 23), primaries: b.primaries })))}`);
+      console.log(
+        `(b) first rounds without exactly one primary: ${JSON.stringify(bad.slice(0, 5).map((b) => ({ at: new Date(b.at).toISOString().slice(11, 23), primaries: b.primaries })))}`,
+      );
       console.log(`(b) GET /ha of ${leader}: ${(await c.get(leader, '/ha')).body}`);
       printLogs('(b)', t0);
     }
-    expect.soft(bad.map((b) => b.primaries), 'rounds where GET /primary did not answer 200 on exactly one member').toEqual([]);
+    expect
+      .soft(
+        bad.map((b) => b.primaries),
+        'rounds where GET /primary did not answer 200 on exactly one member',
+      )
+      .toEqual([]);
     expect.soft(probe!.twoPrimaries(t0, Date.now()), 'never two members acknowledging writes').toEqual([]);
   });
 
@@ -219,7 +239,9 @@ describe('garbage written into the DCS with etcdctl', () => {
     const cpuOver = async (ms: number) => {
       const a = Object.fromEntries(c.nodes.map((n) => [n.name, c.cpuSeconds(pids[n.name]!)]));
       await sleep(ms);
-      return Object.fromEntries(c.nodes.map((n) => [n.name, Math.round(((c.cpuSeconds(pids[n.name]!) - a[n.name]!) / (ms / 1000)) * 1000) / 1000]));
+      return Object.fromEntries(
+        c.nodes.map((n) => [n.name, Math.round(((c.cpuSeconds(pids[n.name]!) - a[n.name]!) / (ms / 1000)) * 1000) / 1000]),
+      );
     };
     const baseline = await cpuOver(5000);
     const t0 = Date.now();
@@ -227,14 +249,21 @@ describe('garbage written into the DCS with etcdctl', () => {
     await sleep(1000);
     const [cpu, prim] = await Promise.all([cpuOver(5000), primariesUntil(Date.now() + 5000, 500)]);
     await c.etcdPut('config', originalConfig);
-    console.log(`(c) agent CPU (cores) before: ${JSON.stringify(baseline)}; with loop_wait 2147484: ${JSON.stringify(cpu)}; leader ${leader}`);
+    console.log(
+      `(c) agent CPU (cores) before: ${JSON.stringify(baseline)}; with loop_wait 2147484: ${JSON.stringify(cpu)}; leader ${leader}`,
+    );
     const hot = Object.entries(cpu).filter(([, v]) => v >= MAX_AGENT_CPU);
     if (hot.length > 0 || prim.bad.length > 0) {
       console.log(`(c) rounds without exactly one primary: ${JSON.stringify(prim.bad.slice(0, 5))}`);
       printLogs('(c)', t0);
     }
     expect.soft(hot, `agents using ${MAX_AGENT_CPU} core or more`).toEqual([]);
-    expect.soft(prim.bad.map((b) => b.primaries), 'rounds where GET /primary did not answer 200 on exactly one member').toEqual([]);
+    expect
+      .soft(
+        prim.bad.map((b) => b.primaries),
+        'rounds where GET /primary did not answer 200 on exactly one member',
+      )
+      .toEqual([]);
     expect.soft(probe!.twoPrimaries(t0, Date.now()), 'never two members acknowledging writes').toEqual([]);
   });
 
@@ -250,8 +279,12 @@ describe('garbage written into the DCS with etcdctl', () => {
     const key = await c.etcdGet('failover');
     const ha = (await c.get(leader, '/ha')).json();
     const cluster = (await c.get(leader, '/cluster')).json();
-    console.log(`(d) failover key before: ${JSON.stringify(original)}, after ${FAILOVER_QUIET_MS} ms: ${JSON.stringify(key)}; leader key sequence ${JSON.stringify(sequence)}`);
-    console.log(`(d) GET /ha of ${leader}: ${JSON.stringify(ha)}\n(d) GET /cluster scheduled_switchover: ${JSON.stringify(cluster?.scheduled_switchover)}`);
+    console.log(
+      `(d) failover key before: ${JSON.stringify(original)}, after ${FAILOVER_QUIET_MS} ms: ${JSON.stringify(key)}; leader key sequence ${JSON.stringify(sequence)}`,
+    );
+    console.log(
+      `(d) GET /ha of ${leader}: ${JSON.stringify(ha)}\n(d) GET /cluster scheduled_switchover: ${JSON.stringify(cluster?.scheduled_switchover)}`,
+    );
     if (changes > 0) printLogs('(d)', t0);
     // Restore what was there (absent, or the old value).
     if (original === undefined) await c.etcdDel('failover');
@@ -306,8 +339,12 @@ describe('garbage written into the DCS with etcdctl', () => {
       await sleep(250);
     }
     const { sequence } = leaderChanges(t0, Date.now());
-    console.log(`(e) old leader ${leader}; leader key sequence ${JSON.stringify(sequence)}; recovered: ${recovered ?? 'no'} after ${recoveredAfter} ms`);
-    console.log(`(e) GET /ha bodies mentioning "${GHOST}": ${haSeen.size === 0 ? 'none' : [...haSeen.entries()].map(([n, b]) => `\n  ${n}: ${b}`).join('')}`);
+    console.log(
+      `(e) old leader ${leader}; leader key sequence ${JSON.stringify(sequence)}; recovered: ${recovered ?? 'no'} after ${recoveredAfter} ms`,
+    );
+    console.log(
+      `(e) GET /ha bodies mentioning "${GHOST}": ${haSeen.size === 0 ? 'none' : [...haSeen.entries()].map(([n, b]) => `\n  ${n}: ${b}`).join('')}`,
+    );
     if (!recovered) {
       for (const n of c.nodes) console.log(`(e) GET /ha of ${n.name} at the bound: ${(await c.get(n.name, '/ha')).body}`);
       printLogs('(e)', t0);

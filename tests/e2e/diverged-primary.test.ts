@@ -60,7 +60,10 @@ beforeAll(async () => {
   c.startAll();
   try {
     const leader = await c.waitForLeader(60_000);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 60_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      60_000,
+    );
     await createSafetyTables(c, leader);
     await c.psql(leader, 'create table ha_diverge (id int primary key, note text not null)');
     for (const n of c.nodes) await waitFor(async () => (await c.get(n.name, '/readiness')).status === 200, 30_000, `${n.name} ready`);
@@ -95,7 +98,9 @@ function thaw(pid: number): void {
 /** How many of the lost rows a member's PostgreSQL holds; undefined when it cannot be read. */
 async function lostRowsOn(name: string): Promise<number | undefined> {
   try {
-    return Number((await c.psql(name, `select count(*) from ha_diverge where id between ${LOST_IDS.from} and ${LOST_IDS.to}`, 2000)).trim());
+    return Number(
+      (await c.psql(name, `select count(*) from ha_diverge where id between ${LOST_IDS.from} and ${LOST_IDS.to}`, 2000)).trim(),
+    );
   } catch {
     return undefined;
   }
@@ -120,14 +125,19 @@ describe('a primary frozen with un-replicated WAL, then demoted', () => {
     const tFreeze = Date.now();
     freeze(agent!);
     for (const pid of senders) freeze(pid);
-    await c.psql(old, `insert into ha_diverge select g, 'only on the old primary' from generate_series(${LOST_IDS.from}, ${LOST_IDS.to}) g`);
+    await c.psql(
+      old,
+      `insert into ha_diverge select g, 'only on the old primary' from generate_series(${LOST_IDS.from}, ${LOST_IDS.to}) g`,
+    );
     await sleep(1000);
     for (const r of replicas) expect(await lostRowsOn(r), `the lost rows must not reach ${r} (recipe check)`).toBe(0);
     expect(await lostRowsOn(old)).toBe(LOST_IDS.to - LOST_IDS.from + 1);
 
     // 3. A new leader, writable; the other replica re-pointed away from the old primary.
     const next = await c.waitForLeader(FAILOVER_BOUND_MS, old).catch((e) => {
-      throw new Error(`no new leader within ${FAILOVER_BOUND_MS} ms of the freeze: ${String(e)}\n${c.logsMatching(LOG_RE, tFreeze).join('\n')}`);
+      throw new Error(
+        `no new leader within ${FAILOVER_BOUND_MS} ms of the freeze: ${String(e)}\n${c.logsMatching(LOG_RE, tFreeze).join('\n')}`,
+      );
     });
     const tElected = Date.now();
     await waitFor(
@@ -173,9 +183,23 @@ describe('a primary frozen with un-replicated WAL, then demoted', () => {
       }
       if (replica.status === 200 && lost !== undefined && lost > 0) violations.push({ at: Date.now(), lost, ha: ha.body });
       let now: typeof end;
-      if (doc?.state === 'running' && doc?.role === 'replica' && lost === 0 && doc?.replication_state === 'streaming' && (await hasNewRow(old))) {
+      if (
+        doc?.state === 'running' &&
+        doc?.role === 'replica' &&
+        lost === 0 &&
+        doc?.replication_state === 'streaming' &&
+        (await hasNewRow(old))
+      ) {
         now = { kind: 'recloned', at: Date.now(), ha: ha.body };
-      } else if (doc && doc.state !== 'running' && /diverg/i.test(ha.body) && (await c.psql(old, 'select 1', 1000).then(() => false, () => true))) {
+      } else if (
+        doc &&
+        doc.state !== 'running' &&
+        /diverg/i.test(ha.body) &&
+        (await c.psql(old, 'select 1', 1000).then(
+          () => false,
+          () => true,
+        ))
+      ) {
         now = { kind: 'stopped', at: Date.now(), ha: ha.body };
       }
       if (now && end?.kind === now.kind) {
@@ -189,11 +213,15 @@ describe('a primary frozen with un-replicated WAL, then demoted', () => {
     const doubles = probe!.twoPrimaries(tElected);
     const late = doubles.filter((d) => d.at > tResume + FENCE_BOUND_MS);
     console.log(`${old} after the resume (${hhmmss(tResume)}):\n  ${samples.join('\n  ')}`);
-    console.log(`end state: ${end ? `${end.kind} at +${end.at - tResume} ms: ${end.ha}` : `none; GET /ha of ${old} at the bound: ${(await c.get(old, '/ha')).body}`}`);
+    console.log(
+      `end state: ${end ? `${end.kind} at +${end.at - tResume} ms: ${end.ha}` : `none; GET /ha of ${old} at the bound: ${(await c.get(old, '/ha')).body}`}`,
+    );
     console.log(`writable members seen by the probe:\n${formatTransitions(probe!.transitions(), tFreeze - 1000)}`);
     console.log(
       `two members acknowledging writes after ${next} was elected: ${doubles.length} rounds` +
-        (doubles.length ? ` from ${hhmmss(doubles[0]!.at)} to ${hhmmss(doubles[doubles.length - 1]!.at)} (fencing window ends ${hhmmss(tResume + FENCE_BOUND_MS)})` : ''),
+        (doubles.length
+          ? ` from ${hhmmss(doubles[0]!.at)} to ${hhmmss(doubles[doubles.length - 1]!.at)} (fencing window ends ${hhmmss(tResume + FENCE_BOUND_MS)})`
+          : ''),
     );
     console.log(`agent log lines since the freeze\n${c.logsMatching(LOG_RE, tFreeze).join('\n')}`);
 
@@ -203,8 +231,15 @@ describe('a primary frozen with un-replicated WAL, then demoted', () => {
         : `${violations.length} polls from ${hhmmss(violations[0]!.at)} to ${hhmmss(violations[violations.length - 1]!.at)} answered /replica 200 ` +
           `while holding ${violations[0]!.lost} rows the new leader lacks; first GET /ha: ${violations[0]!.ha}`;
     expect.soft(violation, `${old} served as a replica with diverged data`).toBe('');
-    expect.soft(end?.kind, `${old} ends re-cloned/rewound or stopped with a divergence reason in GET /ha within ${END_BOUND_MS} ms`).toBeDefined();
-    expect.soft(late.map((d) => `${hhmmss(d.at)} ${d.members.join('+')}`), 'two primaries after the fencing window').toEqual([]);
+    expect
+      .soft(end?.kind, `${old} ends re-cloned/rewound or stopped with a divergence reason in GET /ha within ${END_BOUND_MS} ms`)
+      .toBeDefined();
+    expect
+      .soft(
+        late.map((d) => `${hhmmss(d.at)} ${d.members.join('+')}`),
+        'two primaries after the fencing window',
+      )
+      .toEqual([]);
     // The cluster itself goes on: the new leader is the only primary and the other replica holds its row.
     expect.soft(await c.primaries(), 'the only primary').toEqual([next]);
     expect.soft(await hasNewRow(other), `${other} holds the new leader's row`).toBe(true);

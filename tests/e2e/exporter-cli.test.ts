@@ -23,7 +23,11 @@ let tmp: string;
 const children: ChildProcess[] = [];
 
 function startCli(args: string[], env: Record<string, string> = {}): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
@@ -72,7 +76,15 @@ describe('db-exporter CLI', () => {
     const c1 = startCli(['-c', join(tmp, 'broken.yml'), '--url', pg.url, '--web.listen-address', `127.0.0.1:${await freePort()}`]);
     expect(await exitOf(c1)).toBe(2);
     expect(c1.output()).toContain('broken.yml');
-    const c2 = startCli(['-c', DEFAULT_COLLECTORS, '--url', `postgres://postgres@127.0.0.1:${await freePort()}/postgres`, '--fail-fast', '--web.listen-address', `127.0.0.1:${await freePort()}`]);
+    const c2 = startCli([
+      '-c',
+      DEFAULT_COLLECTORS,
+      '--url',
+      `postgres://postgres@127.0.0.1:${await freePort()}/postgres`,
+      '--fail-fast',
+      '--web.listen-address',
+      `127.0.0.1:${await freePort()}`,
+    ]);
     expect(await exitOf(c2)).toBe(2);
     // The reason, not only "role down" (issue 30, item 8).
     expect(c2.output()).toMatch(/role down: .*(ECONNREFUSED|connect)/);
@@ -80,9 +92,23 @@ describe('db-exporter CLI', () => {
 
   it('starts and serves db_up 0 while the database is down, with constant labels and namespace', async () => {
     const port = await freePort();
-    const c = startCli(['-c', DEFAULT_COLLECTORS, '--url', `postgres://postgres@127.0.0.1:${await freePort()}/postgres`, '--web.listen-address', `127.0.0.1:${port}`, '--namespace', 'pgx', '--label', 'env=test'], {
-      DB_EXPORTER_CONNECT_TIMEOUT: '300',
-    });
+    const c = startCli(
+      [
+        '-c',
+        DEFAULT_COLLECTORS,
+        '--url',
+        `postgres://postgres@127.0.0.1:${await freePort()}/postgres`,
+        '--web.listen-address',
+        `127.0.0.1:${port}`,
+        '--namespace',
+        'pgx',
+        '--label',
+        'env=test',
+      ],
+      {
+        DB_EXPORTER_CONNECT_TIMEOUT: '300',
+      },
+    );
     const r = await waitFor(() => httpText(`http://127.0.0.1:${port}/metrics`).catch(() => undefined), 30_000, 'exporter to listen');
     expect(r.status).toBe(200);
     expect(sampleOf(r.text, 'pgx_up', 'env="test"')).toBe(0);
@@ -94,11 +120,43 @@ describe('db-exporter CLI', () => {
   it('applies --web.config.file: TLS and bcrypt basic auth on every route', async () => {
     const cert = join(tmp, 'cert.pem');
     const key = join(tmp, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const hash = bcrypt.hashSync('s3cret', 6);
-    writeFileSync(join(tmp, 'web.yml'), `tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  alice: ${hash}\n`);
+    writeFileSync(
+      join(tmp, 'web.yml'),
+      `tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  alice: ${hash}\n`,
+    );
     const port = await freePort();
-    const c = startCli(['-c', DEFAULT_COLLECTORS, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`, '--web.config.file', join(tmp, 'web.yml')]);
+    const c = startCli([
+      '-c',
+      DEFAULT_COLLECTORS,
+      '--url',
+      pg.url,
+      '--web.listen-address',
+      `127.0.0.1:${port}`,
+      '--web.config.file',
+      join(tmp, 'web.yml'),
+    ]);
     const ca = readFileSync(cert);
     const base = `https://127.0.0.1:${port}`;
     await waitFor(() => httpsGet(`${base}/up`, ca).catch(() => undefined), 30_000, 'exporter to listen on TLS');
@@ -119,7 +177,14 @@ describe('db-exporter CLI', () => {
   it('is scraped by a real Prometheus server with up == 1', async () => {
     const port = await freePort();
     const c = startCli(['-c', DEFAULT_COLLECTORS, '--url', pg.url, '--web.listen-address', `127.0.0.1:${port}`]);
-    await waitFor(() => httpText(`http://127.0.0.1:${port}/up`).then((r) => r.status === 200).catch(() => false), 30_000, 'exporter up');
+    await waitFor(
+      () =>
+        httpText(`http://127.0.0.1:${port}/up`)
+          .then((r) => r.status === 200)
+          .catch(() => false),
+      30_000,
+      'exporter up',
+    );
     const prom = await startPrometheus('db', [`127.0.0.1:${port}`]);
     try {
       const up = await waitFor(
@@ -138,5 +203,4 @@ describe('db-exporter CLI', () => {
       await stopPid(c.pid!);
     }
   });
-
 });

@@ -13,7 +13,16 @@ import { freePort } from '../support/ports.ts';
 import { startPostgres, type TestPostgres } from '../support/pg.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../support/tmp.ts';
-import { DEFAULT_COLLECTORS, HAS_SHARED_CONFIG, promtoolCheck, REFERENCE_SKIP, sampleOf, SHARED_CONFIG, startReplica, type TestReplica } from './exporter-support.ts';
+import {
+  DEFAULT_COLLECTORS,
+  HAS_SHARED_CONFIG,
+  promtoolCheck,
+  REFERENCE_SKIP,
+  sampleOf,
+  SHARED_CONFIG,
+  startReplica,
+  type TestReplica,
+} from './exporter-support.ts';
 
 let pg: TestPostgres;
 let replica: TestReplica;
@@ -32,7 +41,8 @@ function config(text: string): string {
   writeFileSync(p, text);
   return p;
 }
-const gauge = (branch: string, query: string, extra = '') => `${branch}:\n  query: ${JSON.stringify(query)}\n${extra}  metrics:\n    - v: { usage: GAUGE, description: "v" }\n`;
+const gauge = (branch: string, query: string, extra = '') =>
+  `${branch}:\n  query: ${JSON.stringify(query)}\n${extra}  metrics:\n    - v: { usage: GAUGE, description: "v" }\n`;
 /** promtool exit 1 means a parse error; 3 means lint only (names chosen by collector files). */
 const expectParses = (body: string) => {
   const r = promtoolCheck(body);
@@ -55,25 +65,30 @@ afterAll(async () => {
 });
 
 describe('exporter against real PostgreSQL 15', () => {
-  it.skipIf(!HAS_SHARED_CONFIG)(`serves the shared collector files on a primary and a replica with no promtool parse error ${REFERENCE_SKIP}`, async () => {
-    for (const [url, recovery, branch] of [
-      [pg.url, 0, 'pg_lsn'],
-      [replica.url, 1, 'pg_receive_lsn'],
-    ] as const) {
-      const e = make({ url, configPath: SHARED_CONFIG });
-      await e.collect();
-      const body = await e.collect();
-      expect(sampleOf(body, 'db_up')).toBe(1);
-      expect(sampleOf(body, 'db_in_recovery')).toBe(recovery);
-      expect(sampleOf(body, 'db_version')).toBeGreaterThanOrEqual(150000);
-      expect(sampleOf(body, branch)).toBeGreaterThan(0);
-      expect(sampleOf(body, 'pg_setting_max_connections')).toBe(100);
-      expect(body).toMatch(/^db_exporter_build_info\{branch="[^"]*",builddate="[^"]*",goarch="[^"]*",goos="[^"]*",goversion="[^"]*",revision="[^"]*",version="[^"]*"\} 1$/m);
-      expect(sampleOf(body, 'db_exporter_dropped_series_count')).toBe(0);
-      expect(e.statRows().every((r) => r.error === 0)).toBe(true);
-      expectParses(body);
-    }
-  });
+  it.skipIf(!HAS_SHARED_CONFIG)(
+    `serves the shared collector files on a primary and a replica with no promtool parse error ${REFERENCE_SKIP}`,
+    async () => {
+      for (const [url, recovery, branch] of [
+        [pg.url, 0, 'pg_lsn'],
+        [replica.url, 1, 'pg_receive_lsn'],
+      ] as const) {
+        const e = make({ url, configPath: SHARED_CONFIG });
+        await e.collect();
+        const body = await e.collect();
+        expect(sampleOf(body, 'db_up')).toBe(1);
+        expect(sampleOf(body, 'db_in_recovery')).toBe(recovery);
+        expect(sampleOf(body, 'db_version')).toBeGreaterThanOrEqual(150000);
+        expect(sampleOf(body, branch)).toBeGreaterThan(0);
+        expect(sampleOf(body, 'pg_setting_max_connections')).toBe(100);
+        expect(body).toMatch(
+          /^db_exporter_build_info\{branch="[^"]*",builddate="[^"]*",goarch="[^"]*",goos="[^"]*",goversion="[^"]*",revision="[^"]*",version="[^"]*"\} 1$/m,
+        );
+        expect(sampleOf(body, 'db_exporter_dropped_series_count')).toBe(0);
+        expect(e.statRows().every((r) => r.error === 0)).toBe(true);
+        expectParses(body);
+      }
+    },
+  );
 
   it('serves the project default collector set with no promtool parse error', async () => {
     const e = make({ configPath: DEFAULT_COLLECTORS });
@@ -102,8 +117,16 @@ describe('exporter against real PostgreSQL 15', () => {
 
   it('skips on a predicate, and caches a predicate verdict for its ttl', async () => {
     const cfg = config(
-      gauge('gated', 'SELECT 1 AS v', "  predicate_queries:\n    - { name: has gate, predicate_query: \"SELECT to_regclass('gate1') IS NOT NULL\" }\n") +
-        gauge('gated_ttl', 'SELECT 2 AS v', "  predicate_queries:\n    - { predicate_query: \"SELECT to_regclass('gate1') IS NOT NULL\", ttl: 60 }\n"),
+      gauge(
+        'gated',
+        'SELECT 1 AS v',
+        '  predicate_queries:\n    - { name: has gate, predicate_query: "SELECT to_regclass(\'gate1\') IS NOT NULL" }\n',
+      ) +
+        gauge(
+          'gated_ttl',
+          'SELECT 2 AS v',
+          '  predicate_queries:\n    - { predicate_query: "SELECT to_regclass(\'gate1\') IS NOT NULL", ttl: 60 }\n',
+        ),
     );
     const e = make({ configPath: cfg });
     let body = await e.collect();
@@ -118,7 +141,9 @@ describe('exporter against real PostgreSQL 15', () => {
   });
 
   it('marks the scrape failed when a fatal collector fails, and counts a non-fatal error', async () => {
-    const cfg = config(gauge('boom', 'SELECT 1/0 AS v', '  fatal: true\n  priority: 5\n') + gauge('later', 'SELECT 7 AS v', '  priority: 1\n'));
+    const cfg = config(
+      gauge('boom', 'SELECT 1/0 AS v', '  fatal: true\n  priority: 5\n') + gauge('later', 'SELECT 7 AS v', '  priority: 1\n'),
+    );
     const e = make({ configPath: cfg });
     const body = await e.collect();
     expect(sampleOf(body, 'db_up')).toBe(0);
@@ -139,7 +164,16 @@ describe('exporter against real PostgreSQL 15', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(sampleOf(body, 'db_exporter_query_scrape_error_count', 'query="sleepy"')).toBe(1);
     expect(sampleOf(body, 'db_up')).toBe(1);
-    await waitFor(async () => (await pg.psql("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()")).trim() === '0', 5000, 'cancelled query to disappear');
+    await waitFor(
+      async () =>
+        (
+          await pg.psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()",
+          )
+        ).trim() === '0',
+      5000,
+      'cancelled query to disappear',
+    );
   });
 
   it('plans by version range and tags, including --tag and not:', async () => {
@@ -155,14 +189,28 @@ describe('exporter against real PostgreSQL 15', () => {
     );
     const e = make({ configPath: cfg, tags: ['nightly'] });
     await e.collect();
-    expect(e.statRows().map((r) => r.name).sort()).toEqual(['custom', 'ext', 'prim', 'v15']);
+    expect(
+      e
+        .statRows()
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['custom', 'ext', 'prim', 'v15']);
     const r = make({ url: replica.url, configPath: cfg });
     await r.collect();
-    expect(r.statRows().map((x) => x.name).sort()).toEqual(['ext', 'negated', 'rep', 'v15']);
+    expect(
+      r
+        .statRows()
+        .map((x) => x.name)
+        .sort(),
+    ).toEqual(['ext', 'negated', 'rep', 'v15']);
   });
 
   it('serves /explain and /stat of the installed collectors', async () => {
-    const e = make({ configPath: config(gauge('one', 'SELECT 1 AS v', '  ttl: 10\n  desc: first\n  priority: 10\n') + gauge('two', 'SELECT 2 AS v', '  priority: 5\n')) });
+    const e = make({
+      configPath: config(
+        gauge('one', 'SELECT 1 AS v', '  ttl: 10\n  desc: first\n  priority: 10\n') + gauge('two', 'SELECT 2 AS v', '  priority: 5\n'),
+      ),
+    });
     const app = createExporterApp(e);
     await app.request('/metrics');
     const explain = await (await app.request('/explain')).text();
@@ -195,7 +243,11 @@ describe('exporter against real PostgreSQL 15', () => {
   });
 
   it('drops a duplicate series instead of failing the whole answer', async () => {
-    const e = make({ configPath: config("dup:\n  query: SELECT 'a' AS l, 1 AS v UNION ALL SELECT 'a', 2\n  metrics:\n    - l: { usage: LABEL }\n    - v: { usage: GAUGE }\n") });
+    const e = make({
+      configPath: config(
+        "dup:\n  query: SELECT 'a' AS l, 1 AS v UNION ALL SELECT 'a', 2\n  metrics:\n    - l: { usage: LABEL }\n    - v: { usage: GAUGE }\n",
+      ),
+    });
     const body = await e.collect();
     expect(sampleOf(body, 'dup_v', 'l="a"')).toBe(1);
     expect(sampleOf(body, 'db_exporter_dropped_series_count')).toBe(1);
@@ -204,7 +256,7 @@ describe('exporter against real PostgreSQL 15', () => {
 
   it('discovers a new database, runs database-level collectors there, and forgets it when dropped', async () => {
     const cfg = config(
-      "perdb:\n  query: SELECT current_database() AS datname, 1 AS v\n  metrics:\n    - datname: { usage: LABEL }\n    - v: { usage: GAUGE }\n" +
+      'perdb:\n  query: SELECT current_database() AS datname, 1 AS v\n  metrics:\n    - datname: { usage: LABEL }\n    - v: { usage: GAUGE }\n' +
         gauge('once', 'SELECT 1 AS v', '  tags: [cluster]\n'),
     );
     const e = make({ configPath: cfg });
@@ -229,9 +281,12 @@ describe('exporter against real PostgreSQL 15', () => {
     const port = await freePort();
     const server = await listen(createExporterApp(e), { host: '127.0.0.1', port });
     try {
-      const backends = () => pg.psql("SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity WHERE application_name = 'db_exporter'");
+      const backends = () =>
+        pg.psql("SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity WHERE application_name = 'db_exporter'");
       const before = await backends();
-      const res = await Promise.all(Array.from({ length: 1000 }, (_, i) => fetch(`http://127.0.0.1:${port}/${i % 2 ? 'primary' : 'replica'}`).then((r) => r.status)));
+      const res = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) => fetch(`http://127.0.0.1:${port}/${i % 2 ? 'primary' : 'replica'}`).then((r) => r.status)),
+      );
       expect(res.filter((s) => s === 200)).toHaveLength(500);
       expect(res.filter((s) => s === 404)).toHaveLength(500);
       expect(await backends()).toBe(before);
@@ -254,17 +309,20 @@ describe('exporter against real PostgreSQL 15', () => {
     expect(await (await app.request('/up')).text()).toBe('down');
   });
 
-  it.skipIf(!HAS_SHARED_CONFIG)(`re-plans after a promotion: replica-only collectors swap for primary-only ones ${REFERENCE_SKIP}`, async () => {
-    const e = make({ url: replica.url, configPath: SHARED_CONFIG });
-    await e.collect();
-    expect(e.explain()).toContain('pg_replica_only:');
-    await replica.promote();
-    await waitFor(async () => (await replica.psql('SELECT pg_is_in_recovery()')).trim() === 'f', 20_000, 'promotion');
-    const body = await e.collect();
-    expect(sampleOf(body, 'db_up')).toBe(1);
-    expect(sampleOf(body, 'db_in_recovery')).toBe(0);
-    expect(e.explain()).toContain('pg_primary_only:');
-    expect(e.explain()).not.toContain('pg_replica_only:');
-    expect(sampleOf(body, 'pg_is_in_recovery')).toBe(0);
-  });
+  it.skipIf(!HAS_SHARED_CONFIG)(
+    `re-plans after a promotion: replica-only collectors swap for primary-only ones ${REFERENCE_SKIP}`,
+    async () => {
+      const e = make({ url: replica.url, configPath: SHARED_CONFIG });
+      await e.collect();
+      expect(e.explain()).toContain('pg_replica_only:');
+      await replica.promote();
+      await waitFor(async () => (await replica.psql('SELECT pg_is_in_recovery()')).trim() === 'f', 20_000, 'promotion');
+      const body = await e.collect();
+      expect(sampleOf(body, 'db_up')).toBe(1);
+      expect(sampleOf(body, 'db_in_recovery')).toBe(0);
+      expect(e.explain()).toContain('pg_primary_only:');
+      expect(e.explain()).not.toContain('pg_replica_only:');
+      expect(sampleOf(body, 'pg_is_in_recovery')).toBe(0);
+    },
+  );
 });

@@ -45,7 +45,9 @@ beforeAll(async () => {
     ].join('\n'),
   );
   const asRoot = process.getuid?.() === 0;
-  const ids = asRoot ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : {};
+  const ids = asRoot
+    ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) }
+    : {};
   if (asRoot) for (const f of ['', 'users.txt', 'pgbouncer.ini']) await chown(join(dir, f), ids.uid!, ids.gid!);
   bouncer = spawn('pgbouncer', [join(dir, 'pgbouncer.ini')], { ...ids, stdio: 'ignore' });
   await waitFor(
@@ -69,30 +71,42 @@ afterAll(async () => {
 });
 
 describe('pooler mode against a real pgbouncer', () => {
-  it.skipIf(!HAS_SHARED_CONFIG)(`scrapes pgbouncer with the shared collector files, prefix pgbouncer, role primary ${REFERENCE_SKIP}`, async () => {
-    const e = new Exporter({ url: `postgres://postgres@127.0.0.1:${port}/pgbouncer`, configPath: SHARED_CONFIG, connectTimeoutMs: 2000 });
-    exporters.push(e);
-    expect(e.pooler).toBe(true);
-    const body = await e.collect();
-    expect(sampleOf(body, 'pgbouncer_up')).toBe(1);
-    expect(sampleOf(body, 'pgbouncer_version')).toBeGreaterThanOrEqual(10800);
-    expect(sampleOf(body, 'pgbouncer_in_recovery')).toBe(0);
-    expect(sampleOf(body, 'pgbouncer_list_items', 'list="databases"')).toBeGreaterThanOrEqual(1);
-    expect(sampleOf(body, 'pgbouncer_pool_active_clients', 'datname="pgbouncer"')).toBeDefined();
-    expect(body).not.toMatch(/^pg_/m);
-    expect(body).not.toMatch(/^db_/m);
-    expect(e.statRows().map((r) => r.name).every((n) => n.startsWith('pgbouncer'))).toBe(true);
-    expect(e.statRows().filter((r) => r.error > 0)).toEqual([]);
-    const r = promtoolCheck(body);
-    expect(r.code, r.output).not.toBe(1);
-    expect(await e.probe.probe()).toBe('primary');
-    const app = createExporterApp(e);
-    expect((await app.request('/primary')).status).toBe(200);
-    expect((await app.request('/replica')).status).toBe(404);
-  });
+  it.skipIf(!HAS_SHARED_CONFIG)(
+    `scrapes pgbouncer with the shared collector files, prefix pgbouncer, role primary ${REFERENCE_SKIP}`,
+    async () => {
+      const e = new Exporter({ url: `postgres://postgres@127.0.0.1:${port}/pgbouncer`, configPath: SHARED_CONFIG, connectTimeoutMs: 2000 });
+      exporters.push(e);
+      expect(e.pooler).toBe(true);
+      const body = await e.collect();
+      expect(sampleOf(body, 'pgbouncer_up')).toBe(1);
+      expect(sampleOf(body, 'pgbouncer_version')).toBeGreaterThanOrEqual(10800);
+      expect(sampleOf(body, 'pgbouncer_in_recovery')).toBe(0);
+      expect(sampleOf(body, 'pgbouncer_list_items', 'list="databases"')).toBeGreaterThanOrEqual(1);
+      expect(sampleOf(body, 'pgbouncer_pool_active_clients', 'datname="pgbouncer"')).toBeDefined();
+      expect(body).not.toMatch(/^pg_/m);
+      expect(body).not.toMatch(/^db_/m);
+      expect(
+        e
+          .statRows()
+          .map((r) => r.name)
+          .every((n) => n.startsWith('pgbouncer')),
+      ).toBe(true);
+      expect(e.statRows().filter((r) => r.error > 0)).toEqual([]);
+      const r = promtoolCheck(body);
+      expect(r.code, r.output).not.toBe(1);
+      expect(await e.probe.probe()).toBe('primary');
+      const app = createExporterApp(e);
+      expect((await app.request('/primary')).status).toBe(200);
+      expect((await app.request('/replica')).status).toBe(404);
+    },
+  );
 
   it('runs only the pooler collector of the project default set', async () => {
-    const e = new Exporter({ url: `postgres://postgres@127.0.0.1:${port}/pgbouncer`, configPath: DEFAULT_COLLECTORS, connectTimeoutMs: 2000 });
+    const e = new Exporter({
+      url: `postgres://postgres@127.0.0.1:${port}/pgbouncer`,
+      configPath: DEFAULT_COLLECTORS,
+      connectTimeoutMs: 2000,
+    });
     exporters.push(e);
     const body = await e.collect();
     expect(sampleOf(body, 'pgbouncer_up')).toBe(1);

@@ -41,7 +41,11 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc
 function probeConfig(allowDsn: boolean): string {
   return stringifyYaml({
     auth_modules: {
-      monitor: { type: 'userpass', userpass: { username: 'monitor', password_env: 'DB_EXPORTER_MONITOR_PASSWORD' }, options: { sslmode: 'disable' } },
+      monitor: {
+        type: 'userpass',
+        userpass: { username: 'monitor', password_env: 'DB_EXPORTER_MONITOR_PASSWORD' },
+        options: { sslmode: 'disable' },
+      },
       trust: { userpass: { username: 'postgres' } },
     },
     targets: Object.fromEntries(cluster.nodes.map((n) => [n.name, { dsn: `127.0.0.1:${n.pgPort}/postgres`, auth_module: 'monitor' }])),
@@ -61,25 +65,53 @@ beforeAll(async () => {
   await stats.psql('CREATE EXTENSION pg_stat_statements');
   await stats.psql('CREATE DATABASE nostats');
   leader = await cluster.waitForLeader(90_000);
-  await cluster.waitForStreaming(cluster.nodes.map((n) => n.name).filter((n) => n !== leader), 90_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.map((n) => n.name).filter((n) => n !== leader),
+    90_000,
+  );
   await cluster.psql(leader, `CREATE ROLE monitor LOGIN PASSWORD '${MONITOR_PASSWORD}' IN ROLE pg_monitor`);
 
   probeConfigPath = join(tmp, 'probe.yml');
   writeFileSync(probeConfigPath, probeConfig(true));
   const port = await freePort();
   exporterUrl = `http://127.0.0.1:${port}`;
-  exporter = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/db-exporter.ts'), '--probe.config', probeConfigPath, '--web.listen-address', `127.0.0.1:${port}`, '--log.level', 'error'], {
-    cwd: root,
-    env: { ...process.env, DB_EXPORTER_MONITOR_PASSWORD: MONITOR_PASSWORD },
-    stdio: 'ignore',
-  });
-  await waitFor(() => fetch(`${exporterUrl}/metrics`).then((r) => r.ok).catch(() => false), 30_000, 'db-exporter listening');
+  exporter = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'src/cli/db-exporter.ts'),
+      '--probe.config',
+      probeConfigPath,
+      '--web.listen-address',
+      `127.0.0.1:${port}`,
+      '--log.level',
+      'error',
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, DB_EXPORTER_MONITOR_PASSWORD: MONITOR_PASSWORD },
+      stdio: 'ignore',
+    },
+  );
+  await waitFor(
+    () =>
+      fetch(`${exporterUrl}/metrics`)
+        .then((r) => r.ok)
+        .catch(() => false),
+    30_000,
+    'db-exporter listening',
+  );
 
   // examples/prometheus/prometheus.yml with this test's addresses and a 2 s interval
   const cfg = parseYaml(readFileSync(join(root, 'examples/prometheus/prometheus.yml'), 'utf8')) as {
     global: Record<string, string>;
     rule_files: string[];
-    scrape_configs: { job_name: string; static_configs: { targets: string[] }[]; relabel_configs?: { target_label: string; replacement?: string }[] }[];
+    scrape_configs: {
+      job_name: string;
+      static_configs: { targets: string[] }[];
+      relabel_configs?: { target_label: string; replacement?: string }[];
+    }[];
   };
   cfg.global = { scrape_interval: '2s', scrape_timeout: '2s', evaluation_interval: '2s' };
   cfg.rule_files = cfg.rule_files.map((f) => resolve(root, 'examples/prometheus', f));
@@ -123,13 +155,22 @@ describe('db-exporter in a real monitoring stack', () => {
     const primary = await q('ha_primary == 1', 1, 'one ha_primary');
     expect(primary[0]!.metric['name']).toBe(leader);
     const lag = await q(`pg_replication_flush_lag_bytes{instance="${leader}"}`, 2, "the leader's two standbys");
-    expect(lag.map((r) => r.metric['application_name']).sort()).toEqual(cluster.nodes.map((n) => n.name).filter((n) => n !== leader).sort());
+    expect(lag.map((r) => r.metric['application_name']).sort()).toEqual(
+      cluster.nodes
+        .map((n) => n.name)
+        .filter((n) => n !== leader)
+        .sort(),
+    );
     // recording rules evaluated on real data; no critical alert
     await q('ha:leaders:count{scope="demo"} == 1', 1, 'the recording rule ha:leaders:count at 1');
     await q('ha:replica_lag:bytes{scope="demo"}', 2, 'ha:replica_lag:bytes for the two replicas');
     expect(await prom.query('ALERTS{alertstate="firing",severity="critical"}')).toEqual([]);
     // the statements collector is skipped by its predicate where pg_stat_statements is not loaded
-    await q('db_exporter_query_scrape_predicate_skip_count{job="db",query="pg_statements"} >= 1', 3, 'pg_statements skipped on the members');
+    await q(
+      'db_exporter_query_scrape_predicate_skip_count{job="db",query="pg_statements"} >= 1',
+      3,
+      'pg_statements skipped on the members',
+    );
     expect(await prom.query('pg_statements_calls{job="db"}')).toEqual([]);
     // the exporter's own /metrics: self-monitoring labelled by target
     const own = (await get('/metrics')).text;
@@ -153,7 +194,13 @@ describe('db-exporter in a real monitoring stack', () => {
     expect(r.status).toBe(200);
     expect(sampleOf(r.text, 'db_up')).toBe(1);
     const line = r.text.split('\n').find((l) => l.startsWith('pg_statements_calls{') && l.includes(marker));
-    expect(line, r.text.split('\n').filter((l) => l.startsWith('pg_statements_calls')).join('\n')).toBeDefined();
+    expect(
+      line,
+      r.text
+        .split('\n')
+        .filter((l) => l.startsWith('pg_statements_calls'))
+        .join('\n'),
+    ).toBeDefined();
     expect(line).toMatch(/datname="postgres"/);
     expect(line).toMatch(/username="postgres"/);
     expect(Number(line!.split(' ').at(-1))).toBe(3);
@@ -176,18 +223,26 @@ describe('db-exporter in a real monitoring stack', () => {
 
   it('answers bad input clearly, and a hundred distinct targets with bounded pools, connections and memory', async () => {
     const enc = encodeURIComponent;
-    expect(await get('/probe?target=node9')).toEqual({ status: 404, text: 'unknown target "node9": not named in the probe configuration, and not a host of its allowlist' });
+    expect(await get('/probe?target=node9')).toEqual({
+      status: 404,
+      text: 'unknown target "node9": not named in the probe configuration, and not a host of its allowlist',
+    });
     const outside = await get(`/probe?target=${enc(`127.0.0.1:${cluster.nodes[0]!.pgPort}/postgres`)}`);
-    expect(outside).toEqual({ status: 403, text: `target host 127.0.0.1:${cluster.nodes[0]!.pgPort} is not in the allowlist of the probe configuration` });
+    expect(outside).toEqual({
+      status: 403,
+      text: `target host 127.0.0.1:${cluster.nodes[0]!.pgPort} is not in the allowlist of the probe configuration`,
+    });
     const withPassword = await get(`/probe?target=${enc(`postgres://postgres:x@127.0.0.1:${stats.port}/postgres`)}`);
     expect(withPassword.status).toBe(400);
     expect(withPassword.text).toMatch(/must not hold a password/);
     expect((await get('/probe')).status).toBe(400);
 
-    const backends = async () => Number((await stats.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'db_exporter'")).trim());
+    const backends = async () =>
+      Number((await stats.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'db_exporter'")).trim());
     const before = rssMiB(exporter.pid!);
     const liveBefore = sampleOf((await get('/metrics')).text, 'db_exporter_targets')!;
-    const wave = (from: number) => Promise.all(Array.from({ length: 100 }, (_, i) => get(`/probe?target=${enc(`127.0.0.1:${stats.port}/nodb${from + i}`)}`)));
+    const wave = (from: number) =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => get(`/probe?target=${enc(`127.0.0.1:${stats.port}/nodb${from + i}`)}`)));
     const first = await wave(0);
     const room = MAX_TARGETS - liveBefore;
     expect(first.filter((r) => r.status === 200)).toHaveLength(room);

@@ -54,10 +54,15 @@ export async function startReplica(primary: TestPostgres): Promise<TestReplica> 
   }
   const opts = user ? { uid: user.uid, gid: user.gid, env: { ...process.env, HOME: dir } } : {};
   const port = await freePort();
-  await run(join(primary.bin, 'pg_basebackup'), ['-h', primary.socketDir, '-p', String(primary.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast'], opts);
+  await run(
+    join(primary.bin, 'pg_basebackup'),
+    ['-h', primary.socketDir, '-p', String(primary.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast'],
+    opts,
+  );
   await appendFile(join(dataDir, 'postgresql.conf'), `\nport = ${port}\nunix_socket_directories = '${socketDir}'\nhot_standby = on\n`);
   await run(join(primary.bin, 'pg_ctl'), ['-D', dataDir, '-l', join(dir, 'pg.log'), '-w', '-t', '60', 'start'], opts);
-  const psql = (sql: string, db = 'postgres') => run(join(primary.bin, 'psql'), ['-h', socketDir, '-p', String(port), '-U', 'postgres', '-d', db, '-XAtq', '-c', sql], opts);
+  const psql = (sql: string, db = 'postgres') =>
+    run(join(primary.bin, 'psql'), ['-h', socketDir, '-p', String(port), '-U', 'postgres', '-d', db, '-XAtq', '-c', sql], opts);
   return {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,

@@ -41,16 +41,30 @@ function exitTime(c: ChildProcess, fromMs: () => number): Promise<{ ms: number; 
 }
 
 /** Starts the stand-in agent (support/fence-agent.ts); resolves once its fence is armed (or idle again: `disarm`). */
-async function fakeAgent(target: number, windowMs: number, feedEveryMs: number, then = ''): Promise<{ agent: ChildProcess; fencePid: number }> {
-  const agent = spawn(process.execPath, ['--import', 'tsx', resolve(ROOT, 'tests/e2e/support/fence-agent.ts'), String(target), String(windowMs), String(feedEveryMs), then], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+async function fakeAgent(
+  target: number,
+  windowMs: number,
+  feedEveryMs: number,
+  then = '',
+): Promise<{ agent: ChildProcess; fencePid: number }> {
+  const agent = spawn(
+    process.execPath,
+    ['--import', 'tsx', resolve(ROOT, 'tests/e2e/support/fence-agent.ts'), String(target), String(windowMs), String(feedEveryMs), then],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    },
+  );
   if (agent.pid) started.push(agent.pid);
   let out = '';
   agent.stdout?.on('data', (d) => (out += d));
-  const m = await waitFor(() => /(?:armed|idle) (\d+)/.exec(out) ?? (out.includes('failed') ? Promise.reject(new Error(out)) : undefined), 30_000, 'the fence armed', 20);
+  const m = await waitFor(
+    () => /(?:armed|idle) (\d+)/.exec(out) ?? (out.includes('failed') ? Promise.reject(new Error(out)) : undefined),
+    30_000,
+    'the fence armed',
+    20,
+  );
   const fencePid = Number(m[1]);
   started.push(fencePid);
   return { agent, fencePid };
@@ -75,7 +89,6 @@ describe('fence process', () => {
     await waitFor(() => !isAlive(fencePid), 5000, 'the fence to exit');
     expect(events).toEqual(['fired', 'exited']);
     console.log(`fence: deadline 3000 ms after the arm call, postmaster stand-in gone after ${ms} ms`);
-
   });
 
   it('armed on a data directory with no postmaster: stops the one started there after the arming (postmaster.pid, checked against its cwd), never a process a stale file names', async () => {
@@ -152,7 +165,12 @@ describe('fence process', () => {
     await fence.disarm();
     // Killed while idle: noticed, started again, and armable again.
     process.kill(first, 'SIGKILL');
-    const second = await waitFor(() => (fence.pid !== undefined && fence.pid !== first ? fence.pid : undefined), 10_000, 'a new fence process', 20);
+    const second = await waitFor(
+      () => (fence.pid !== undefined && fence.pid !== first ? fence.pid : undefined),
+      10_000,
+      'a new fence process',
+      20,
+    );
     started.push(second);
     expect(events).toEqual(['exited']);
     await fence.arm(v.pid!, 30_000, monoNowMs() + 30_000);

@@ -93,13 +93,27 @@ describe('hactl on a real cluster', () => {
     expect(lines[1]).toMatch(/^\| Member +\| Host +\| Role +\| State +\| TL \| Receive LSN \| Lag \| Replay LSN \| Lag \|$/);
     const leaderLine = lines.find((l) => l.startsWith(`| ${leader} `))!;
     expect(leaderLine).toMatch(new RegExp(`\\| 127\\.0\\.0\\.1:${c.node(leader).pgPort} +\\| Leader +\\| running +\\| +1 \\|`));
-    for (const r of replicas()) expect(lines.find((l) => l.startsWith(`| ${r} `))).toMatch(/\| Replica +\| streaming +\| +1 \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \|$/);
+    for (const r of replicas())
+      expect(lines.find((l) => l.startsWith(`| ${r} `))).toMatch(
+        /\| Replica +\| streaming +\| +1 \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \| [0-9A-F]+\/[0-9A-F]+ +\| +\d+ \|$/,
+      );
 
     const json = await rows();
     expect(json.map((r) => r['Member'])).toEqual(['node1', 'node2', 'node3']);
     expect(json[0]).toMatchObject({ Cluster: 'e2e', TL: 1 });
     const replicaRow = json.find((r) => r['Member'] === replicas()[0])!;
-    expect(Object.keys(replicaRow)).toEqual(['Cluster', 'Member', 'Host', 'Role', 'State', 'TL', 'Receive LSN', 'Receive Lag', 'Replay LSN', 'Replay Lag']);
+    expect(Object.keys(replicaRow)).toEqual([
+      'Cluster',
+      'Member',
+      'Host',
+      'Role',
+      'State',
+      'TL',
+      'Receive LSN',
+      'Receive Lag',
+      'Replay LSN',
+      'Replay Lag',
+    ]);
 
     const yaml = await hactl('list', '--format', 'yaml');
     expect(YAML.parse(yaml.stdout).map((r: Row) => r['Member'])).toEqual(['node1', 'node2', 'node3']);
@@ -137,7 +151,10 @@ describe('hactl on a real cluster', () => {
     expect(edit.stdout).toMatch(/Configuration changed/);
     expect((await hactl('show-config')).stdout).toMatch(/^maximum_lag_on_failover: 2097152$/m);
 
-    const refused = await runHactlPty([...cfg, 'edit-config', '-s', 'check_timeline=true'], [{ expect: 'Apply these changes? [y/N]: ', send: 'n' }]);
+    const refused = await runHactlPty(
+      [...cfg, 'edit-config', '-s', 'check_timeline=true'],
+      [{ expect: 'Apply these changes? [y/N]: ', send: 'n' }],
+    );
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/^\+check_timeline: true$/m);
     expect(refused.output).toMatch(/Aborting edit-config/);
@@ -224,7 +241,14 @@ describe('hactl on a real cluster', () => {
     const again = await hactl('pause');
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/Cluster is already paused/);
-    const sched = await hactl('switchover', '--candidate', replicas()[0]!, '--scheduled', new Date(Date.now() + 60_000).toISOString(), '--force');
+    const sched = await hactl(
+      'switchover',
+      '--candidate',
+      replicas()[0]!,
+      '--scheduled',
+      new Date(Date.now() + 60_000).toISOString(),
+      '--force',
+    );
     expect(sched.code).toBe(1);
     expect(sched.stderr).toMatch(/Can't schedule switchover in the paused state/);
     const r = await hactl('resume', '--wait');
@@ -269,7 +293,14 @@ describe('hactl on a real cluster', () => {
 
   it('scheduled switchover: listed, flushed, then scheduled again and run at its time', async () => {
     const candidate = replicas()[0]!;
-    const far = await hactl('switchover', '--candidate', candidate, '--scheduled', new Date(Date.now() + 3_600_000).toISOString(), '--force');
+    const far = await hactl(
+      'switchover',
+      '--candidate',
+      candidate,
+      '--scheduled',
+      new Date(Date.now() + 3_600_000).toISOString(),
+      '--force',
+    );
     expect(far.code, far.stderr).toBe(0);
     expect(far.stdout).toMatch(/Switchover scheduled/);
     const listed = (await hactl('list')).stdout;
@@ -343,7 +374,10 @@ describe('hactl on a real cluster', () => {
   });
 
   it('remove: refused on a wrong cluster name or leader name, then removes every key', async () => {
-    const wrongName = await runHactlPty([...cfg, 'remove', 'e2e'], [{ expect: 'Please confirm the cluster name to remove: ', send: 'e2f' }]);
+    const wrongName = await runHactlPty(
+      [...cfg, 'remove', 'e2e'],
+      [{ expect: 'Please confirm the cluster name to remove: ', send: 'e2f' }],
+    );
     expect(wrongName.code).toBe(1);
     expect(wrongName.output).toMatch(/Cluster names specified do not match/);
     const wrongLeader = await runHactlPty(
@@ -368,7 +402,9 @@ describe('hactl on a real cluster', () => {
     const removed = await runHactlPty([...cfg, 'remove', 'e2e'], steps);
     expect(removed.code, removed.output).toBe(0);
     expect(removed.output).toMatch(/Cluster e2e removed from the DCS/);
-    const keys = await run('etcdctl', ['--endpoints', c.etcd.url, 'get', '--prefix', '--keys-only', '/service/e2e/'], { env: { ...process.env, ETCDCTL_API: '3' } });
+    const keys = await run('etcdctl', ['--endpoints', c.etcd.url, 'get', '--prefix', '--keys-only', '/service/e2e/'], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+    });
     expect(keys.trim()).toBe('');
     expect((await hactl('list')).stdout).toMatch(/Cluster: e2e \(uninitialized\)/);
   });

@@ -27,11 +27,14 @@ describe('monitoring files under promtool', () => {
     expect(r.output.match(/SUCCESS: \d+ rules found/g)).toHaveLength(2);
   });
 
-  it.each(['ha', 'db-exporter'])('test rules: the %s rules fire on the conditions they name and stay silent on a healthy cluster', (name) => {
-    const r = promtool('test', 'rules', `monitoring/prometheus/tests/${name}.rules.test.yml`);
-    expect(r.code, r.output).toBe(0);
-    expect(r.output).toContain('SUCCESS');
-  });
+  it.each(['ha', 'db-exporter'])(
+    'test rules: the %s rules fire on the conditions they name and stay silent on a healthy cluster',
+    (name) => {
+      const r = promtool('test', 'rules', `monitoring/prometheus/tests/${name}.rules.test.yml`);
+      expect(r.code, r.output).toBe(0);
+      expect(r.output).toContain('SUCCESS');
+    },
+  );
 
   it('check config: the example Prometheus configuration and its rule files', () => {
     const r = promtool('check', 'config', 'examples/prometheus/prometheus.yml');

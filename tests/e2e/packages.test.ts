@@ -52,8 +52,14 @@ function sh(cmd: string, args: string[], cwd: string, timeoutMs = 300_000): Prom
     execFile(
       cmd,
       args,
-      { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NODE_OPTIONS: '', npm_config_update_notifier: 'false' } },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) }),
+      {
+        cwd,
+        timeout: timeoutMs,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, NODE_OPTIONS: '', npm_config_update_notifier: 'false' },
+      },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) }),
     );
   });
 }
@@ -206,7 +212,10 @@ describe('the @ha/machines tarball', () => {
       peerDependencies?: Record<string, string>;
       peerDependenciesMeta?: Record<string, { optional?: boolean }>;
     };
-    const required = [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {}).filter((p) => !manifest.peerDependenciesMeta?.[p]?.optional)];
+    const required = [
+      ...Object.keys(manifest.dependencies ?? {}),
+      ...Object.keys(manifest.peerDependencies ?? {}).filter((p) => !manifest.peerDependenciesMeta?.[p]?.optional),
+    ];
     expect(required.sort()).toEqual(['xstate']);
     expect(installedPackages(machinesApp)).toEqual(['node_modules/@ha/machines', 'node_modules/xstate']);
   });
@@ -217,7 +226,10 @@ describe('the @ha/machines tarball', () => {
   });
 
   it('loads its svg entry without the optional @viz-js/viz, and says what is missing when asked to render', async () => {
-    const out = JSON.parse(await must(process.execPath, ['svg-without-viz.mjs'], machinesApp, 30_000)) as { loaded: boolean; error: string };
+    const out = JSON.parse(await must(process.execPath, ['svg-without-viz.mjs'], machinesApp, 30_000)) as {
+      loaded: boolean;
+      error: string;
+    };
     expect(out.loaded).toBe(true);
     expect(out.error).toMatch(/@viz-js\/viz/);
   });
@@ -232,7 +244,9 @@ describe('the @ha/machines tarball', () => {
   }
 
   it('runs and type-checks with the oldest xstate its peer range accepts', async () => {
-    const manifest = JSON.parse(readFileSync(join(ROOT, 'packages/machines/package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'packages/machines/package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+    };
     const oldest = /^\^(\d+\.\d+\.\d+)$/.exec(manifest.peerDependencies['xstate'] ?? '')?.[1];
     expect(oldest, 'the xstate peer range is ^x.y.z').toBeDefined();
     const app = join(tmp, 'app-oldest-xstate');
@@ -243,50 +257,74 @@ describe('the @ha/machines tarball', () => {
     await typeCheckConsumer(app, 'bundler', 'esnext');
   });
 
-  it.skipIf(!existsSync(CHROMIUM))('bundles for the browser with esbuild, no Node.js built-in, and runs the drive in headless Chromium', async () => {
+  it.skipIf(!existsSync(CHROMIUM))(
+    'bundles for the browser with esbuild, no Node.js built-in, and runs the drive in headless Chromium',
+    async () => {
+      const bundle = await build({
+        absWorkingDir: machinesApp,
+        entryPoints: ['browser-entry.mjs'],
+        bundle: true,
+        platform: 'browser',
+        format: 'esm',
+        target: 'es2022',
+        write: false,
+        metafile: true,
+        logLevel: 'silent',
+      });
+      const inputs = Object.keys(bundle.metafile.inputs);
+      expect(inputs.filter((p) => !/^(node_modules\/(@ha\/machines|xstate)\/|browser-entry\.mjs$|drive\.mjs$)/.test(p))).toEqual([]);
+      expect(inputs.some((p) => p.startsWith('node_modules/@ha/machines/dist/'))).toBe(true);
+      const externals = Object.values(bundle.metafile.inputs).flatMap((i) => i.imports.filter((x) => x.external).map((x) => x.path));
+      expect(externals).toEqual([]);
+      const code = bundle.outputFiles[0]!.text;
+      console.log(`browser bundle: ${code.length} bytes from ${inputs.length} modules`);
+
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      try {
+        const page = await browser.newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(String(e)));
+        await page.setContent('<!doctype html><title>@ha/machines</title>');
+        await page.addScriptTag({ type: 'module', content: code });
+        await page.waitForFunction('globalThis.__driveResult || globalThis.__driveError', undefined, { timeout: 20_000 });
+        expect(await page.evaluate('globalThis.__driveError ?? null')).toBeNull();
+        expect(await page.evaluate('globalThis.__driveResult')).toEqual(DRIVEN);
+        expect(await page.evaluate('typeof process')).toBe('undefined');
+        expect(errors).toEqual([]);
+      } finally {
+        await browser.close();
+      }
+    },
+  );
+
+  it('has a domain entry that pulls in no machine and not xstate', async () => {
+    writeFileSync(
+      join(machinesApp, 'domain-entry.mjs'),
+      "import { databaseStateNumber } from '@ha/machines/domain';\nglobalThis.n = databaseStateNumber('crashed');\n",
+    );
     const bundle = await build({
       absWorkingDir: machinesApp,
-      entryPoints: ['browser-entry.mjs'],
+      entryPoints: ['domain-entry.mjs'],
       bundle: true,
       platform: 'browser',
       format: 'esm',
-      target: 'es2022',
       write: false,
       metafile: true,
       logLevel: 'silent',
     });
-    const inputs = Object.keys(bundle.metafile.inputs);
-    expect(inputs.filter((p) => !/^(node_modules\/(@ha\/machines|xstate)\/|browser-entry\.mjs$|drive\.mjs$)/.test(p))).toEqual([]);
-    expect(inputs.some((p) => p.startsWith('node_modules/@ha/machines/dist/'))).toBe(true);
-    const externals = Object.values(bundle.metafile.inputs).flatMap((i) => i.imports.filter((x) => x.external).map((x) => x.path));
-    expect(externals).toEqual([]);
-    const code = bundle.outputFiles[0]!.text;
-    console.log(`browser bundle: ${code.length} bytes from ${inputs.length} modules`);
-
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    try {
-      const page = await browser.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(String(e)));
-      await page.setContent('<!doctype html><title>@ha/machines</title>');
-      await page.addScriptTag({ type: 'module', content: code });
-      await page.waitForFunction('globalThis.__driveResult || globalThis.__driveError', undefined, { timeout: 20_000 });
-      expect(await page.evaluate('globalThis.__driveError ?? null')).toBeNull();
-      expect(await page.evaluate('globalThis.__driveResult')).toEqual(DRIVEN);
-      expect(await page.evaluate('typeof process')).toBe('undefined');
-      expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
-  });
-
-  it('has a domain entry that pulls in no machine and not xstate', async () => {
-    writeFileSync(join(machinesApp, 'domain-entry.mjs'), "import { databaseStateNumber } from '@ha/machines/domain';\nglobalThis.n = databaseStateNumber('crashed');\n");
-    const bundle = await build({ absWorkingDir: machinesApp, entryPoints: ['domain-entry.mjs'], bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent' });
     expect(Object.keys(bundle.metafile.inputs).sort()).toEqual([
       'domain-entry.mjs',
       'node_modules/@ha/machines/dist/domain/index.js',
@@ -300,23 +338,45 @@ describe('the @ha/machines tarball', () => {
 describe('the ha tarball', () => {
   it('holds what runs (bins, the compiled agent, the UI files, the collectors) and nothing of tests or sources; its size is bounded', () => {
     const paths = haPack.files.map((f) => f.path);
-    for (const p of ['package.json', 'README.md', 'bin/ha.js', 'bin/hactl.js', 'bin/db-exporter.js', 'dist/src/cli/ha.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/observe/ui/index.html', 'dist/src/watchdog/fence-process.js']) {
+    for (const p of [
+      'package.json',
+      'README.md',
+      'bin/ha.js',
+      'bin/hactl.js',
+      'bin/db-exporter.js',
+      'dist/src/cli/ha.js',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/observe/ui/index.html',
+      'dist/src/watchdog/fence-process.js',
+    ]) {
       expect(paths).toContain(p);
     }
     expect(paths.some((p) => p.startsWith('collectors/'))).toBe(true);
-    expect(paths.filter((p) => /(^|\/)tests?\//.test(p) || p.endsWith('.test.js') || p.endsWith('.map') || (p.endsWith('.ts') && !p.endsWith('.d.ts')))).toEqual([]);
+    expect(
+      paths.filter(
+        (p) => /(^|\/)tests?\//.test(p) || p.endsWith('.test.js') || p.endsWith('.map') || (p.endsWith('.ts') && !p.endsWith('.d.ts')),
+      ),
+    ).toEqual([]);
     expect(paths.filter((p) => !/^(bin\/|dist\/src\/|collectors\/|package\.json$|README\.md$)/.test(p))).toEqual([]);
     expect(haPack.size).toBeLessThan(HA_TARBALL_MAX);
   });
 
   it('re-exports the one installed @ha/machines as ha and ha/machines', async () => {
-    const out = JSON.parse(await must(process.execPath, ['via-ha.mjs'], haApp, 30_000)) as { same: boolean; exports: string[]; result: unknown };
+    const out = JSON.parse(await must(process.execPath, ['via-ha.mjs'], haApp, 30_000)) as {
+      same: boolean;
+      exports: string[];
+      result: unknown;
+    };
     expect(out.same).toBe(true);
-    expect(out.exports).toEqual(expect.arrayContaining(['databaseMachine', 'switchoverMachine', 'restartMachine', 'Journal', 'renderChart', 'DATABASE_STATES']));
+    expect(out.exports).toEqual(
+      expect.arrayContaining(['databaseMachine', 'switchoverMachine', 'restartMachine', 'Journal', 'renderChart', 'DATABASE_STATES']),
+    );
     expect(out.result).toEqual(DRIVEN);
     expect(existsSync(join(haApp, 'node_modules/ha/node_modules/@ha/machines'))).toBe(false);
     const installed = installedPackages(haApp);
-    for (const devOnly of ['node_modules/tsx', 'node_modules/esbuild', 'node_modules/typescript', 'node_modules/vitest']) expect(installed).not.toContain(devOnly);
+    for (const devOnly of ['node_modules/tsx', 'node_modules/esbuild', 'node_modules/typescript', 'node_modules/vitest'])
+      expect(installed).not.toContain(devOnly);
   });
 
   it('runs its bins from the build, not through tsx', async () => {
@@ -330,7 +390,11 @@ describe('the ha tarball', () => {
 
   it('serves the observe example (examples/embedding/observe.mjs) under plain node', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['observe.mjs', '--port', String(port), '--every', '100'], { cwd: haApp, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+    const child = spawn(process.execPath, ['observe.mjs', '--port', String(port), '--every', '100'], {
+      cwd: haApp,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));

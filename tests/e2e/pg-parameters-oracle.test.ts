@@ -21,8 +21,41 @@ const HAVE_PG = existsSync(join(BIN, 'postgres'));
 
 const CASES: Array<[string, ParameterValue[]]> = [
   ['fsync', ['on', 'off', 'of', 'o', 'TR', 'tRuE', 'yes', 'y', 'n', 'NO', '1', '0', '2', '', ' on', 'onn', 'offf', 'truee', 1, 0, 2]],
-  ['max_connections', [100, '100', ' 100 ', '0x10', '010', '08', '1.5e2', '2.5', '3.5', 'lots', '5MB', 300000000, 0, -1, '1e10', '+5', '-0', '0x', '1e', '.5e1', 1e21, '0x1e3', '0.4', '0.5', '1.5', true]],
-  ['shared_buffers', ['128MB', '1GB', '100kB', '1', '16', '15', '1.5MB', '128 MB', '128mb', '1TB', '8TB', '1B', '131072B', '128KB', '128MBs']],
+  [
+    'max_connections',
+    [
+      100,
+      '100',
+      ' 100 ',
+      '0x10',
+      '010',
+      '08',
+      '1.5e2',
+      '2.5',
+      '3.5',
+      'lots',
+      '5MB',
+      300000000,
+      0,
+      -1,
+      '1e10',
+      '+5',
+      '-0',
+      '0x',
+      '1e',
+      '.5e1',
+      1e21,
+      '0x1e3',
+      '0.4',
+      '0.5',
+      '1.5',
+      true,
+    ],
+  ],
+  [
+    'shared_buffers',
+    ['128MB', '1GB', '100kB', '1', '16', '15', '1.5MB', '128 MB', '128mb', '1TB', '8TB', '1B', '131072B', '128KB', '128MBs'],
+  ],
   ['work_mem', ['4MB', 64, 63, '1.5kB', '0.5MB', '1xyz', '64kB', '2147483647kB', '2147483648kB', '3TB', '65535B', '65000B', '64 kB', '4s']],
   ['wal_keep_size', ['128MB', '1GB', '-1', '0.5GB', '1.5kB']],
   ['max_wal_size', ['1GB', '1MB', '1.5MB', '2MB']],
@@ -99,7 +132,9 @@ describe.skipIf(!HAVE_PG)('checkParameter agrees with postgres reading postgresq
           const theirs = await serverVerdict(dir, name, value);
           if (!theirs.ok) refused++;
           if ((ours === undefined) !== theirs.ok) {
-            mismatches.push(`${name}=${JSON.stringify(value)}: ours ${ours ?? 'accepted'}; postgres ${theirs.ok ? 'accepted' : theirs.text}`);
+            mismatches.push(
+              `${name}=${JSON.stringify(value)}: ours ${ours ?? 'accepted'}; postgres ${theirs.ok ? 'accepted' : theirs.text}`,
+            );
           }
         }
       }),

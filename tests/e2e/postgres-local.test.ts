@@ -100,10 +100,14 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     await replica.configure({ role: 'replica', upstream, slotName: slot, parameters: {} });
     await replica.start(30_000);
 
-    const rst = await waitFor(async () => {
-      const s = await replica.probe(2_000);
-      return s.streaming ? s : undefined;
-    }, 20_000, 'replica streaming');
+    const rst = await waitFor(
+      async () => {
+        const s = await replica.probe(2_000);
+        return s.streaming ? s : undefined;
+      },
+      20_000,
+      'replica streaming',
+    );
     expect(rst.inRecovery).toBe(true);
     expect(rst.timeline).toBe(1);
     expect(rst.flushLsn).toBeUndefined();
@@ -113,11 +117,20 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     expect(rst.archiveRecovery).toBe(false);
     expect(rst.upstreamHost).toBe('127.0.0.1');
 
-    const pst = await waitFor(async () => {
-      const s = await primary.probe(2_000);
-      return s.replication.length === 1 ? s : undefined;
-    }, 10_000, 'replication row');
-    expect(pst.replication[0]).toMatchObject({ application_name: 'node-2', usename: 'replicator', client_addr: '127.0.0.1', state: 'streaming' });
+    const pst = await waitFor(
+      async () => {
+        const s = await primary.probe(2_000);
+        return s.replication.length === 1 ? s : undefined;
+      },
+      10_000,
+      'replication row',
+    );
+    expect(pst.replication[0]).toMatchObject({
+      application_name: 'node-2',
+      usename: 'replicator',
+      client_addr: '127.0.0.1',
+      state: 'streaming',
+    });
     expect(pst.slots[slot]).toBeGreaterThan(0n);
     const active = await primary.query<{ active: boolean }>(`SELECT active FROM pg_replication_slots WHERE slot_name = '${slot}'`);
     expect(active).toEqual([{ active: true }]);
@@ -130,10 +143,14 @@ describe('LocalPostgres (real PostgreSQL)', () => {
   it('replicates a write and reports controldata', async () => {
     await primary.query('CREATE TABLE t (id int PRIMARY KEY, v text)');
     await primary.query("INSERT INTO t VALUES (1, 'one')");
-    const rows = await waitFor(async () => {
-      const r = await replica.query<{ v: string }>('SELECT v FROM t WHERE id = 1').catch(() => []);
-      return r.length ? r : undefined;
-    }, 10_000, 'row on replica');
+    const rows = await waitFor(
+      async () => {
+        const r = await replica.query<{ v: string }>('SELECT v FROM t WHERE id = 1').catch(() => []);
+        return r.length ? r : undefined;
+      },
+      10_000,
+      'row on replica',
+    );
     expect(rows).toEqual([{ v: 'one' }]);
     await expect(replica.query("INSERT INTO t VALUES (2, 'two')")).rejects.toMatchObject({ code: 'pg_query_failed', sqlState: '25006' });
 
@@ -151,10 +168,14 @@ describe('LocalPostgres (real PostgreSQL)', () => {
   it('reports a postmaster-context change as pending restart after reload', async () => {
     await primary.configure({ role: 'primary', parameters: { shared_buffers: '32MB', max_connections: 150 } });
     await primary.reload();
-    const st = await waitFor(async () => {
-      const s = await primary.probe(2_000);
-      return s.pendingRestart.max_connections ? s : undefined;
-    }, 10_000, 'pending restart');
+    const st = await waitFor(
+      async () => {
+        const s = await primary.probe(2_000);
+        return s.pendingRestart.max_connections ? s : undefined;
+      },
+      10_000,
+      'pending restart',
+    );
     expect(st.pendingRestart.max_connections).toEqual({ old_value: '100', new_value: '150' });
     expect(Object.keys(st.pendingRestart)).toEqual(['max_connections']);
   });
@@ -175,7 +196,9 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     await replica.configure({ role: 'primary', parameters: {} });
     await replica.reload();
     await new Promise((r) => setTimeout(r, 500));
-    const marked = await replica.query<{ name: string }>("SELECT name FROM pg_settings WHERE pending_restart AND name LIKE 'recovery\\_target%'");
+    const marked = await replica.query<{ name: string }>(
+      "SELECT name FROM pg_settings WHERE pending_restart AND name LIKE 'recovery\\_target%'",
+    );
     const st = await replica.probe(5_000);
     expect(st.pendingRestart, `PostgreSQL marks ${marked.map((m) => m.name).join(', ') || 'nothing'}`).toEqual({});
   });
@@ -215,7 +238,9 @@ describe('LocalPostgres (real PostgreSQL)', () => {
     const script = join(dir, 'bootstrap.sh');
     await writeFile(script, '#!/bin/sh\nfor a in "$@"; do echo "$a"; done > "${2#--datadir=}/args.txt"\n', { mode: 0o755 });
     await replica.customBootstrap(script);
-    expect(await readFile(join(dir, 'node-2', 'data', 'args.txt'), 'utf8')).toBe(`--scope=demo\n--datadir=${join(dir, 'node-2', 'data')}\n`);
+    expect(await readFile(join(dir, 'node-2', 'data', 'args.txt'), 'utf8')).toBe(
+      `--scope=demo\n--datadir=${join(dir, 'node-2', 'data')}\n`,
+    );
     await expect(replica.customBootstrap('exit 3;')).rejects.toMatchObject({ code: 'pg_tool_failed', exitCode: 3 });
   });
 

@@ -59,7 +59,10 @@ describe('the node API over TLS', () => {
     const none = await cluster.request(leader, 'PATCH', '/config', { body: { loop_wait: 1 } });
     expect(none.status).toBe(401);
     expect(none.headers['www-authenticate']).toBe('Basic realm="ha"');
-    const wrong = await cluster.request(leader, 'PATCH', '/config', { body: { loop_wait: 1 }, auth: { username: 'admin', password: 'not-it' } });
+    const wrong = await cluster.request(leader, 'PATCH', '/config', {
+      body: { loop_wait: 1 },
+      auth: { username: 'admin', password: 'not-it' },
+    });
     expect(wrong.status).toBe(401);
     const switchover = await cluster.request(leader, 'POST', '/switchover', { body: { leader } });
     expect(switchover.status).toBe(401);
@@ -111,7 +114,9 @@ describe('hactl over TLS with the node credentials', () => {
 
   it('switches over', async () => {
     const candidate = leader === 'node1' ? 'node2' : 'node1';
-    const r = await runHactl(['-c', cluster.node('node1').configPath, 'switchover', '--candidate', candidate, '--force'], { env: cluster.env });
+    const r = await runHactl(['-c', cluster.node('node1').configPath, 'switchover', '--candidate', candidate, '--force'], {
+      env: cluster.env,
+    });
     expect(r.code, `${r.stdout}\n${r.stderr}\n${cluster.logs().slice(-4000)}`).toBe(0);
     leader = await cluster.waitForLeader(60_000, leader);
     expect(leader).toBe(candidate);
@@ -121,19 +126,36 @@ describe('hactl over TLS with the node credentials', () => {
 describe('certificate rotation', () => {
   const serialOf = (name: string) =>
     new Promise<string>((resolveSerial, reject) => {
-      const s = connect({ host: '127.0.0.1', port: cluster.node(name).apiPort, ca: readFileSync(cluster.certs.ca), servername: 'localhost' }, () => {
-        const serial = s.getPeerCertificate().serialNumber;
-        s.end();
-        resolveSerial(serial);
-      });
+      const s = connect(
+        { host: '127.0.0.1', port: cluster.node(name).apiPort, ca: readFileSync(cluster.certs.ca), servername: 'localhost' },
+        () => {
+          const serial = s.getPeerCertificate().serialNumber;
+          s.end();
+          resolveSerial(serial);
+        },
+      );
       s.on('error', reject);
     });
 
   /** Signs a new server certificate (same CA and key, new serial) over the configured file; its serial. */
   const rotate = (): string => {
     execFileSync('openssl', [
-      'x509', '-req', '-in', `${cluster.certs.dir}/server.csr`, '-CA', cluster.certs.ca, '-CAkey', cluster.certs.caKey, '-CAcreateserial',
-      '-days', '2', '-sha256', '-extfile', `${cluster.certs.dir}/server.ext`, '-out', cluster.certs.serverCert,
+      'x509',
+      '-req',
+      '-in',
+      `${cluster.certs.dir}/server.csr`,
+      '-CA',
+      cluster.certs.ca,
+      '-CAkey',
+      cluster.certs.caKey,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-sha256',
+      '-extfile',
+      `${cluster.certs.dir}/server.ext`,
+      '-out',
+      cluster.certs.serverCert,
     ]);
     return new X509Certificate(readFileSync(cluster.certs.serverCert)).serialNumber;
   };
@@ -185,7 +207,21 @@ describe('no secret in any answer, log, journal or process argument list', () =>
     });
 
   it('scans every GET answer, /events/stream, the logs, the journals and ps of a working cluster', async () => {
-    const paths = ['/ha', '/', '/primary', '/replica', '/health', '/cluster', '/history', '/config', '/metrics', '/events', '/machines', '/ui', '/ui/cluster'];
+    const paths = [
+      '/ha',
+      '/',
+      '/primary',
+      '/replica',
+      '/health',
+      '/cluster',
+      '/history',
+      '/config',
+      '/metrics',
+      '/events',
+      '/machines',
+      '/ui',
+      '/ui/cluster',
+    ];
     for (const n of cluster.nodes) {
       for (const path of paths) {
         const r = await cluster.request(n.name, 'GET', path);
@@ -194,7 +230,8 @@ describe('no secret in any answer, log, journal or process argument list', () =>
       }
       const { machines } = JSON.parse((await cluster.request(n.name, 'GET', '/machines')).body) as { machines: { name: string }[] };
       expect(machines.length).toBeGreaterThan(0);
-      for (const m of machines) scan(`${n.name} GET /machines/${m.name}`, (await cluster.request(n.name, 'GET', `/machines/${m.name}`)).body);
+      for (const m of machines)
+        scan(`${n.name} GET /machines/${m.name}`, (await cluster.request(n.name, 'GET', `/machines/${m.name}`)).body);
       const stream = await streamHead(n.name, 1500);
       expect(stream.length).toBeGreaterThan(0);
       scan(`${n.name} /events/stream`, stream);

@@ -19,15 +19,21 @@ import { TestCluster } from './support/cluster.ts';
 let a: TestCluster;
 let b: TestCluster;
 
-const count = async (c: TestCluster, node: string): Promise<number> => Number((await c.psql(node, 'select count(*) from dr').catch(() => '-1')).trim());
+const count = async (c: TestCluster, node: string): Promise<number> =>
+  Number((await c.psql(node, 'select count(*) from dr').catch(() => '-1')).trim());
 
 async function rowsEverywhere(c: TestCluster, n: number, timeoutMs = 60_000): Promise<void> {
-  for (const node of c.nodes) await waitFor(async () => ((await count(c, node.name)) >= n ? true : undefined), timeoutMs, `${n} rows on ${node.name}`);
+  for (const node of c.nodes)
+    await waitFor(async () => ((await count(c, node.name)) >= n ? true : undefined), timeoutMs, `${n} rows on ${node.name}`);
 }
 
 async function patchConfig(c: TestCluster, node: string, body: unknown): Promise<number> {
   const n = c.node(node);
-  const r = await fetch(`http://127.0.0.1:${n.apiPort}/config`, { method: 'PATCH', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const r = await fetch(`http://127.0.0.1:${n.apiPort}/config`, {
+    method: 'PATCH',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   await r.text();
   return r.status;
 }
@@ -37,7 +43,7 @@ beforeAll(async () => {
   a.startAll();
   await a.waitForLeader(90_000);
   await waitFor(async () => ((await a.get('a1', '/primary')).status === 200 ? true : undefined), 60_000, 'a1 primary');
-  await a.psql('a1', 'create table dr (id int primary key, v text); insert into dr values (1, \'before\')');
+  await a.psql('a1', "create table dr (id int primary key, v text); insert into dr values (1, 'before')");
   b = await TestCluster.create({
     nodes: 2,
     scope: 'e2e-standby',
@@ -58,7 +64,11 @@ describe('standby cluster', () => {
 
   it('bootstraps by cloning the remote: its leader is a standby leader, its replica follows it', async () => {
     standbyLeader = await b.waitForLeader(120_000);
-    await waitFor(async () => ((await b.get(standbyLeader, '/standby-leader')).status === 200 ? true : undefined), 120_000, 'standby leader');
+    await waitFor(
+      async () => ((await b.get(standbyLeader, '/standby-leader')).status === 200 ? true : undefined),
+      120_000,
+      'standby leader',
+    );
     const ha = (await b.get(standbyLeader, '/ha')).json();
     expect(ha.role).toBe('standby_leader');
     // The same system identifier as the remote: cloned, not initdb'ed.
@@ -81,7 +91,9 @@ describe('standby cluster', () => {
     expect((await b.get(replica, '/standby-leader')).status).toBe(503);
     expect((await b.get(replica, '/replica')).status).toBe(200);
     // The replica cascades from the standby leader, which streams from the remote.
-    const upstreamOfReplica = (await b.psql(standbyLeader, "select application_name from pg_stat_replication where state = 'streaming'")).trim();
+    const upstreamOfReplica = (
+      await b.psql(standbyLeader, "select application_name from pg_stat_replication where state = 'streaming'")
+    ).trim();
     expect(upstreamOfReplica).toBe(replica);
     const onRemote = (await a.psql('a1', "select application_name from pg_stat_replication where state = 'streaming'")).trim();
     expect(onRemote.split('\n')).toContain(standbyLeader);
@@ -118,15 +130,31 @@ describe('standby cluster', () => {
     standbyLeader = next;
     // The old member comes back as a replica of the new standby leader.
     b.start(old);
-    await waitFor(async () => {
-      const upstream = (await b.psql(next, "select application_name from pg_stat_replication where state = 'streaming'").catch(() => '')).trim();
-      return upstream.split('\n').includes(old) ? true : undefined;
-    }, 90_000, `${old} streaming from ${next}`);
+    await waitFor(
+      async () => {
+        const upstream = (
+          await b.psql(next, "select application_name from pg_stat_replication where state = 'streaming'").catch(() => '')
+        ).trim();
+        return upstream.split('\n').includes(old) ? true : undefined;
+      },
+      90_000,
+      `${old} streaming from ${next}`,
+    );
     await rowsEverywhere(b, 60);
   }, 240_000);
 
   it('hactl demote-cluster on the first cluster: its primary becomes a standby leader replicating from the standby cluster', async () => {
-    const r = await runHactl(['-c', a.node('a1').configPath, 'demote-cluster', '--host', '127.0.0.1', '--port', String(b.node(standbyLeader).pgPort), '--force', '--wait']);
+    const r = await runHactl([
+      '-c',
+      a.node('a1').configPath,
+      'demote-cluster',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(b.node(standbyLeader).pgPort),
+      '--force',
+      '--wait',
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('Success: a1 runs as standby_leader');
@@ -144,8 +172,16 @@ describe('standby cluster', () => {
     expect((await b.get(standbyLeader, '/standby-leader')).status).toBe(503);
     await b.psql(standbyLeader, "insert into dr values (1000, 'written in b')");
     const replica = b.nodes.map((n) => n.name).find((n) => n !== standbyLeader)!;
-    await waitFor(async () => ((await b.psql(replica, 'select count(*) from dr where id = 1000').catch(() => '0')).trim() === '1' ? true : undefined), 60_000, 'the row on the replica');
+    await waitFor(
+      async () => ((await b.psql(replica, 'select count(*) from dr where id = 1000').catch(() => '0')).trim() === '1' ? true : undefined),
+      60_000,
+      'the row on the replica',
+    );
     // The first cluster, demoted before the promotion, follows the new timeline: the DR switchover is complete.
-    await waitFor(async () => ((await a.psql('a1', 'select count(*) from dr where id = 1000').catch(() => '0')).trim() === '1' ? true : undefined), 60_000, 'the row on a1');
+    await waitFor(
+      async () => ((await a.psql('a1', 'select count(*) from dr where id = 1000').catch(() => '0')).trim() === '1' ? true : undefined),
+      60_000,
+      'the row on a1',
+    );
   }, 180_000);
 });

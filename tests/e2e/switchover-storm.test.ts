@@ -15,7 +15,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, waitFor } from '../support/processes.ts';
 import { TestCluster, type KeyEvent, type KeyWatch } from './support/cluster.ts';
-import { assertNoLoss, createSafetyTables, formatTransitions, startWriteProbe, startWriter, type RecordedWriter, type WriteProbe } from './support/writer.ts';
+import {
+  assertNoLoss,
+  createSafetyTables,
+  formatTransitions,
+  startWriteProbe,
+  startWriter,
+  type RecordedWriter,
+  type WriteProbe,
+} from './support/writer.ts';
 
 const TTL = 10;
 const LOOP_WAIT = 2;
@@ -40,11 +48,20 @@ let leaderWatch: KeyWatch | undefined;
 beforeAll(async () => {
   // The storm must reach the switchover logic: lift the bound on unsafe requests in flight
   // (restapi.max_unsafe_requests) above the storm's size, so all 200 race for the failover key.
-  c = await TestCluster.create({ nodes: 3, ttl: TTL, loopWait: LOOP_WAIT, retryTimeout: RETRY_TIMEOUT, restapi: { max_unsafe_requests: 256 } });
+  c = await TestCluster.create({
+    nodes: 3,
+    ttl: TTL,
+    loopWait: LOOP_WAIT,
+    retryTimeout: RETRY_TIMEOUT,
+    restapi: { max_unsafe_requests: 256 },
+  });
   c.startAll();
   try {
     const leader = await c.waitForLeader(60_000);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 60_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      60_000,
+    );
     await createSafetyTables(c, leader);
     await c.psql(leader, 'create table ha_marker (round int primary key, member text not null)');
     writer = startWriter(c);
@@ -106,7 +123,9 @@ describe(`switchover storm: ${STORM} concurrent POST /switchover on the leader, 
       expect(tlBefore).toBeGreaterThan(0);
 
       const t0 = Date.now();
-      const answers = await Promise.all(Array.from({ length: STORM }, () => c.post(old, '/switchover', { leader: old }, REQUEST_TIMEOUT_MS)));
+      const answers = await Promise.all(
+        Array.from({ length: STORM }, () => c.post(old, '/switchover', { leader: old }, REQUEST_TIMEOUT_MS)),
+      );
       const tAnswered = Date.now();
 
       const tally = new Map<string, number>();
@@ -114,7 +133,9 @@ describe(`switchover storm: ${STORM} concurrent POST /switchover on the leader, 
         const k = a.status === 0 ? `no answer: ${a.error}` : `${a.status} ${a.body.trim().slice(0, 120)}`;
         tally.set(k, (tally.get(k) ?? 0) + 1);
       }
-      console.log(`storm ${round} on ${old}: answers within ${tAnswered - t0} ms\n${[...tally.entries()].map(([k, n]) => `  ${String(n).padStart(3)} × ${k}`).join('\n')}`);
+      console.log(
+        `storm ${round} on ${old}: answers within ${tAnswered - t0} ms\n${[...tally.entries()].map(([k, n]) => `  ${String(n).padStart(3)} × ${k}`).join('\n')}`,
+      );
 
       // The new leader: the first leader key value other than the old leader's after t0.
       const next = await waitFor(
@@ -145,14 +166,17 @@ describe(`switchover storm: ${STORM} concurrent POST /switchover on the leader, 
               .map(async (n) => {
                 try {
                   await waitFor(
-                    async () => (await c.psql(n.name, `select member from ha_marker where round = ${round}`, 2000).catch(() => '')).trim() === next,
+                    async () =>
+                      (await c.psql(n.name, `select member from ha_marker where round = ${round}`, 2000).catch(() => '')).trim() === next,
                     Math.max(500, deadline - Date.now()),
                     `the marker row on ${n.name}`,
                   );
                   follow[n.name] = Date.now() - t0;
                 } catch (e) {
                   follow[n.name] = String(e);
-                  problems.push(`${n.name} does not hold the row written on ${next} within ${FOLLOW_BOUND_MS} ms of the storm (GET /ha: ${(await c.get(n.name, '/ha')).body})`);
+                  problems.push(
+                    `${n.name} does not hold the row written on ${next} within ${FOLLOW_BOUND_MS} ms of the storm (GET /ha: ${(await c.get(n.name, '/ha')).body})`,
+                  );
                 }
               }),
           );
@@ -199,14 +223,31 @@ describe(`switchover storm: ${STORM} concurrent POST /switchover on the leader, 
         loss = String(e);
       }
       const doubles = probe!.twoPrimaries(t0, Date.now());
-      const failed = problems.length > 0 || loss !== '' || doubles.length > 0 || !(seq.length <= 3 && seq[0] === old && seq[seq.length - 1] === next && !seq.slice(1).includes(old));
+      const failed =
+        problems.length > 0 ||
+        loss !== '' ||
+        doubles.length > 0 ||
+        !(seq.length <= 3 && seq[0] === old && seq[seq.length - 1] === next && !seq.slice(1).includes(old));
       if (failed) console.log(`storm ${round}: agent log lines since the storm\n${c.logsMatching(LOG_RE, t0 - 500).join('\n')}`);
 
       expect.soft(successes.length, 'at least one 200 answer').toBeGreaterThan(0);
       for (const s of successes) expect.soft(s.body, 'every 200 names the new leader').toBe(`Successfully switched over to "${next}"`);
-      expect.soft(notAllowed.map((a) => `${a.status} ${a.body || a.error}`), `statuses other than 200/409/412/503 (${[...new Set(statuses)].join(',')})`).toEqual([]);
+      expect
+        .soft(
+          notAllowed.map((a) => `${a.status} ${a.body || a.error}`),
+          `statuses other than 200/409/412/503 (${[...new Set(statuses)].join(',')})`,
+        )
+        .toEqual([]);
       // Exactly one change: old, (deleted,) new. A take-back (old, deleted, old, …) or a second change fails.
-      expect.soft([[old, null, next], [old, next]], 'the leader key changes exactly once: old → (deleted →) new, never back').toContainEqual(seq);
+      expect
+        .soft(
+          [
+            [old, null, next],
+            [old, next],
+          ],
+          'the leader key changes exactly once: old → (deleted →) new, never back',
+        )
+        .toContainEqual(seq);
       expect.soft(problems, 'every member follows the new leader in time').toEqual([]);
       expect.soft(loss, 'no acknowledged write lost').toBe('');
       expect.soft(doubles, 'never two members acknowledging writes in one probe round').toEqual([]);

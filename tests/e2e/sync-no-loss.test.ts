@@ -57,16 +57,21 @@ const REJOIN_BOUND_MS = (3 * LOOP_WAIT + 2 * RETRY_TIMEOUT + Math.max(2 * LOOP_W
  * synchronous_standby_names (`ANY k (...)` names every candidate; `FIRST 1` only the chosen one).
  */
 async function rejoined(c: TestCluster, member: string, mode: Mode): Promise<boolean> {
-  if ((await c.get(member, '/replica')).status !== 200 || (await c.get(member, '/ha')).json()?.replication_state !== 'streaming') return false;
+  if ((await c.get(member, '/replica')).status !== 200 || (await c.get(member, '/ha')).json()?.replication_state !== 'streaming')
+    return false;
   if (mode === 'off') return true;
   const leader = await c.leader();
   if (!leader || leader === member) return false;
-  const seen = (await c.psql(leader, `select state from pg_stat_replication where application_name = '${member}'`, 2000).catch(() => '')).trim();
+  const seen = (
+    await c.psql(leader, `select state from pg_stat_replication where application_name = '${member}'`, 2000).catch(() => '')
+  ).trim();
   if (seen !== 'streaming') return false;
   return mode === 'on' || (await standbyNames(c, leader).catch(() => '')).includes(`"${member}"`);
 }
 
-async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number; failoversMs: number[]; rejoinsMs: number[]; receipts: number }> {
+async function lossRun(
+  mode: Mode,
+): Promise<{ acknowledged: number; lost: number; failoversMs: number[]; rejoinsMs: number[]; receipts: number }> {
   // The default configuration: nothing under `database` about rewind or removal.
   const dcsExtra: string[] = [];
   if (mode !== 'off') dcsExtra.push(`synchronous_mode: ${mode === 'on' ? 'true' : 'quorum'}`);
@@ -77,7 +82,10 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
   const ready = async () => {
     if (standbys > 0) return waitSyncReady(c, standbys);
     const l = await c.waitForLeader(90_000);
-    await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== l), 90_000);
+    await c.waitForStreaming(
+      c.nodes.map((n) => n.name).filter((n) => n !== l),
+      90_000,
+    );
     return l;
   };
   c.startAll();
@@ -111,7 +119,9 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
       }
       const next = await c.waitForLeader(FAILOVER_BOUND_MS + 30_000, leader);
       const took = Date.now() - t0;
-      console.log(`[sync-no-loss] ${mode} loss ${i + 1}: ${receivers.length} walsenders frozen, ${writer.stats().acked - ackedBefore} writes acknowledged meanwhile; ${leader} -> ${next} in ${took} ms`);
+      console.log(
+        `[sync-no-loss] ${mode} loss ${i + 1}: ${receivers.length} walsenders frozen, ${writer.stats().acked - ackedBefore} writes acknowledged meanwhile; ${leader} -> ${next} in ${took} ms`,
+      );
       failoversMs.push(took);
       expect(took, `loss ${i + 1}: ${leader} -> ${next} took ${took} ms`).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
       if (mode === 'on') {
@@ -121,7 +131,11 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
       }
       const tRestart = Date.now();
       c.start(leader);
-      await waitFor(() => rejoined(c, leader, mode), REJOIN_BOUND_MS, `${leader} back as a streaming replica${mode === 'off' ? '' : ', a synchronous standby candidate'}`);
+      await waitFor(
+        () => rejoined(c, leader, mode),
+        REJOIN_BOUND_MS,
+        `${leader} back as a streaming replica${mode === 'off' ? '' : ', a synchronous standby candidate'}`,
+      );
       rejoinsMs.push(Date.now() - tRestart);
     }
     for (let i = 0; i < SWITCHOVERS; i++) {
@@ -152,7 +166,10 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
         for (const t of r.transactions) {
           if (t.status !== 'committed' || t.at === undefined) continue;
           const hit = acked.find((w) => w.xid === t.xid && Math.abs(w.at - Date.parse(t.at!)) < 10_000);
-          expect(hit, `${n.name}'s receipt of ${r.at} lists xid ${t.xid}, a write acknowledged at ${hit ? new Date(hit.at).toISOString() : ''}`).toBeUndefined();
+          expect(
+            hit,
+            `${n.name}'s receipt of ${r.at} lists xid ${t.xid}, a write acknowledged at ${hit ? new Date(hit.at).toISOString() : ''}`,
+          ).toBeUndefined();
         }
       }
     }
@@ -170,7 +187,12 @@ async function lossRun(mode: Mode): Promise<{ acknowledged: number; lost: number
     await assertNoLoss(c, records, { timeoutMs: 90_000 });
     return { acknowledged: records.length, lost: 0, failoversMs, rejoinsMs, receipts: receiptCount };
   } catch (e) {
-    throw new Error(`${String(e)}\n${c.logsMatching(/sync|leader|lock|promot|demot|diverg|reinit|follow/i).slice(-150).join('\n')}`);
+    throw new Error(
+      `${String(e)}\n${c
+        .logsMatching(/sync|leader|lock|promot|demot|diverg|reinit|follow/i)
+        .slice(-150)
+        .join('\n')}`,
+    );
   } finally {
     await probe?.stop();
     await writer?.stop();

@@ -66,10 +66,17 @@ describe('nosync and synchronous_node_count', () => {
     const metrics = (await c.get('node2', '/metrics')).body;
     expect(metrics).toMatch(/^ha_sync_standby\{[^}]*\} 1$/m);
     // The changes of the synchronous set are journaled with their reason (/events, the UI).
-    const events = ((await c.get('node1', '/events?limit=1000')).json() as { events: { event?: { type?: string; reason?: string } }[] }).events;
+    const events = ((await c.get('node1', '/events?limit=1000')).json() as { events: { event?: { type?: string; reason?: string } }[] })
+      .events;
     const reasons = events.filter((e) => e.event?.type?.startsWith('ha.sync.')).map((e) => `${e.event!.type}: ${e.event!.reason}`);
-    expect(reasons.some((r) => /ha\.sync\.standby_names: synchronous_standby_names: .* -> FIRST/.test(r)), reasons.join('\n')).toBe(true);
-    expect(reasons.some((r) => /ha\.sync\.key: .*added to the sync key/.test(r)), reasons.join('\n')).toBe(true);
+    expect(
+      reasons.some((r) => /ha\.sync\.standby_names: synchronous_standby_names: .* -> FIRST/.test(r)),
+      reasons.join('\n'),
+    ).toBe(true);
+    expect(
+      reasons.some((r) => /ha\.sync\.key: .*added to the sync key/.test(r)),
+      reasons.join('\n'),
+    ).toBe(true);
     const r = await c.post('node1', '/switchover', { leader: 'node1', candidate: 'node4' });
     expect(r.status).toBe(412);
     expect(r.body).toContain('candidate name does not match with sync_standby');
@@ -88,10 +95,16 @@ describe('nosync and synchronous_node_count', () => {
       let last = '';
       try {
         await waitFor(async () => ((await syncKey(c))?.members.length === 1 ? true : undefined), SETTLE_MS, 'one member in the sync key');
-        await waitFor(async () => (/^FIRST 1 \("node[23]"\)$/.test((last = await standbyNames(c, 'node1'))) ? true : undefined), SETTLE_MS, 'FIRST 1 on the leader');
+        await waitFor(
+          async () => (/^FIRST 1 \("node[23]"\)$/.test((last = await standbyNames(c, 'node1'))) ? true : undefined),
+          SETTLE_MS,
+          'FIRST 1 on the leader',
+        );
       } catch (e) {
         const lines = c.logsMatching(/sync|synchronous|config/i, since - 1000).slice(-40);
-        throw new Error(`${String(e)}\nsynchronous_standby_names on node1: ${last}\nsync key: ${JSON.stringify(await syncKey(c))}\nnode1 /ha: ${(await c.get('node1', '/ha')).body}\n${lines.join('\n')}`);
+        throw new Error(
+          `${String(e)}\nsynchronous_standby_names on node1: ${last}\nsync key: ${JSON.stringify(await syncKey(c))}\nnode1 /ha: ${(await c.get('node1', '/ha')).body}\n${lines.join('\n')}`,
+        );
       }
       const key = await syncKey(c);
       expect(await standbyNames(c, 'node1')).toBe(`FIRST 1 ("${key!.members[0]}")`);
@@ -125,7 +138,15 @@ describe('strict mode', () => {
     await waitFor(async () => (replicas.every((r) => c.postmasterPid(r) === undefined) ? true : undefined), 30_000, 'replicas stopped');
     // Give the leader cycles to see the standbys gone: strict keeps commits waiting.
     await sleep(2 * LOOP_WAIT * 1000);
-    const sql = postgres({ host: '127.0.0.1', port: c.node(leader).pgPort, user: 'postgres', password: 'e2e-super', database: 'postgres', max: 1, onnotice: () => {} });
+    const sql = postgres({
+      host: '127.0.0.1',
+      port: c.node(leader).pgPort,
+      user: 'postgres',
+      password: 'e2e-super',
+      database: 'postgres',
+      max: 1,
+      onnotice: () => {},
+    });
     try {
       let returned = false;
       const insert = sql`insert into strict_t values (1)`.then(
@@ -150,7 +171,10 @@ describe('strict mode', () => {
       await waitFor(async () => (returned ? true : undefined), SETTLE_MS, 'the INSERT to return after strict mode was turned off');
       await insert;
       await waitFor(
-        async () => (/asynchronously/.test(String(((await c.get(leader, '/ha')).json() as Record<string, unknown>)['synchronous_degraded'])) ? true : undefined),
+        async () =>
+          /asynchronously/.test(String(((await c.get(leader, '/ha')).json() as Record<string, unknown>)['synchronous_degraded']))
+            ? true
+            : undefined,
         SETTLE_MS,
         '/ha synchronous_degraded to say the primary went asynchronous',
       );

@@ -20,11 +20,21 @@ beforeAll(async () => {
   c = await TestCluster.create({ nodes: 3, ttl: 10, loopWait: 2, retryTimeout: 3 });
   c.startAll();
   const leader = await c.waitForLeader(60_000);
-  await c.waitForStreaming(c.nodes.map((n) => n.name).filter((n) => n !== leader), 60_000);
+  await c.waitForStreaming(
+    c.nodes.map((n) => n.name).filter((n) => n !== leader),
+    60_000,
+  );
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 
@@ -64,45 +74,65 @@ const MEASURE_LABELS = `(() => {
 })()`;
 
 describe('the /ui page', () => {
-  it.skipIf(!existsSync(CHROMIUM))('draws readable charts at 1400 px: labels apart and large enough, the current state and the path marked, in the first paint', async () => {
-    const leader = (await c.leader())!;
-    const url = `http://127.0.0.1:${c.node(leader).apiPort}/ui`;
-    mkdirSync('out', { recursive: true });
+  it.skipIf(!existsSync(CHROMIUM))(
+    'draws readable charts at 1400 px: labels apart and large enough, the current state and the path marked, in the first paint',
+    async () => {
+      const leader = (await c.leader())!;
+      const url = `http://127.0.0.1:${c.node(leader).apiPort}/ui`;
+      mkdirSync('out', { recursive: true });
 
-    // The page's HTML itself holds the charts as SVG, the current state marked.
-    const html = await (await fetch(url, { signal: AbortSignal.timeout(30_000) })).text();
-    for (const m of ['database', 'switchover', 'restart']) {
-      expect(html, m).toMatch(new RegExp(`<section class="chart" id="chart-${m}"[^>]*>\\s*<h2>[^\\n]*\\n\\s*<div class="svg"[^>]*><svg `));
-    }
-    expect(html).toMatch(/<section class="chart" id="chart-database" data-machine="database" data-state="running">/);
-    expect(html).toMatch(/<g id="state:database\.running" class="node active">/);
+      // The page's HTML itself holds the charts as SVG, the current state marked.
+      const html = await (await fetch(url, { signal: AbortSignal.timeout(30_000) })).text();
+      for (const m of ['database', 'switchover', 'restart']) {
+        expect(html, m).toMatch(
+          new RegExp(`<section class="chart" id="chart-${m}"[^>]*>\\s*<h2>[^\\n]*\\n\\s*<div class="svg"[^>]*><svg `),
+        );
+      }
+      expect(html).toMatch(/<section class="chart" id="chart-database" data-machine="database" data-state="running">/);
+      expect(html).toMatch(/<g id="state:database\.running" class="node active">/);
 
-    for (const javaScriptEnabled of [false, true]) {
-      const context = await browser!.newContext({ viewport: { width: 1400, height: 1000 }, javaScriptEnabled });
-      const page = await context.newPage();
-      await page.goto(url);
-      if (javaScriptEnabled) await page.waitForSelector('body[data-ready="1"]', { timeout: 15_000 });
-      // Without scripts: what the server sent is what is drawn.
-      for (const m of ['database', 'switchover', 'restart']) expect(await page.locator(`section.chart[data-machine="${m}"] svg`).count(), m).toBe(1);
-      expect(await page.locator('section.chart[data-machine="database"] g.node.active').count()).toBe(1);
-      expect(await page.locator('section.chart[data-machine="database"] g.node.active').getAttribute('id')).toBe('state:database.running');
-      const fill = await page.evaluate(`getComputedStyle(document.querySelector('section.chart[data-machine="database"] g.node.active path')).fill`);
-      expect(fill).toBe('rgb(255, 153, 102)'); // --hl, #ff9966
-      // The agent's own start (stopped → starting → running, or a clone first) is the path.
-      expect(await page.locator('section.chart[data-machine="database"] g.edge.path').count()).toBeGreaterThan(0);
-      expect(await page.locator('section.chart[data-machine="database"] g.edge.path-last').count()).toBe(1);
+      for (const javaScriptEnabled of [false, true]) {
+        const context = await browser!.newContext({ viewport: { width: 1400, height: 1000 }, javaScriptEnabled });
+        const page = await context.newPage();
+        await page.goto(url);
+        if (javaScriptEnabled) await page.waitForSelector('body[data-ready="1"]', { timeout: 15_000 });
+        // Without scripts: what the server sent is what is drawn.
+        for (const m of ['database', 'switchover', 'restart'])
+          expect(await page.locator(`section.chart[data-machine="${m}"] svg`).count(), m).toBe(1);
+        expect(await page.locator('section.chart[data-machine="database"] g.node.active').count()).toBe(1);
+        expect(await page.locator('section.chart[data-machine="database"] g.node.active').getAttribute('id')).toBe(
+          'state:database.running',
+        );
+        const fill = await page.evaluate(
+          `getComputedStyle(document.querySelector('section.chart[data-machine="database"] g.node.active path')).fill`,
+        );
+        expect(fill).toBe('rgb(255, 153, 102)'); // --hl, #ff9966
+        // The agent's own start (stopped → starting → running, or a clone first) is the path.
+        expect(await page.locator('section.chart[data-machine="database"] g.edge.path').count()).toBeGreaterThan(0);
+        expect(await page.locator('section.chart[data-machine="database"] g.edge.path-last').count()).toBe(1);
 
-      const m = (await page.evaluate(MEASURE_LABELS)) as { labels: number; texts: number; minPx: number; overlaps: string[]; width: number };
-      console.log(`database chart at 1400 px (javascript ${javaScriptEnabled ? 'on' : 'off'}): ${m.texts} texts in ${m.labels} labels, ${Math.round(m.width)} px wide, smallest text ${m.minPx.toFixed(1)} px`);
-      expect(m.labels).toBeGreaterThan(40);
-      expect(m.overlaps).toEqual([]);
-      expect(m.minPx).toBeGreaterThanOrEqual(MIN_TEXT_PX);
-      await page.screenshot({ path: `out/ui-first-paint-${javaScriptEnabled ? 'js' : 'nojs'}.png`, fullPage: true });
-      await page.locator('section.chart[data-machine="database"]').screenshot({ path: `out/ui-database-chart-${javaScriptEnabled ? 'js' : 'nojs'}.png` });
-      if (!javaScriptEnabled) expect(await page.textContent('#connection')).toMatch(/^as of \d\d:\d\d:\d\d UTC$/);
-      await context.close();
-    }
-  });
+        const m = (await page.evaluate(MEASURE_LABELS)) as {
+          labels: number;
+          texts: number;
+          minPx: number;
+          overlaps: string[];
+          width: number;
+        };
+        console.log(
+          `database chart at 1400 px (javascript ${javaScriptEnabled ? 'on' : 'off'}): ${m.texts} texts in ${m.labels} labels, ${Math.round(m.width)} px wide, smallest text ${m.minPx.toFixed(1)} px`,
+        );
+        expect(m.labels).toBeGreaterThan(40);
+        expect(m.overlaps).toEqual([]);
+        expect(m.minPx).toBeGreaterThanOrEqual(MIN_TEXT_PX);
+        await page.screenshot({ path: `out/ui-first-paint-${javaScriptEnabled ? 'js' : 'nojs'}.png`, fullPage: true });
+        await page
+          .locator('section.chart[data-machine="database"]')
+          .screenshot({ path: `out/ui-database-chart-${javaScriptEnabled ? 'js' : 'nojs'}.png` });
+        if (!javaScriptEnabled) expect(await page.textContent('#connection')).toMatch(/^as of \d\d:\d\d:\d\d UTC$/);
+        await context.close();
+      }
+    },
+  );
 
   it.skipIf(!existsSync(CHROMIUM))('shows the machines and follows a switchover live', async () => {
     const leader = (await c.leader())!;
@@ -145,7 +175,11 @@ describe('the /ui page', () => {
     );
     expect(seen['database']).toContain('stopping');
     // The old leader comes back as a replica: the page follows it back to running.
-    await waitFor(async () => (await page.getAttribute('section.chart[data-machine="database"]', 'data-state')) === 'running', 30_000, 'running again');
+    await waitFor(
+      async () => (await page.getAttribute('section.chart[data-machine="database"]', 'data-state')) === 'running',
+      30_000,
+      'running again',
+    );
     // Live, the newest transition's edge is the path's last, and the current state is the only one marked active.
     expect(await page.locator('section.chart[data-machine="database"] g.node.active').getAttribute('id')).toBe('state:database.running');
     expect(await page.locator('section.chart[data-machine="database"] g.node.visited').count()).toBeGreaterThan(0);

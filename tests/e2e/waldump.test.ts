@@ -75,7 +75,7 @@ afterAll(async () => {
   if (dir) await removeTempDir(dir);
 });
 
-describe('pg_waldump: where a crashed data directory\'s WAL ends', () => {
+describe("pg_waldump: where a crashed data directory's WAL ends", () => {
   let primary: LocalPostgres;
   let replica: LocalPostgres;
 
@@ -105,18 +105,28 @@ describe('pg_waldump: where a crashed data directory\'s WAL ends', () => {
     replica = new LocalPostgres(options('r1', ports[1]!));
     started.push(replica);
     await replica.basebackup({ host: '127.0.0.1', port: ports[0]!, name: 'p1' });
-    await replica.configure({ role: 'replica', upstream: { host: '127.0.0.1', port: ports[0]!, name: 'p1' }, parameters: { fsync: 'off', wal_log_hints: 'on' } });
+    await replica.configure({
+      role: 'replica',
+      upstream: { host: '127.0.0.1', port: ports[0]!, name: 'p1' },
+      parameters: { fsync: 'off', wal_log_hints: 'on' },
+    });
     await replica.start(30_000);
     await primary.query("INSERT INTO t SELECT g, repeat('y', 3000) FROM generate_series(1, 5) g");
     const target = await insertLsn(primary);
-    await waitFor(async () => {
-      const st = await replica.probe(2000);
-      return (st.receiveLsn ?? 0n) >= target && (st.replayLsn ?? 0n) >= target;
-    }, 30_000, 'replica caught up');
+    await waitFor(
+      async () => {
+        const st = await replica.probe(2000);
+        return (st.receiveLsn ?? 0n) >= target && (st.replayLsn ?? 0n) >= target;
+      },
+      30_000,
+      'replica caught up',
+    );
     await crash(primary);
     // The replica's checkpointer is stopped before its promotion, so the promotion's checkpoint
     // cannot run: the next test needs WAL on timeline 2 under a last checkpoint on timeline 1.
-    checkpointer = Number((await replica.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))[0]!.pid);
+    checkpointer = Number(
+      (await replica.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))[0]!.pid,
+    );
     process.kill(checkpointer, 'SIGSTOP');
     await replica.promote(30_000);
     const history = parseHistoryFile(await replica.readTimelineHistory(2));
@@ -145,7 +155,9 @@ describe('pg_waldump: where a crashed data directory\'s WAL ends', () => {
     const switchLsn = parseHistoryFile(await replica.readTimelineHistory(2))[0]!.switchLsn;
     const xids: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const rows = await primary.query<{ xid: string }>(`INSERT INTO t VALUES (${9000 + i}, 'lost') RETURNING (pg_current_xact_id()::text::bigint % 4294967296)::text AS xid`);
+      const rows = await primary.query<{ xid: string }>(
+        `INSERT INTO t VALUES (${9000 + i}, 'lost') RETURNING (pg_current_xact_id()::text::bigint % 4294967296)::text AS xid`,
+      );
       xids.push(Number(rows[0]!.xid));
     }
     const relfile = (await primary.query<{ p: string }>("SELECT pg_relation_filepath('t') AS p"))[0]!.p; // base/<db>/<relfilenode>

@@ -49,9 +49,16 @@ describe('LocalPostgres watch connection (real PostgreSQL)', () => {
   it('is not reported when the agent closes it', async () => {
     let ended = 0;
     const close = await pg.openWatchConnection(() => ended++, 5000);
-    expect((await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ha-watch'"))[0]!.n).toBe(1);
+    expect(
+      (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ha-watch'"))[0]!.n,
+    ).toBe(1);
     close();
-    await waitFor(async () => (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ha-watch'"))[0]!.n === 0, 5000, 'watch backend gone');
+    await waitFor(
+      async () =>
+        (await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ha-watch'"))[0]!.n === 0,
+      5000,
+      'watch backend gone',
+    );
     expect(ended).toBe(0);
   });
 

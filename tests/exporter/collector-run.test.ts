@@ -49,7 +49,10 @@ describe('collector execution', () => {
       expect(res.error).toBeUndefined();
       expect(run.stats.skips).toBe(1);
     }
-    for (const r of [{ rows: [{ p: 1 }], columns: [{ name: 'p', type: 23 }] }, { rows: [{ p: true }, { p: true }], columns: [{ name: 'p', type: 16 }] }]) {
+    for (const r of [
+      { rows: [{ p: 1 }], columns: [{ name: 'p', type: 23 }] },
+      { rows: [{ p: true }, { p: true }], columns: [{ name: 'p', type: 16 }] },
+    ]) {
       const run = new CollectorRun(d, true);
       const res = await run.visit(fake({ pred: () => r, main: () => main }).fn, 1, noWarn);
       expect(res.error?.message).toMatch(/predicate \[p\]/);

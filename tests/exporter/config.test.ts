@@ -52,14 +52,33 @@ describe('collector configuration loading', () => {
     const cfg = loadConfig(DEFAULTS);
     expect(cfg.warnings).toEqual([]);
     const names = new Set(cfg.collectors.map((c) => c.name));
-    for (const n of ['pg_instance', 'pg_sessions', 'pg_lockcount', 'pg_replication', 'pg_slot', 'pg_walstat', 'pg_archiving', 'pg_ckpt', 'pg_bgw', 'pg_database', 'pg_tables', 'pg_indexes', 'pg_settings']) {
+    for (const n of [
+      'pg_instance',
+      'pg_sessions',
+      'pg_lockcount',
+      'pg_replication',
+      'pg_slot',
+      'pg_walstat',
+      'pg_archiving',
+      'pg_ckpt',
+      'pg_bgw',
+      'pg_database',
+      'pg_tables',
+      'pg_indexes',
+      'pg_settings',
+    ]) {
       expect(names.has(n), n).toBe(true);
     }
     for (const c of cfg.collectors) expect(c.minVersion === 0 || c.minVersion >= 120000).toBe(true);
   });
 
   it('skips an invalid file in a directory with a warning naming the file and the problem', () => {
-    const d = tempDir({ '01-good.yml': ok(), '02-bad.yml': 'q2:\n  query: SELECT 1\n  metrics:\n    - v: { usage: BOGUS }\n', '03-x.yaml': ok().replace('q1', 'q3'), 'README.txt': 'ignored' });
+    const d = tempDir({
+      '01-good.yml': ok(),
+      '02-bad.yml': 'q2:\n  query: SELECT 1\n  metrics:\n    - v: { usage: BOGUS }\n',
+      '03-x.yaml': ok().replace('q1', 'q3'),
+      'README.txt': 'ignored',
+    });
     const cfg = loadConfig(d);
     expect(cfg.collectors.map((c) => c.branch)).toEqual(['q1', 'q3']);
     expect(cfg.warnings).toHaveLength(1);
@@ -88,22 +107,41 @@ describe('collector configuration loading', () => {
     ['negative ttl', ok('  ttl: -1\n'), /ttl must be >= 0/],
     ['no value column', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: LABEL }\n', /defines no GAUGE\/COUNTER\/HISTOGRAM/],
     ['duplicate column', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: GAUGE }\n    - v: { usage: COUNTER }\n', /duplicate column/],
-    ['duplicate label after rename', 'q:\n  query: SELECT 1\n  metrics:\n    - a: { usage: LABEL, rename: x }\n    - x: { usage: LABEL }\n    - v: { usage: GAUGE }\n', /duplicate label/],
+    [
+      'duplicate label after rename',
+      'q:\n  query: SELECT 1\n  metrics:\n    - a: { usage: LABEL, rename: x }\n    - x: { usage: LABEL }\n    - v: { usage: GAUGE }\n',
+      /duplicate label/,
+    ],
     ['bad scale', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: GAUGE, scale: abc }\n', /not a float/],
     ['bad label name', 'q:\n  query: SELECT 1\n  metrics:\n    - __a: { usage: LABEL }\n    - v: { usage: GAUGE }\n', /invalid label name/],
     ['histogram without buckets', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: HISTOGRAM }\n', /no bucket/],
     ['decreasing buckets', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: HISTOGRAM, bucket: [2, 1] }\n', /strictly increasing/],
-    ['histogram with le label', 'q:\n  query: SELECT 1\n  metrics:\n    - le: { usage: LABEL }\n    - v: { usage: HISTOGRAM, bucket: [1] }\n', /label named le/],
-    ['colliding families', 'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: HISTOGRAM, bucket: [1] }\n    - v_count: { usage: GAUGE }\n', /defined twice/],
+    [
+      'histogram with le label',
+      'q:\n  query: SELECT 1\n  metrics:\n    - le: { usage: LABEL }\n    - v: { usage: HISTOGRAM, bucket: [1] }\n',
+      /label named le/,
+    ],
+    [
+      'colliding families',
+      'q:\n  query: SELECT 1\n  metrics:\n    - v: { usage: HISTOGRAM, bucket: [1] }\n    - v_count: { usage: GAUGE }\n',
+      /defined twice/,
+    ],
     ['null branch', 'q:\n', /is null/],
     ['duplicate key', `${ok()}${ok()}`, /YAML error/],
-    ['two keys in a column item', 'q:\n  query: SELECT 1\n  metrics:\n    - { a: { usage: GAUGE }, b: { usage: GAUGE } }\n', /exactly one column/],
+    [
+      'two keys in a column item',
+      'q:\n  query: SELECT 1\n  metrics:\n    - { a: { usage: GAUGE }, b: { usage: GAUGE } }\n',
+      /exactly one column/,
+    ],
   ])('rejects %s', (_n, text, re) => {
     expect(() => parseCollectorFile(text, 'x.yml')).toThrow(re);
   });
 
   it('reads usage case-insensitively, keeps scale/default text, scales nothing at load', () => {
-    const [c] = parseCollectorFile('q:\n  query: SELECT 1\n  timeout: -1\n  metrics:\n    - v: { usage: " gauge ", scale: 1000, default: "0.5" }\n', 'x.yml');
+    const [c] = parseCollectorFile(
+      'q:\n  query: SELECT 1\n  timeout: -1\n  metrics:\n    - v: { usage: " gauge ", scale: 1000, default: "0.5" }\n',
+      'x.yml',
+    );
     expect(c?.columns[0]).toMatchObject({ usage: 'GAUGE', scaleText: '1000', scale: 1000, defaultText: '0.5', defaultValue: 0.5 });
     expect(c?.timeoutSeconds).toBe(-1);
   });

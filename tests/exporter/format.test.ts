@@ -8,13 +8,31 @@ import type { ColumnDef } from '../../src/exporter/types.ts';
 
 describe('Go number formats', () => {
   it.each([
-    [0, '0'], [1, '1'], [0.3, '0.3'], [123456.7, '123456.7'], [1234567, '1.234567e+06'], [1e6, '1e+06'],
-    [0.00001, '1e-05'], [0.0001, '0.0001'], [10431787000, '1.0431787e+10'], [NaN, 'NaN'], [Infinity, '+Inf'], [-Infinity, '-Inf'], [-2.5, '-2.5'],
+    [0, '0'],
+    [1, '1'],
+    [0.3, '0.3'],
+    [123456.7, '123456.7'],
+    [1234567, '1.234567e+06'],
+    [1e6, '1e+06'],
+    [0.00001, '1e-05'],
+    [0.0001, '0.0001'],
+    [10431787000, '1.0431787e+10'],
+    [NaN, 'NaN'],
+    [Infinity, '+Inf'],
+    [-Infinity, '-Inf'],
+    [-2.5, '-2.5'],
   ])('formats %s as %s', (x, s) => expect(formatGoFloat(x)).toBe(s));
 
-  it.each([[0.1, '100ms'], [1.5, '1.5s'], [2, '2s'], [0, '0s'], [120, '2m0s'], [3600, '1h0m0s'], [0.0015, '1.5ms'], [90.5, '1m30.5s']])('duration %s is %s', (x, s) =>
-    expect(formatGoDuration(x)).toBe(s),
-  );
+  it.each([
+    [0.1, '100ms'],
+    [1.5, '1.5s'],
+    [2, '2s'],
+    [0, '0s'],
+    [120, '2m0s'],
+    [3600, '1h0m0s'],
+    [0.0015, '1.5ms'],
+    [90.5, '1m30.5s'],
+  ])('duration %s is %s', (x, s) => expect(formatGoDuration(x)).toBe(s));
 
   it('parses floats like strconv.ParseFloat', () => {
     expect(parseGoFloat('1e-3')).toBe(0.001);

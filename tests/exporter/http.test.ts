@@ -131,13 +131,12 @@ describe('exporter HTTP API', () => {
       for (let round = 0; round < 3; round++) await Promise.all([check(), check(), check(), check()]);
       for (let i = 0; i < 4; i++) await check();
       expect(calls).toBe(16);
-
     } finally {
       await new Promise((r) => server.close(r));
     }
   });
 
-  it('under node-server, reuses an answer\'s buffer only after the response emitted finish', async () => {
+  it("under node-server, reuses an answer's buffer only after the response emitted finish", async () => {
     const texts = ['a{x="1"} 1\n'.repeat(5000), 'b{x="2"} 2\n'.repeat(5000), 'c{x="3"} 3\n'.repeat(5000)];
     let calls = 0;
     const app = createExporterApp({ ...fakeExporter('primary'), collect: async () => texts[calls++]! });

@@ -4,10 +4,24 @@ import { planCollectors, rejectReason, type PlanContext } from '../../src/export
 import type { ServerFacts } from '../../src/exporter/types.ts';
 
 const facts = (over: Partial<ServerFacts> = {}): ServerFacts => ({
-  version: 150004, inRecovery: false, dbname: 'app', username: 'mon', databases: ['app'], schemas: ['public', 'monitor'], extensions: ['plpgsql'], ...over,
+  version: 150004,
+  inRecovery: false,
+  dbname: 'app',
+  username: 'mon',
+  databases: ['app'],
+  schemas: ['public', 'monitor'],
+  extensions: ['plpgsql'],
+  ...over,
 });
-const ctx = (over: Partial<PlanContext> = {}, f: Partial<ServerFacts> = {}): PlanContext => ({ facts: facts(f), cliTags: [], pooler: false, forked: false, ...over });
-const col = (branch: string, extra: string) => parseCollectorFile(`${branch}:\n  query: SELECT 1 AS v\n${extra}  metrics:\n    - v: { usage: GAUGE }\n`, 'x.yml')[0]!;
+const ctx = (over: Partial<PlanContext> = {}, f: Partial<ServerFacts> = {}): PlanContext => ({
+  facts: facts(f),
+  cliTags: [],
+  pooler: false,
+  forked: false,
+  ...over,
+});
+const col = (branch: string, extra: string) =>
+  parseCollectorFile(`${branch}:\n  query: SELECT 1 AS v\n${extra}  metrics:\n    - v: { usage: GAUGE }\n`, 'x.yml')[0]!;
 
 describe('planning', () => {
   it('applies [min, max) version ranges and ignores them while the version is unknown', () => {

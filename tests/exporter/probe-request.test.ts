@@ -14,7 +14,9 @@ const dir = mkdtempSync(join(tmpdir(), 'probe-cfg-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('allowlist', () => {
-  const list = ['db1.example.com', '*.pg.example.com:5432', '10.0.0.0/24', '192.168.1.7:6432', '[fd00::1]:5432', 'fd01::/16'].map(parseAllowEntry);
+  const list = ['db1.example.com', '*.pg.example.com:5432', '10.0.0.0/24', '192.168.1.7:6432', '[fd00::1]:5432', 'fd01::/16'].map(
+    parseAllowEntry,
+  );
   it.each([
     ['db1.example.com', 5432, true],
     ['DB1.Example.com', 9999, true],
@@ -56,7 +58,10 @@ describe('probe configuration', () => {
           b: { userpass: { username: 'mon2', password_file: 'pw' } },
           c: { userpass: { password_env: 'PW_C' } },
         },
-        targets: { node1: { dsn: '127.0.0.1:5432/postgres', auth_module: 'a', tags: ['x'] }, node2: { dsn: 'postgresql://viewer@db2:6432/app' } },
+        targets: {
+          node1: { dsn: '127.0.0.1:5432/postgres', auth_module: 'a', tags: ['x'] },
+          node2: { dsn: 'postgresql://viewer@db2:6432/app' },
+        },
         allow_dsn: true,
         allowlist: ['10.0.0.0/8'],
         default_auth_module: 'b',
@@ -104,8 +109,14 @@ describe('resolveProbe', () => {
   const base = (over: Record<string, unknown> = {}): ProbeConfig =>
     buildProbeConfig(
       {
-        auth_modules: { mon: { userpass: { username: 'monitor', password: 's3cret' }, options: { sslmode: 'disable' } }, other: { userpass: { username: 'o', password: 'p' } } },
-        targets: { node1: { dsn: 'postgres://ignored@10.0.0.1:5432/postgres', auth_module: 'mon', tags: ['nightly'] }, bare: { dsn: 'viewer@10.0.0.2/app' } },
+        auth_modules: {
+          mon: { userpass: { username: 'monitor', password: 's3cret' }, options: { sslmode: 'disable' } },
+          other: { userpass: { username: 'o', password: 'p' } },
+        },
+        targets: {
+          node1: { dsn: 'postgres://ignored@10.0.0.1:5432/postgres', auth_module: 'mon', tags: ['nightly'] },
+          bare: { dsn: 'viewer@10.0.0.2/app' },
+        },
         ...over,
       },
       '/x/probe.yml',
@@ -117,7 +128,10 @@ describe('resolveProbe', () => {
 
   it('gives a named target its auth module credentials, never in the URL', () => {
     const r = resolve({ target: 'node1' });
-    expect(r).toMatchObject({ ok: true, spec: { key: 'name:node1', label: 'node1', username: 'monitor', password: 's3cret', tags: ['nightly'], named: true } });
+    expect(r).toMatchObject({
+      ok: true,
+      spec: { key: 'name:node1', label: 'node1', username: 'monitor', password: 's3cret', tags: ['nightly'], named: true },
+    });
     if (r.ok) {
       expect(r.spec.url).toBe('postgres://10.0.0.1:5432/postgres?sslmode=disable');
       expect(r.spec.url).not.toContain('s3cret');
@@ -135,7 +149,10 @@ describe('resolveProbe', () => {
     const other = resolve({ target: '10.1.2.3/app', auth_module: 'other' }, cfg);
     expect(other).toMatchObject({ ok: true, spec: { label: '10.1.2.3:5432/app;auth_module=other', username: 'o' } });
     expect(other.ok && a.ok && other.spec.key !== a.spec.key).toBe(true);
-    expect(resolve({ target: '10.1.2.3/app?sslmode=require' }, cfg)).toMatchObject({ ok: true, spec: { url: 'postgres://10.1.2.3:5432/app?sslmode=require' } });
+    expect(resolve({ target: '10.1.2.3/app?sslmode=require' }, cfg)).toMatchObject({
+      ok: true,
+      spec: { url: 'postgres://10.1.2.3:5432/app?sslmode=require' },
+    });
   });
 
   it.each<[string, ProbeParams, Record<string, unknown>, number, string, RegExp]>([
@@ -143,17 +160,80 @@ describe('resolveProbe', () => {
     ['an over-long target', { target: 'x'.repeat(600) }, {}, 400, 'bad_request', /longer than 512/],
     ['an unknown name', { target: 'node9' }, {}, 404, 'unknown_target', /unknown target "node9"/],
     ['a DSN while DSNs are not allowed', { target: '10.0.0.1:5432/postgres' }, {}, 403, 'dsn_not_allowed', /allow_dsn is false/],
-    ['a DSN outside the allowlist', { target: '10.9.0.1:5432/postgres' }, { allow_dsn: true, allowlist: ['10.1.0.0/16'] }, 403, 'not_in_allowlist', /10\.9\.0\.1:5432 is not in the allowlist/],
-    ['an allowed host on another port', { target: '10.1.0.1:6000/postgres' }, { allow_dsn: true, allowlist: ['10.1.0.0/16:5432'] }, 403, 'not_in_allowlist', /10\.1\.0\.1:6000/],
-    ['a bare word that is neither', { target: 'typo' }, { allow_dsn: true, allowlist: ['10.1.0.0/16'] }, 404, 'unknown_target', /unknown target "typo"/],
-    ['a password in the DSN', { target: 'postgres://u:pw@10.1.0.1/db' }, { allow_dsn: true, allowlist: ['10.1.0.0/16'] }, 400, 'bad_request', /must not hold a password/],
-    ['a user in the DSN', { target: 'postgres://u@10.1.0.1/db' }, { allow_dsn: true, allowlist: ['10.1.0.0/16'] }, 400, 'bad_request', /must not name a user/],
-    ['a connection parameter', { target: '10.1.0.1/db?options=-c%20x%3Dy' }, { allow_dsn: true, allowlist: ['10.1.0.0/16'] }, 400, 'bad_request', /only carry sslmode, not "options"/],
+    [
+      'a DSN outside the allowlist',
+      { target: '10.9.0.1:5432/postgres' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16'] },
+      403,
+      'not_in_allowlist',
+      /10\.9\.0\.1:5432 is not in the allowlist/,
+    ],
+    [
+      'an allowed host on another port',
+      { target: '10.1.0.1:6000/postgres' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16:5432'] },
+      403,
+      'not_in_allowlist',
+      /10\.1\.0\.1:6000/,
+    ],
+    [
+      'a bare word that is neither',
+      { target: 'typo' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16'] },
+      404,
+      'unknown_target',
+      /unknown target "typo"/,
+    ],
+    [
+      'a password in the DSN',
+      { target: 'postgres://u:pw@10.1.0.1/db' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16'] },
+      400,
+      'bad_request',
+      /must not hold a password/,
+    ],
+    [
+      'a user in the DSN',
+      { target: 'postgres://u@10.1.0.1/db' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16'] },
+      400,
+      'bad_request',
+      /must not name a user/,
+    ],
+    [
+      'a connection parameter',
+      { target: '10.1.0.1/db?options=-c%20x%3Dy' },
+      { allow_dsn: true, allowlist: ['10.1.0.0/16'] },
+      400,
+      'bad_request',
+      /only carry sslmode, not "options"/,
+    ],
     ['an unknown auth module', { target: 'bare', auth_module: 'nope' }, {}, 400, 'unknown_auth_module', /auth_module "nope" not found/],
-    ['another auth module for a named target', { target: 'node1', auth_module: 'other' }, {}, 400, 'bad_request', /uses the auth module of its configuration/],
-    ['an unknown collector', { target: 'node1', collectors: 'pg_settings,pg_nope' }, {}, 400, 'unknown_collector', /unknown collector "pg_nope"/],
+    [
+      'another auth module for a named target',
+      { target: 'node1', auth_module: 'other' },
+      {},
+      400,
+      'bad_request',
+      /uses the auth module of its configuration/,
+    ],
+    [
+      'an unknown collector',
+      { target: 'node1', collectors: 'pg_settings,pg_nope' },
+      {},
+      400,
+      'unknown_collector',
+      /unknown collector "pg_nope"/,
+    ],
     ['an unknown tag', { target: 'node1', tags: 'slow' }, {}, 400, 'unknown_collector', /no loaded collector has the tag "slow"/],
-    ['too many collectors', { target: 'node1', collectors: Array.from({ length: 65 }, () => 'pg_settings').join(',') }, {}, 400, 'bad_request', /at most 64/],
+    [
+      'too many collectors',
+      { target: 'node1', collectors: Array.from({ length: 65 }, () => 'pg_settings').join(',') },
+      {},
+      400,
+      'bad_request',
+      /at most 64/,
+    ],
   ])('refuses %s', (_what, params, over, status, reason, message) => {
     const r = resolve(params, base(over));
     expect(r.ok).toBe(false);
@@ -166,6 +246,9 @@ describe('resolveProbe', () => {
   });
 
   it('keeps the selection of collectors= and tags=', () => {
-    expect(resolve({ target: 'node1', collectors: 'pg_statements, pg_settings', tags: 'primary' })).toMatchObject({ ok: true, select: { collectors: ['pg_statements', 'pg_settings'], tags: ['primary'] } });
+    expect(resolve({ target: 'node1', collectors: 'pg_statements, pg_settings', tags: 'primary' })).toMatchObject({
+      ok: true,
+      select: { collectors: ['pg_statements', 'pg_settings'], tags: ['primary'] },
+    });
   });
 });

@@ -37,7 +37,10 @@ class FakeTarget implements ProbeTargetLike {
     private readonly delayMs = 5,
   ) {
     FakeTarget.made.push(this);
-    this.runs = defs.map((def) => ({ def, stats: { total: 0, rows: 0, errors: 0, skips: 0, metrics: 0, ttlLeftSeconds: 0, durationMs: 0 } })) as unknown as ProbeTargetLike['runs'];
+    this.runs = defs.map((def) => ({
+      def,
+      stats: { total: 0, rows: 0, errors: 0, skips: 0, metrics: 0, ttlLeftSeconds: 0, durationMs: 0 },
+    })) as unknown as ProbeTargetLike['runs'];
   }
   get datname() {
     return 'postgres';
@@ -52,7 +55,12 @@ class FakeTarget implements ProbeTargetLike {
     this.stats.totalCount++;
     const down = this.spec.url.includes('/down');
     this.facts = { version: 150004, inRecovery: false, dbname: 'postgres', username: 'u', databases: [], schemas: [], extensions: [] };
-    return down ? { up: false, families: [], error: new Error('connection refused') } : { up: true, families: [{ name: 'pg_fake', help: 'fake', type: 'gauge', samples: [{ labels: [['url', this.spec.url]], value: 1 }] }] };
+    return down
+      ? { up: false, families: [], error: new Error('connection refused') }
+      : {
+          up: true,
+          families: [{ name: 'pg_fake', help: 'fake', type: 'gauge', samples: [{ labels: [['url', this.spec.url]], value: 1 }] }],
+        };
   }
   async close(): Promise<void> {
     this.closed = true;
@@ -67,7 +75,11 @@ const spec = (key: string): TargetSpec => ({ key, label: key, url: `postgres://h
 describe('ProbeTargets', () => {
   it('holds at most max_targets, refuses the next, and drops targets idle past target_idle_seconds', async () => {
     let now = 1_000_000;
-    const reg = new ProbeTargets({ ...DEFAULT_PROBE_LIMITS, maxTargets: 2, targetIdleSeconds: 60 }, (s) => new FakeTarget(s), () => now);
+    const reg = new ProbeTargets(
+      { ...DEFAULT_PROBE_LIMITS, maxTargets: 2, targetIdleSeconds: 60 },
+      (s) => new FakeTarget(s),
+      () => now,
+    );
     const a = reg.acquire(spec('a'))!;
     expect(reg.acquire(spec('a'))).toBe(a);
     expect(reg.acquire(spec('b'))).toBeDefined();
@@ -88,7 +100,11 @@ describe('ProbeTargets', () => {
 
   it('never drops a target while a probe of it runs', async () => {
     let now = 0;
-    const reg = new ProbeTargets({ ...DEFAULT_PROBE_LIMITS, targetIdleSeconds: 1 }, (s) => new FakeTarget(s, [], 50), () => now);
+    const reg = new ProbeTargets(
+      { ...DEFAULT_PROBE_LIMITS, targetIdleSeconds: 1 },
+      (s) => new FakeTarget(s, [], 50),
+      () => now,
+    );
     const e = reg.acquire(spec('a'))!;
     const p = reg.scrape(e, '', undefined);
     now += 10_000;
@@ -132,7 +148,12 @@ describe('Prober over HTTP', () => {
     '',
   ].join('\n');
   const make = (text = CONFIG, extra: Partial<ConstructorParameters<typeof Prober>[0]> = {}) => {
-    const prober = new Prober({ probeConfigPath: probeConfig(text), configPath: DEFAULTS, makeTarget: (s, defs) => new FakeTarget(s, defs), ...extra });
+    const prober = new Prober({
+      probeConfigPath: probeConfig(text),
+      configPath: DEFAULTS,
+      makeTarget: (s, defs) => new FakeTarget(s, defs),
+      ...extra,
+    });
     return { prober, app: createExporterApp(probeOnlyApi(prober), { probe: prober }) };
   };
   const get = async (app: ReturnType<typeof make>['app'], path: string) => {

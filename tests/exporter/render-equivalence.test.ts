@@ -47,7 +47,26 @@ const collectors = parseCollectorFile(
 function result(rand: () => number, labels: boolean, rows: number): QueryResult {
   const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
   const texts = ['', 'a', 'b', 'ab', 'a"b', 'x\\y', 'new\nline', 'é', 'z'];
-  const nums = [0, -0, 1, 2.5, 1e6, 1234567, 1e-5, 0.0001, 10431787000, -3, NaN, Infinity, null, '42', '1.5e3', 'abc', true, new Date(1700000000900)];
+  const nums = [
+    0,
+    -0,
+    1,
+    2.5,
+    1e6,
+    1234567,
+    1e-5,
+    0.0001,
+    10431787000,
+    -3,
+    NaN,
+    Infinity,
+    null,
+    '42',
+    '1.5e3',
+    'abc',
+    true,
+    new Date(1700000000900),
+  ];
   const out: Record<string, unknown>[] = [];
   for (let i = 0; i < rows; i++) {
     const r: Record<string, unknown> = { n: pick(nums), g: pick(nums), h: rand() * 200, d: 1, v: pick(nums), w: pick(nums) };
@@ -62,7 +81,11 @@ function renderAll(constLabels: [string, string][], builderLabels: [string, stri
   const rand = rng(seed);
   const b = new ExpositionBuilder(builderLabels);
   const [a, bb, c] = collectors;
-  for (const [def, labels] of [[a!, true], [bb!, true], [c!, false]] as const) {
+  for (const [def, labels] of [
+    [a!, true],
+    [bb!, true],
+    [c!, false],
+  ] as const) {
     const res = result(rand, labels, Math.floor(rand() * 40));
     const built = fast ? renderFamilies(def, res, constLabels) : buildFamilies(def, res);
     for (const f of built.families) b.add(f);
@@ -76,7 +99,14 @@ function renderAll(constLabels: [string, string][], builderLabels: [string, stri
 describe('rendered families (fast path) against generic families', () => {
   const cases: [string, [string, string][]][] = [
     ['no constant labels', []],
-    ['constant labels before, between and after own labels', [['aaa', 'x"'], ['c', 'v'], ['zz', '\\']]],
+    [
+      'constant labels before, between and after own labels',
+      [
+        ['aaa', 'x"'],
+        ['c', 'v'],
+        ['zz', '\\'],
+      ],
+    ],
     ['a constant label clashing with a collector label', [['zeta', 'const']]],
   ];
   for (const [what, constLabels] of cases) {
@@ -88,7 +118,8 @@ describe('rendered families (fast path) against generic families', () => {
   }
 
   it('falls back to generic samples when the builder has other constant labels', () => {
-    for (let seed = 1; seed <= 20; seed++) expect(renderAll([['c', 'v']], [['e', 'x']], seed, true)).toEqual(renderAll([], [['e', 'x']], seed, false));
+    for (let seed = 1; seed <= 20; seed++)
+      expect(renderAll([['c', 'v']], [['e', 'x']], seed, true)).toEqual(renderAll([], [['e', 'x']], seed, false));
   });
 
   it('exposes the generic samples (duplicates included) and counts', () => {
@@ -107,9 +138,15 @@ describe('rendered families (fast path) against generic families', () => {
     const [a] = collectors;
     const missingLabel: QueryResult = { rows: [{ n: 1 }], columns: [{ name: 'n', type: 23 }] };
     expect(() => renderFamilies(a!, missingLabel)).toThrow(/missing label column zeta/);
-    const partial: QueryResult = { rows: [{ zeta: 'a', alpha: 'b', n: 1 }], columns: ['zeta', 'alpha', 'n'].map((name) => ({ name, type: 25 })) };
+    const partial: QueryResult = {
+      rows: [{ zeta: 'a', alpha: 'b', n: 1 }],
+      columns: ['zeta', 'alpha', 'n'].map((name) => ({ name, type: 25 })),
+    };
     expect(renderFamilies(a!, partial).warnings).toEqual(buildFamilies(a!, partial).warnings);
-    const badHist: QueryResult = { rows: [{ zeta: 'a', alpha: 'b', h: Infinity }], columns: ['zeta', 'alpha', 'h'].map((name) => ({ name, type: 701 })) };
+    const badHist: QueryResult = {
+      rows: [{ zeta: 'a', alpha: 'b', h: Infinity }],
+      columns: ['zeta', 'alpha', 'h'].map((name) => ({ name, type: 701 })),
+    };
     expect(() => renderFamilies(a!, badHist)).toThrow(/non-finite/);
   });
 
@@ -122,14 +159,28 @@ describe('rendered families (fast path) against generic families', () => {
     for (const constLabels of [[], [['c', 'v']]] as [string, string][][]) {
       for (let seed = 1; seed <= 30; seed++) {
         const rand = rng(seed);
-        for (const [def, labels] of [[collectors[0]!, true], [collectors[2]!, false]] as const) {
+        for (const [def, labels] of [
+          [collectors[0]!, true],
+          [collectors[2]!, false],
+        ] as const) {
           const cache: RenderCache = {};
           const first = result(rand, labels, Math.floor(rand() * 30));
           // Same label values, new values; then other rows; then no rows; then one row.
-          const sameLabels: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r, n: rand() * 10, g: String(Math.floor(rand() * 100)), v: rand(), w: -1 })) };
-          const results = [first, sameLabels, result(rand, labels, Math.floor(rand() * 30)), result(rand, labels, 0), result(rand, labels, 1)];
+          const sameLabels: QueryResult = {
+            columns: first.columns,
+            rows: first.rows.map((r) => ({ ...r, n: rand() * 10, g: String(Math.floor(rand() * 100)), v: rand(), w: -1 })),
+          };
+          const results = [
+            first,
+            sameLabels,
+            result(rand, labels, Math.floor(rand() * 30)),
+            result(rand, labels, 0),
+            result(rand, labels, 1),
+          ];
           for (const res of results) {
-            expect(text(renderFamilies(def, res, constLabels, cache).families, constLabels)).toEqual(text(renderFamilies(def, res, constLabels).families, constLabels));
+            expect(text(renderFamilies(def, res, constLabels, cache).families, constLabels)).toEqual(
+              text(renderFamilies(def, res, constLabels).families, constLabels),
+            );
           }
         }
       }
@@ -144,30 +195,45 @@ describe('rendered families (fast path) against generic families', () => {
     };
     for (let seed = 1; seed <= 8; seed++) {
       const rand = rng(seed);
-      for (const [def, labels] of [[collectors[0]!, true], [collectors[2]!, false]] as const) {
+      for (const [def, labels] of [
+        [collectors[0]!, true],
+        [collectors[2]!, false],
+      ] as const) {
         const cache: RenderCache = {};
         const first = result(rand, labels, 100 + Math.floor(rand() * 500));
         const copy: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r })) };
-        const few: QueryResult = { columns: first.columns, rows: first.rows.map((r) => (rand() < 0.01 ? { ...r, n: rand(), g: '7', v: 'x', w: 1e7 } : { ...r })) };
-        const all: QueryResult = { columns: first.columns, rows: first.rows.map((r) => ({ ...r, n: rand(), g: String(rand()), v: rand(), w: -rand() })) };
+        const few: QueryResult = {
+          columns: first.columns,
+          rows: first.rows.map((r) => (rand() < 0.01 ? { ...r, n: rand(), g: '7', v: 'x', w: 1e7 } : { ...r })),
+        };
+        const all: QueryResult = {
+          columns: first.columns,
+          rows: first.rows.map((r) => ({ ...r, n: rand(), g: String(rand()), v: rand(), w: -rand() })),
+        };
         for (const res of [first, copy, few, few, all, first, copy]) {
-          expect(text(renderFamilies(def, res, [['c', 'v']], cache).families)).toEqual(text(renderFamilies(def, res, [['c', 'v']]).families));
+          expect(text(renderFamilies(def, res, [['c', 'v']], cache).families)).toEqual(
+            text(renderFamilies(def, res, [['c', 'v']]).families),
+          );
         }
       }
     }
   });
 
-  it('reads rows as arrays (the exporter\'s form) like object rows, a repeated column name taking the last value', () => {
+  it("reads rows as arrays (the exporter's form) like object rows, a repeated column name taking the last value", () => {
     const [a] = collectors;
     for (let seed = 1; seed <= 20; seed++) {
       const res = result(rng(seed), true, Math.floor(rng(seed + 100)() * 40));
       const arrays: ArrayResult = { columns: res.columns, values: res.rows.map((row) => res.columns.map((c) => row[c.name])) };
-      expect(renderFamilies(a!, arrays, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines)).toEqual(renderFamilies(a!, res, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines));
+      expect(renderFamilies(a!, arrays, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines)).toEqual(
+        renderFamilies(a!, res, [['c', 'v']]).families.map((f) => (f as RenderedFamily).lines),
+      );
     }
     const cols = ['zeta', 'alpha', 'n', 'n'].map((name) => ({ name, type: 25 }));
     const twice: ArrayResult = { columns: cols, values: [['a', 'b', '1', '2']] };
     const asObject: QueryResult = { columns: cols, rows: [{ zeta: 'a', alpha: 'b', n: '2' }] };
-    expect((renderFamilies(a!, twice).families[0] as RenderedFamily).lines).toBe((renderFamilies(a!, asObject).families[0] as RenderedFamily).lines);
+    expect((renderFamilies(a!, twice).families[0] as RenderedFamily).lines).toBe(
+      (renderFamilies(a!, asObject).families[0] as RenderedFamily).lines,
+    );
     expect((renderFamilies(a!, twice).families[0] as RenderedFamily).lines).toBe('m_n{beta="b",zeta="a"} 2\n');
   });
 });

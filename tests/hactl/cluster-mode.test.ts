@@ -32,11 +32,15 @@ describe('demote-cluster', () => {
     const m = await cluster(['n']);
     await expect(runDemoteCluster(m.session, { force: true, wait: false })).rejects.toMatchObject({ exitCode: 2 });
     await expect(runDemoteCluster(m.session, { host: 'h', port: 'x', force: true, wait: false })).rejects.toThrow(/invalid --port/);
-    await expect(runDemoteCluster(m.session, { host: 'h', primarySlotName: 'Bad-Slot', force: true, wait: false })).rejects.toThrow(/standby_cluster\.primary_slot_name/);
+    await expect(runDemoteCluster(m.session, { host: 'h', primarySlotName: 'Bad-Slot', force: true, wait: false })).rejects.toThrow(
+      /standby_cluster\.primary_slot_name/,
+    );
     await expect(runDemoteCluster(m.session, { host: 'h', force: false, wait: false })).rejects.toThrow('Aborted: cluster not demoted');
     expect((await stored(m))?.['standby_cluster']).toBeUndefined();
     const s = await cluster([], { standby_cluster: { host: 'h' } });
-    await expect(runDemoteCluster(s.session, { host: 'h2', force: true, wait: false })).rejects.toThrow('Cluster is already in standby mode');
+    await expect(runDemoteCluster(s.session, { host: 'h2', force: true, wait: false })).rejects.toThrow(
+      'Cluster is already in standby mode',
+    );
   });
 });
 

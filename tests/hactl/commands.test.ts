@@ -26,7 +26,9 @@ async function cluster(answers: Array<string | undefined> = [], opts: { members?
     for (const [i, name] of ['node1', 'node2', 'node3'].entries()) {
       const d = new InMemoryDcs({ store: m.store, namespace: '/service/', scope: 'demo', name, ttlSeconds: 30, retryTimeoutMs: 1000 });
       await d.start({ watch: false });
-      await d.touchMember(memberData(5432 + i, { role: i === 0 ? 'primary' : 'replica', ...(name === 'node3' ? { tags: { nofailover: true } } : {}) }));
+      await d.touchMember(
+        memberData(5432 + i, { role: i === 0 ? 'primary' : 'replica', ...(name === 'node3' ? { tags: { nofailover: true } } : {}) }),
+      );
       if (i === 0 && opts.leader !== false) await d.attemptToAcquireLeader();
     }
   }
@@ -40,7 +42,16 @@ describe('show-config, edit-config', () => {
     expect(io.lines).toEqual(['loop_wait: 10\nretry_timeout: 10\nttl: 30']);
     io.lines.length = 0;
     await runEditConfig(session, { set: ['ttl=40'], pg: [], force: false });
-    expect(io.lines).toEqual(['--- before', '+++ after', '@@ -1,3 +1,3 @@', ' loop_wait: 10', ' retry_timeout: 10', '-ttl: 30', '+ttl: 40', 'Configuration changed']);
+    expect(io.lines).toEqual([
+      '--- before',
+      '+++ after',
+      '@@ -1,3 +1,3 @@',
+      ' loop_wait: 10',
+      ' retry_timeout: 10',
+      '-ttl: 30',
+      '+ttl: 40',
+      'Configuration changed',
+    ]);
     expect(io.questions).toEqual(['Apply these changes? [y/N]: ']);
     expect((await session.dcs.refresh()).config?.value['ttl']).toBe(40);
   });
@@ -52,7 +63,9 @@ describe('show-config, edit-config', () => {
       await other.setConfig({ ttl: 31, loop_wait: 10, retry_timeout: 10 });
       return ask(q).then(() => 'y');
     };
-    await expect(runEditConfig(session, { set: ['ttl=40'], pg: [], force: false })).rejects.toThrow('Config modification aborted due to concurrent changes');
+    await expect(runEditConfig(session, { set: ['ttl=40'], pg: [], force: false })).rejects.toThrow(
+      'Config modification aborted due to concurrent changes',
+    );
     expect((await session.dcs.refresh()).config?.value['ttl']).toBe(31);
   });
 
@@ -61,7 +74,9 @@ describe('show-config, edit-config', () => {
     await expect(runEditConfig(session, { set: ['ttl=40'], pg: [], force: false })).rejects.toThrow(/Aborting edit-config/);
     await runEditConfig(session, { set: ['ttl=30'], pg: [], force: true });
     expect(io.lines.at(-1)).toBe('Not changed');
-    await expect(runEditConfig(session, { set: ['loop_wait=40'], pg: [], force: true })).rejects.toThrow(/invalid configuration: .*loop_wait 40/);
+    await expect(runEditConfig(session, { set: ['loop_wait=40'], pg: [], force: true })).rejects.toThrow(
+      /invalid configuration: .*loop_wait 40/,
+    );
     await expect(runEditConfig(session, { set: [], pg: [], apply: 'a', replace: 'b', force: true })).rejects.toMatchObject({ exitCode: 2 });
     const empty = await memorySession();
     stores.push(empty.store);
@@ -70,11 +85,14 @@ describe('show-config, edit-config', () => {
 
   it('-p values the server would refuse are refused with the check PATCH /config makes, and nothing is written (issue 30)', async () => {
     const { session, io } = await cluster();
-    const catalogue = async () => catalogueOf([{ name: 'max_connections', vartype: 'integer', context: 'postmaster', unit: '', min: 1, max: 262143 }]);
+    const catalogue = async () =>
+      catalogueOf([{ name: 'max_connections', vartype: 'integer', context: 'postmaster', unit: '', min: 1, max: 262143 }]);
     await expect(runEditConfig(session, { set: [], pg: ['max_connections=lots'], force: true, catalogue })).rejects.toThrow(
       /invalid configuration: database\.parameters\.max_connections: .*lots/,
     );
-    await expect(runEditConfig(session, { set: [], pg: ['no_such_param=1'], force: true, catalogue })).rejects.toThrow(/database\.parameters\.no_such_param: unknown PostgreSQL parameter/);
+    await expect(runEditConfig(session, { set: [], pg: ['no_such_param=1'], force: true, catalogue })).rejects.toThrow(
+      /database\.parameters\.no_such_param: unknown PostgreSQL parameter/,
+    );
     expect(io.lines).not.toContain('Configuration changed');
     expect((await session.dcs.refresh()).config?.value['database']).toBeUndefined();
     await runEditConfig(session, { set: [], pg: ['max_connections=200'], force: true, catalogue });
@@ -89,7 +107,10 @@ describe('show-config, edit-config', () => {
     const saved = process.env['EDITOR'];
     delete process.env['EDITOR'];
     try {
-      await expect(runEditConfig(session, { set: [], pg: [], force: true })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no \$EDITOR, and no terminal/) });
+      await expect(runEditConfig(session, { set: [], pg: [], force: true })).rejects.toMatchObject({
+        exitCode: 2,
+        message: expect.stringMatching(/no \$EDITOR, and no terminal/),
+      });
     } finally {
       if (saved !== undefined) process.env['EDITOR'] = saved;
     }
@@ -100,7 +121,9 @@ describe('history', () => {
   it('pretty and json', async () => {
     const { session, io } = await cluster();
     await runHistory(session, 'json');
-    expect(JSON.parse(io.lines[0]!)).toEqual([{ TL: 1, LSN: 50331808, Reason: 'no recovery target specified', Timestamp: '2030-01-01T00:00:00+00:00', 'New Leader': 'node2' }]);
+    expect(JSON.parse(io.lines[0]!)).toEqual([
+      { TL: 1, LSN: 50331808, Reason: 'no recovery target specified', Timestamp: '2030-01-01T00:00:00+00:00', 'New Leader': 'node2' },
+    ]);
     io.lines.length = 0;
     await runHistory(session, 'pretty');
     expect(io.lines[1]).toBe('| TL | LSN      | Reason                       | Timestamp                 | New Leader |');
@@ -113,9 +136,15 @@ describe('refusals before any API call', () => {
     const noLeader = await cluster([], { leader: false });
     await expect(runSwitchover(noLeader.session, { force: true })).rejects.toThrow('This cluster has no leader');
     const { session } = await cluster();
-    await expect(runSwitchover(session, { leader: 'node2', force: true })).rejects.toThrow('Member node2 is not the leader of cluster demo');
-    await expect(runSwitchover(session, { candidate: 'node3', force: true })).rejects.toThrow('Member node3 does not exist in cluster demo or is tagged as nofailover');
-    await expect(runSwitchover(session, { candidate: 'node1', force: true })).rejects.toThrow('Member node1 is already the leader of cluster demo');
+    await expect(runSwitchover(session, { leader: 'node2', force: true })).rejects.toThrow(
+      'Member node2 is not the leader of cluster demo',
+    );
+    await expect(runSwitchover(session, { candidate: 'node3', force: true })).rejects.toThrow(
+      'Member node3 does not exist in cluster demo or is tagged as nofailover',
+    );
+    await expect(runSwitchover(session, { candidate: 'node1', force: true })).rejects.toThrow(
+      'Member node1 is already the leader of cluster demo',
+    );
     const eof = await cluster([undefined]);
     await expect(runSwitchover(eof.session, { force: false })).rejects.toThrow('Aborting switchover');
     const no = await cluster(['', 'node2', 'now', 'no']);
@@ -132,17 +161,25 @@ describe('refusals before any API call', () => {
   it('failover: a candidate is required and must be promotable', async () => {
     const { session } = await cluster(['']);
     await expect(runFailover(session, { force: false })).rejects.toThrow('Failover could be performed only to a specific candidate');
-    await expect(runFailover(session, { candidate: 'ghost', force: true })).rejects.toThrow('Member ghost does not exist in cluster demo or is tagged as nofailover');
+    await expect(runFailover(session, { candidate: 'ghost', force: true })).rejects.toThrow(
+      'Member ghost does not exist in cluster demo or is tagged as nofailover',
+    );
   });
 
   it('restart, reinit: unknown members, the leader, a declined confirmation, no pending restart', async () => {
     const { session, io } = await cluster(['n']);
-    await expect(runRestart(session, { members: ['nodeX'], role: 'any', any: false, pending: false, force: true })).rejects.toThrow('Member nodeX does not exist in cluster demo');
-    await expect(runRestart(session, { members: [], role: 'any', any: false, pending: false, force: false })).rejects.toThrow('Aborting restart');
+    await expect(runRestart(session, { members: ['nodeX'], role: 'any', any: false, pending: false, force: true })).rejects.toThrow(
+      'Member nodeX does not exist in cluster demo',
+    );
+    await expect(runRestart(session, { members: [], role: 'any', any: false, pending: false, force: false })).rejects.toThrow(
+      'Aborting restart',
+    );
     expect(io.questions).toEqual(['Are you sure you want to restart members node2, node3, node1? [y/N]: ']);
     await runRestart(session, { members: [], role: 'any', any: false, pending: true, force: true });
     expect(io.lines.slice(-1)).toEqual(['No member has a pending restart']);
-    await expect(runReinit(session, { members: ['node1'], fromLeader: false, wait: false, force: true })).rejects.toThrow('Member node1 is the leader of cluster demo and can not be reinitialized');
+    await expect(runReinit(session, { members: ['node1'], fromLeader: false, wait: false, force: true })).rejects.toThrow(
+      'Member node1 is the leader of cluster demo and can not be reinitialized',
+    );
     await expect(runReinit(session, { members: [], fromLeader: false, wait: false, force: true })).rejects.toMatchObject({ exitCode: 2 });
   });
 

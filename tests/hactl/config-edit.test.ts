@@ -7,7 +7,11 @@ describe('edit-config changes', () => {
   const doc = { ttl: 30, loop_wait: 10, database: { use_slots: true, parameters: { max_connections: 100 } } };
 
   it('-s sets dotted paths with YAML values; null deletes; -p sets database parameters', () => {
-    const out = applySettings(doc, ['ttl=40', 'database.use_slots=false', 'loop_wait=null', 'postgresql.x=a b'], ['max_connections=200', 'wal_level=logical']);
+    const out = applySettings(
+      doc,
+      ['ttl=40', 'database.use_slots=false', 'loop_wait=null', 'postgresql.x=a b'],
+      ['max_connections=200', 'wal_level=logical'],
+    );
     expect(out).toEqual({
       ttl: 40,
       database: { use_slots: false, parameters: { max_connections: 200, wal_level: 'logical' } },
@@ -61,7 +65,19 @@ describe('unified diff', () => {
   it('shows a change with context', () => {
     const before = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].join('\n') + '\n';
     const after = before.replace('e', 'E');
-    expect(unifiedDiff(before, after)).toEqual(['--- before', '+++ after', '@@ -2,7 +2,7 @@', ' b', ' c', ' d', '-e', '+E', ' f', ' g', ' h']);
+    expect(unifiedDiff(before, after)).toEqual([
+      '--- before',
+      '+++ after',
+      '@@ -2,7 +2,7 @@',
+      ' b',
+      ' c',
+      ' d',
+      '-e',
+      '+E',
+      ' f',
+      ' g',
+      ' h',
+    ]);
   });
 
   it('separate hunks for distant changes; additions and removals', () => {

@@ -62,7 +62,10 @@ describe("a cluster in the reference's dialect", () => {
   it('edit-config -p and -s database.… write into the postgresql section', async () => {
     const { session, stored } = await withConfig(PATRONI);
     await runEditConfig(session, { set: ['database.use_db_rewind=false'], pg: ['work_mem=8MB'], force: true });
-    expect(await stored()).toEqual({ ttl: 30, postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: '8MB' } } });
+    expect(await stored()).toEqual({
+      ttl: 30,
+      postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: '8MB' } },
+    });
   });
 
   it('convert-config native, then patroni: the same meaning, shown as a diff, asked for', async () => {

@@ -31,7 +31,12 @@ describe('target resolution', () => {
 
   it('a client-only file gives hosts, namespace and scope; CLUSTER and --scope override the scope', async () => {
     const file = join(dir, 'client.yml');
-    expect(await resolveTarget({ config: file }, undefined, {})).toEqual({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379'], namespace: '/ns/', scope: 'alpha', client: { tls: {} } });
+    expect(await resolveTarget({ config: file }, undefined, {})).toEqual({
+      hosts: ['10.0.0.1:2379', '10.0.0.2:2379'],
+      namespace: '/ns/',
+      scope: 'alpha',
+      client: { tls: {} },
+    });
     expect((await resolveTarget({ config: file, scope: 'beta' }, undefined, {})).scope).toBe('beta');
     expect((await resolveTarget({ config: file, scope: 'beta' }, 'gamma', {})).scope).toBe('gamma');
   });
@@ -44,7 +49,9 @@ describe('target resolution', () => {
   it('a client-only file carries its ctl credentials and etcd TLS; an unreadable certificate is a usage error naming the key', async () => {
     await writeFile(
       join(dir, 'secure.yml'),
-      'scope: alpha\netcd3: { hosts: ["10.0.0.1:2379"], cacert: ' + JSON.stringify(join(dir, 'client.yml')) + ' }\nctl: { insecure: true, authentication: { username: op, password: pw } }\n',
+      'scope: alpha\netcd3: { hosts: ["10.0.0.1:2379"], cacert: ' +
+        JSON.stringify(join(dir, 'client.yml')) +
+        ' }\nctl: { insecure: true, authentication: { username: op, password: pw } }\n',
     );
     const t = await resolveTarget({ config: join(dir, 'secure.yml') }, undefined, {});
     expect(t.hosts).toEqual(['https://10.0.0.1:2379']);
@@ -69,8 +76,14 @@ describe('target resolution', () => {
 
   it('usage errors: no DCS, no cluster name, an unreadable or hostless file', async () => {
     await expect(resolveTarget({}, undefined, {})).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no DCS/) });
-    await expect(resolveTarget({ dcsUrl: 'h:1' }, undefined, {})).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/no cluster name/) });
-    await expect(resolveTarget({ config: join(dir, 'missing.yml') }, undefined, {})).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/missing\.yml/) });
+    await expect(resolveTarget({ dcsUrl: 'h:1' }, undefined, {})).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/no cluster name/),
+    });
+    await expect(resolveTarget({ config: join(dir, 'missing.yml') }, undefined, {})).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/missing\.yml/),
+    });
     await expect(resolveTarget({ config: join(dir, 'nohosts.yml') }, undefined, {})).rejects.toMatchObject({ exitCode: 2 });
   });
 });
@@ -92,6 +105,8 @@ describe('--scheduled', () => {
   it('garbage is a usage error; the past is refused', () => {
     expect(() => parseWhen('tomorrow', now, 'switchover')).toThrow(expect.objectContaining({ exitCode: 2 }));
     expect(() => parseWhen('2030-02-30T10:00', now, 'switchover')).toThrow(expect.objectContaining({ exitCode: 2 }));
-    expect(() => parseWhen('2029-12-31T23:00:00Z', now, 'restart')).toThrow(expect.objectContaining({ exitCode: 1, message: expect.stringMatching(/Cannot schedule restart in the past/) }));
+    expect(() => parseWhen('2029-12-31T23:00:00Z', now, 'restart')).toThrow(
+      expect.objectContaining({ exitCode: 1, message: expect.stringMatching(/Cannot schedule restart in the past/) }),
+    );
   });
 });

@@ -25,7 +25,15 @@ const receipt: Receipt = {
   ranges: [{ timeline: 1, from: '0/1F4', to: '0/320', bytes: 300 }],
   counts: { records: 3, transactions: 2, committed: 1, aborted: 0, prepared: 0, unfinished: 1, bytes: 152 },
   transactions: [
-    { xid: 900, status: 'committed', at: '2026-11-27T03:59:59.000Z', relations: ['1663/5/16384'], firstLsn: '0/208', lastLsn: '0/258', records: 2 },
+    {
+      xid: 900,
+      status: 'committed',
+      at: '2026-11-27T03:59:59.000Z',
+      relations: ['1663/5/16384'],
+      firstLsn: '0/208',
+      lastLsn: '0/258',
+      records: 2,
+    },
     { xid: 901, status: 'unfinished', relations: ['1663/5/16384'], firstLsn: '0/2BC', lastLsn: '0/2BC', records: 1 },
   ],
   relationNames: { '1663/5/16384': 'postgres.public.t' },
@@ -62,7 +70,9 @@ describe('hactl discarded', () => {
     await runDiscarded(session, { members: [], format: 'pretty', transactions: false });
     const text = io.lines.join('\n');
     expect(text).toContain('| Member');
-    expect(text).toMatch(/\| node2 +\| 2026-11-27T04:00:00\.000Z \| rewind +\| node1 +\| +2 \| tl 1 0\/1F4-0\/320 \(300 B\) \| +2 \| +1 \| +0 \| +1 \|/);
+    expect(text).toMatch(
+      /\| node2 +\| 2026-11-27T04:00:00\.000Z \| rewind +\| node1 +\| +2 \| tl 1 0\/1F4-0\/320 \(300 B\) \| +2 \| +1 \| +0 \| +1 \|/,
+    );
     io.lines.length = 0;
     await runDiscarded(session, { members: ['demo'], format: 'tsv', transactions: false });
     expect(io.lines).toHaveLength(2);
@@ -89,12 +99,20 @@ describe('hactl discarded', () => {
 
   it('a member that cannot be read is named, the others printed, and the command fails (exit 1)', async () => {
     const { session, io } = await cluster({ node1: 'http://127.0.0.1:1/ha', node2: await memberApi([receipt]) });
-    await expect(runDiscarded(session, { members: [], format: 'tsv', transactions: false })).rejects.toMatchObject({ exitCode: 1, message: 'could not read the receipts of member node1' });
+    await expect(runDiscarded(session, { members: [], format: 'tsv', transactions: false })).rejects.toMatchObject({
+      exitCode: 1,
+      message: 'could not read the receipts of member node1',
+    });
     expect(io.errors[0]).toMatch(/^member node1 is not reachable at http:\/\/127\.0\.0\.1:1/);
     expect(io.lines).toHaveLength(2);
     const bad = await cluster({ node1: await memberApi({ not: 'a list' }), node2: await memberApi([], 500) });
     // Replicas first, the leader last (selectMembers).
-    await expect(runDiscarded(bad.session, { members: [], format: 'tsv', transactions: false })).rejects.toThrow('could not read the receipts of members node2, node1');
-    expect(bad.io.errors).toEqual(['member node2: GET /discarded answered 500 ([])', 'member node1: GET /discarded did not answer a JSON array']);
+    await expect(runDiscarded(bad.session, { members: [], format: 'tsv', transactions: false })).rejects.toThrow(
+      'could not read the receipts of members node2, node1',
+    );
+    expect(bad.io.errors).toEqual([
+      'member node2: GET /discarded answered 500 ([])',
+      'member node1: GET /discarded did not answer a JSON array',
+    ]);
   });
 });

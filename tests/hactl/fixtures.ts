@@ -29,10 +29,18 @@ export function threeNodeView(extra: Partial<ClusterView> = {}): ClusterView {
     history: [],
     members: [
       { name: 'node1', data: memberData(5432, { role: 'primary', xlog_location: optime }) },
-      { name: 'node2', data: memberData(5433, { receive_lsn: optime, replay_lsn: optime, xlog_location: optime, replication_state: 'streaming' }) },
+      {
+        name: 'node2',
+        data: memberData(5433, { receive_lsn: optime, replay_lsn: optime, xlog_location: optime, replication_state: 'streaming' }),
+      },
       {
         name: 'node3',
-        data: memberData(5434, { receive_lsn: optime - 2 * 1048576, replay_lsn: optime - 2 * 1048576, xlog_location: optime, replication_state: 'streaming' }),
+        data: memberData(5434, {
+          receive_lsn: optime - 2 * 1048576,
+          replay_lsn: optime - 2 * 1048576,
+          xlog_location: optime,
+          replication_state: 'streaming',
+        }),
       },
     ],
     ...extra,

@@ -6,7 +6,15 @@ import { memberData, threeNodeView } from './fixtures.ts';
 
 describe('tables', () => {
   it('pretty: borders, title in the top border, numbers right-aligned', () => {
-    const lines = renderPretty(['Name', 'N'], [['a', 1], ['bbbbbb', 22], ['c', undefined]], 'T');
+    const lines = renderPretty(
+      ['Name', 'N'],
+      [
+        ['a', 1],
+        ['bbbbbb', 22],
+        ['c', undefined],
+      ],
+      'T',
+    );
     expect(lines).toEqual([
       '+ T -----+----+',
       '| Name   | N  |',
@@ -115,7 +123,10 @@ describe('list', () => {
   it("state: a diverged member shows ', diverged'; both marks combine", () => {
     const now = Date.UTC(2030, 0, 1, 12, 0, 0);
     const v = threeNodeView();
-    v.members[2]!.data = memberData(5434, { state: 'stopped', diverged: 'diverged from leader node1: local WAL (600) goes past the switch point (500) of timeline 1' });
+    v.members[2]!.data = memberData(5434, {
+      state: 'stopped',
+      diverged: 'diverged from leader node1: local WAL (600) goes past the switch point (500) of timeline 1',
+    });
     v.members[1]!.data = memberData(5433, { not_streaming_since: new Date(now - 5_000).toISOString(), diverged: 'x' });
     const { rows } = listRows(v, 'demo', { extended: false, nowMs: now });
     expect(rows[2]!['State']).toBe('stopped, diverged');
@@ -123,6 +134,19 @@ describe('list', () => {
     expect(rows[0]!['State']).toBe('running');
     const pretty = renderList(v, 'demo', { format: 'pretty', extended: false }).join('\n');
     expect(pretty).toContain('stopped, diverged');
+  });
+
+  it('a failed database action: its reason under the table, and as Failure in json (issue 30, item 2)', () => {
+    const v = threeNodeView();
+    const failure = "initdb failed: the PostgreSQL user 'postgres' cannot reach /var/tmp/ha-demo/n3/data";
+    v.members[2]!.data = memberData(5434, { state: 'initdb_failed', role: 'uninitialized', failure });
+    const pretty = renderList(v, 'demo', { format: 'pretty', extended: false });
+    expect(pretty.some((l) => l.includes('initdb failed |') || l.includes('initdb failed '))).toBe(true);
+    expect(pretty).toContain(` node3: ${failure}`);
+    const json = JSON.parse(renderList(v, 'demo', { format: 'json', extended: false })[0]!) as Array<Record<string, unknown>>;
+    expect(json[2]!['Failure']).toBe(failure);
+    expect(json[0]!['Failure']).toBeUndefined();
+    expect(listFooter(threeNodeView(), 'demo')).toEqual([]);
   });
 
   it('topology: replicas under the leader, replicatefrom under their upstream', () => {

@@ -57,7 +57,11 @@ function shellQuote(s: string): string {
  * (prompts, echoed answers, stdout and stderr, `\r\n` line ends). Rejects when a prompt does
  * not appear within `stepTimeoutMs` or the run exceeds `timeoutMs`.
  */
-export function runHactlPty(args: string[], dialog: DialogStep[], opts: { timeoutMs?: number; stepTimeoutMs?: number } = {}): Promise<{ code: number | null; output: string }> {
+export function runHactlPty(
+  args: string[],
+  dialog: DialogStep[],
+  opts: { timeoutMs?: number; stepTimeoutMs?: number } = {},
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolvePromise, reject) => {
     const cmd = [...HACTL, ...args].map(shellQuote).join(' ');
     const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
@@ -81,7 +85,8 @@ export function runHactlPty(args: string[], dialog: DialogStep[], opts: { timeou
     };
     const armStep = () => {
       clearTimeout(stepTimer);
-      if (step < dialog.length) stepTimer = setTimeout(() => fail(`prompt ${String(dialog[step]!.expect)} did not appear`), opts.stepTimeoutMs ?? 30_000);
+      if (step < dialog.length)
+        stepTimer = setTimeout(() => fail(`prompt ${String(dialog[step]!.expect)} did not appear`), opts.stepTimeoutMs ?? 30_000);
     };
     const advance = async () => {
       if (busy || step >= dialog.length) return;

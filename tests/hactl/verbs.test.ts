@@ -2,7 +2,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chooseMember, pgVersionText, renderRows, runDsn, runQuery, runVersion, scopeQueryCommandFlag, type QueryExecutor, type QueryTarget } from '../../src/ctl/query.ts';
+import {
+  chooseMember,
+  pgVersionText,
+  renderRows,
+  runDsn,
+  runQuery,
+  runVersion,
+  scopeQueryCommandFlag,
+  type QueryExecutor,
+  type QueryTarget,
+} from '../../src/ctl/query.ts';
 import { InMemoryDcs, type InMemoryStore } from '../../src/dcs/memory.ts';
 import type { MemberData } from '../../src/domain/member.ts';
 import { listRows } from '../../src/ctl/list.ts';
@@ -36,12 +46,20 @@ describe('chooseMember and dsn', () => {
     await runDsn(session, { role: 'replica' });
     await runDsn(session, { member: 'node3' });
     await runDsn(session, { role: 'any' });
-    expect(io.lines).toEqual(['host=127.0.0.1 port=5432', 'host=127.0.0.1 port=5433', 'host=127.0.0.1 port=5434', 'host=127.0.0.1 port=5432']);
+    expect(io.lines).toEqual([
+      'host=127.0.0.1 port=5432',
+      'host=127.0.0.1 port=5433',
+      'host=127.0.0.1 port=5434',
+      'host=127.0.0.1 port=5432',
+    ]);
   });
 
   it('refuses --role with --member (usage), unknown members, and a role nobody has', async () => {
     const { session } = await cluster({ node2: { state: 'stopped' }, node3: { state: 'stopped' } });
-    await expect(runDsn(session, { role: 'leader', member: 'node1' })).rejects.toMatchObject({ exitCode: 2, message: '--role and --member are mutually exclusive options' });
+    await expect(runDsn(session, { role: 'leader', member: 'node1' })).rejects.toMatchObject({
+      exitCode: 2,
+      message: '--role and --member are mutually exclusive options',
+    });
     await expect(runDsn(session, { member: 'node9' })).rejects.toThrow('Member node9 does not exist in cluster demo');
     await expect(runDsn(session, { role: 'replica' })).rejects.toThrow('No replica member found in cluster demo');
     await expect(runDsn(session, { role: 'standby-leader' })).rejects.toThrow('No standby-leader member found in cluster demo');
@@ -63,7 +81,13 @@ describe('query', () => {
       calls.push({ t, sql });
       if (sql.includes('pg_is_in_recovery')) return { columns: ['pg_is_in_recovery'], rows: [[recovery]] };
       if (fail) throw fail;
-      return { columns: ['id', 'name'], rows: [['1', 'a\tb'], ['2', null]] };
+      return {
+        columns: ['id', 'name'],
+        rows: [
+          ['1', 'a\tb'],
+          ['2', null],
+        ],
+      };
     };
     return { exec, calls };
   }
@@ -81,9 +105,28 @@ describe('query', () => {
   it('-U another user: no file password; PGPASSWORD and -d are used; --file is read', async () => {
     const { session, io } = await cluster();
     const { exec, calls } = fakeExec('t');
-    await runQuery(session, { ...base, role: 'replica', file: 'q.sql', username: 'app', dbname: 'appdb', format: 'json', superuser: { username: 'postgres', password: 'pw' }, env: { PGPASSWORD: 'secret' } }, exec);
-    expect(calls[1]).toEqual({ t: { host: '127.0.0.1', port: 5433, dbname: 'appdb', username: 'app', password: 'secret' }, sql: '-- from q.sql\nselect 1' });
-    expect(JSON.parse(io.lines[0]!)).toEqual([{ id: '1', name: 'a\tb' }, { id: '2', name: null }]);
+    await runQuery(
+      session,
+      {
+        ...base,
+        role: 'replica',
+        file: 'q.sql',
+        username: 'app',
+        dbname: 'appdb',
+        format: 'json',
+        superuser: { username: 'postgres', password: 'pw' },
+        env: { PGPASSWORD: 'secret' },
+      },
+      exec,
+    );
+    expect(calls[1]).toEqual({
+      t: { host: '127.0.0.1', port: 5433, dbname: 'appdb', username: 'app', password: 'secret' },
+      sql: '-- from q.sql\nselect 1',
+    });
+    expect(JSON.parse(io.lines[0]!)).toEqual([
+      { id: '1', name: 'a\tb' },
+      { id: '2', name: null },
+    ]);
     const { exec: e2, calls: c2 } = fakeExec('t');
     await runQuery(session, { ...base, member: 'node1', command: 'select 1', env: {} }, e2);
     expect(c2.map((c) => c.sql)).toEqual(['select 1']); // a named member: no role check
@@ -93,32 +136,71 @@ describe('query', () => {
 
   it('a member whose role changed is refused; SQL errors and connection failures name the member', async () => {
     const { session } = await cluster();
-    await expect(runQuery(session, { ...base, command: 'select 1', env: {} }, fakeExec('t').exec)).rejects.toThrow('No connection to role leader is available: member node1 is in recovery');
+    await expect(runQuery(session, { ...base, command: 'select 1', env: {} }, fakeExec('t').exec)).rejects.toThrow(
+      'No connection to role leader is available: member node1 is in recovery',
+    );
     const sqlErr = Object.assign(new Error('relation "t" does not exist'), { code: '42P01', severity: 'ERROR' });
-    await expect(runQuery(session, { ...base, command: 'select * from t', env: {} }, fakeExec('f', sqlErr).exec)).rejects.toThrow('member node1: ERROR: relation "t" does not exist (SQLSTATE 42P01)');
+    await expect(runQuery(session, { ...base, command: 'select * from t', env: {} }, fakeExec('f', sqlErr).exec)).rejects.toThrow(
+      'member node1: ERROR: relation "t" does not exist (SQLSTATE 42P01)',
+    );
     const connErr = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const failing: QueryExecutor = async () => {
       throw connErr;
     };
-    await expect(runQuery(session, { ...base, command: 'select 1', env: {} }, failing)).rejects.toThrow('member node1: cannot query postgres@127.0.0.1:5432/postgres: connect ECONNREFUSED 127.0.0.1:5432');
+    await expect(runQuery(session, { ...base, command: 'select 1', env: {} }, failing)).rejects.toThrow(
+      'member node1: cannot query postgres@127.0.0.1:5432/postgres: connect ECONNREFUSED 127.0.0.1:5432',
+    );
   });
 
   it('usage errors: neither or both of --command and --file', async () => {
     const { session } = await cluster();
-    await expect(runQuery(session, { ...base }, fakeExec('f').exec)).rejects.toMatchObject({ exitCode: 2, message: 'You need to specify either --command or --file' });
+    await expect(runQuery(session, { ...base }, fakeExec('f').exec)).rejects.toMatchObject({
+      exitCode: 2,
+      message: 'You need to specify either --command or --file',
+    });
     await expect(runQuery(session, { ...base, command: 'x', file: 'y' }, fakeExec('f').exec)).rejects.toMatchObject({ exitCode: 2 });
   });
 
   it('renders pretty and yaml; a command without rows prints nothing', () => {
-    const r = { columns: ['id', 'name'], rows: [['1', 'x'], ['22', null]] };
-    expect(renderRows(r, 'pretty')).toEqual(['+----+------+', '| id | name |', '+----+------+', '| 1  | x    |', '| 22 |      |', '+----+------+']);
+    const r = {
+      columns: ['id', 'name'],
+      rows: [
+        ['1', 'x'],
+        ['22', null],
+      ],
+    };
+    expect(renderRows(r, 'pretty')).toEqual([
+      '+----+------+',
+      '| id | name |',
+      '+----+------+',
+      '| 1  | x    |',
+      '| 22 |      |',
+      '+----+------+',
+    ]);
     expect(renderRows(r, 'yaml')).toEqual(['- id: "1"', '  name: x', '- id: "22"', '  name: null']);
     expect(renderRows({ columns: [], rows: [] }, 'tsv')).toEqual([]);
   });
 
   it('-c after query means --command; before the command word it stays --config', () => {
-    expect(scopeQueryCommandFlag(['node', 'hactl', '-c', 'ha.yml', 'query', '-c', 'select 1', '-cselect 2'])).toEqual(['node', 'hactl', '-c', 'ha.yml', 'query', '--command', 'select 1', '--command=select 2']);
-    expect(scopeQueryCommandFlag(['node', 'hactl', '--scope', 'x', 'list', '-c', 'ha.yml'])).toEqual(['node', 'hactl', '--scope', 'x', 'list', '-c', 'ha.yml']);
+    expect(scopeQueryCommandFlag(['node', 'hactl', '-c', 'ha.yml', 'query', '-c', 'select 1', '-cselect 2'])).toEqual([
+      'node',
+      'hactl',
+      '-c',
+      'ha.yml',
+      'query',
+      '--command',
+      'select 1',
+      '--command=select 2',
+    ]);
+    expect(scopeQueryCommandFlag(['node', 'hactl', '--scope', 'x', 'list', '-c', 'ha.yml'])).toEqual([
+      'node',
+      'hactl',
+      '--scope',
+      'x',
+      'list',
+      '-c',
+      'ha.yml',
+    ]);
   });
 });
 
@@ -126,7 +208,9 @@ describe('version', () => {
   it('hactl alone, then every member: agent and PostgreSQL versions, or why not', async () => {
     const srv = createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
-      res.end(req.url === '/ha' ? JSON.stringify({ ha: { version: '0.1.0', scope: 'demo', name: 'node1' }, server_version: 150006 }) : '{}');
+      res.end(
+        req.url === '/ha' ? JSON.stringify({ ha: { version: '0.1.0', scope: 'demo', name: 'node1' }, server_version: 150006 }) : '{}',
+      );
     });
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
@@ -151,7 +235,11 @@ describe('topology with cascading', () => {
   it('a replicatefrom member that does not stream: shown under the leader (where it streams from)', () => {
     const v = threeNodeView();
     v.members[2]!.data.tags = { replicatefrom: 'node2' };
-    expect(listRows(v, 'demo', { extended: false, topology: true }).rows.map((r) => r['Member'])).toEqual(['node1', '+ node2', '  + node3']);
+    expect(listRows(v, 'demo', { extended: false, topology: true }).rows.map((r) => r['Member'])).toEqual([
+      'node1',
+      '+ node2',
+      '  + node3',
+    ]);
     delete v.members[1]!.data.replication_state;
     expect(listRows(v, 'demo', { extended: false, topology: true }).rows.map((r) => r['Member'])).toEqual(['node1', '+ node2', '+ node3']);
   });

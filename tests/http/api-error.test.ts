@@ -16,8 +16,18 @@ describe('ApiError: one code-to-status table', () => {
   });
 
   it('orFail turns a rejection into an ApiError with the code and the text of the reason', async () => {
-    await expect(orFail(() => Promise.resolve(7), 'dcs_unavailable', () => 'no')).resolves.toBe(7);
-    const e = await orFail(() => Promise.reject(new Error('gone')), 'dcs_unavailable', (r) => `DCS is not reachable: ${(r as Error).message}`).catch((x: unknown) => x);
+    await expect(
+      orFail(
+        () => Promise.resolve(7),
+        'dcs_unavailable',
+        () => 'no',
+      ),
+    ).resolves.toBe(7);
+    const e = await orFail(
+      () => Promise.reject(new Error('gone')),
+      'dcs_unavailable',
+      (r) => `DCS is not reachable: ${(r as Error).message}`,
+    ).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ApiError);
     expect((e as ApiError).code).toBe('dcs_unavailable');
     expect((e as ApiError).message).toBe('DCS is not reachable: gone');

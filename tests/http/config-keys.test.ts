@@ -161,7 +161,9 @@ describe('PUT /config replaces the whole document', () => {
     const res = await send(app, 'PUT', '/config', { ttl: 30, retry_timeout: 10 });
     expect(res.status).toBe(200);
     // database.use_db_rewind is left out too, but its default is the stored value: not named.
-    expect(res.headers.get(DEFAULTED_HEADER)).toBe('loop_wait: 5 -> 10; maximum_lag_on_failover: 5000000 -> 1048576; database.parameters: {"max_connections":200} -> {}');
+    expect(res.headers.get(DEFAULTED_HEADER)).toBe(
+      'loop_wait: 5 -> 10; maximum_lag_on_failover: 5000000 -> 1048576; database.parameters: {"max_connections":200} -> {}',
+    );
     expect(commands.stored).toEqual({ ttl: 30, retry_timeout: 10 });
   });
 
@@ -171,8 +173,12 @@ describe('PUT /config replaces the whole document', () => {
     const res = await send(app, 'PUT', '/config', { ttl: 30, loop_wait: 5, retry_timeout: 10, database: SETTLED.database });
     expect(res.status).toBe(400);
     const text = await res.text();
-    expect(text).toContain('maximum_lag_on_failover: left out, it would fall back to its default 1048576: a replica further behind could be promoted');
-    expect(text).toContain('synchronous_mode: left out, it would fall back to its default false: synchronous replication would be turned off');
+    expect(text).toContain(
+      'maximum_lag_on_failover: left out, it would fall back to its default 1048576: a replica further behind could be promoted',
+    );
+    expect(text).toContain(
+      'synchronous_mode: left out, it would fall back to its default false: synchronous replication would be turned off',
+    );
     expect(commands.stored).toEqual({ ...SETTLED, synchronous_mode: true });
   });
 });
@@ -185,16 +191,26 @@ describe("a cluster in the reference's dialect keeps it", () => {
     const { app } = appFor(primaryLeader(), commands);
     expect((await send(app, 'PATCH', '/config', { database: { parameters: { work_mem: '8MB' } } })).status).toBe(200);
     expect((await send(app, 'PATCH', '/config', { postgresql: { use_pg_rewind: false } })).status).toBe(200);
-    expect(commands.stored).toEqual({ ...PATRONI, postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: '8MB' } } });
+    expect(commands.stored).toEqual({
+      ...PATRONI,
+      postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: '8MB' } },
+    });
     const wrong = await send(app, 'PATCH', '/config', { postgresql: { use_db_rewind: true } });
     expect(wrong.status).toBe(400);
-    expect(await wrong.text()).toBe("invalid configuration: postgresql.use_db_rewind: the native name: in this document's dialect (section postgresql) the key is use_pg_rewind");
+    expect(await wrong.text()).toBe(
+      "invalid configuration: postgresql.use_db_rewind: the native name: in this document's dialect (section postgresql) the key is use_pg_rewind",
+    );
   });
 
   it('PUT of a native body is converted, meaning the same', async () => {
     const commands = new StoringCommands(PATRONI);
     const { app } = appFor(primaryLeader(), commands);
-    const res = await send(app, 'PUT', '/config', { ttl: 30, loop_wait: 10, retry_timeout: 10, database: { parameters: { max_connections: 100 } } });
+    const res = await send(app, 'PUT', '/config', {
+      ttl: 30,
+      loop_wait: 10,
+      retry_timeout: 10,
+      database: { parameters: { max_connections: 100 } },
+    });
     expect(res.status).toBe(200);
     expect(commands.stored).toEqual({
       ...PATRONI,

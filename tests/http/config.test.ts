@@ -24,7 +24,10 @@ describe('PATCH /config', () => {
   it('merges, writes with compare-and-set on the revision, wakes the loop and answers the merged document', async () => {
     const commands = new FakeCommands();
     commands.cluster = clusterView({
-      config: { value: { ttl: 30, loop_wait: 10, pause: true, database: { parameters: { max_connections: 100, work_mem: '4MB' } } }, revision: '41' },
+      config: {
+        value: { ttl: 30, loop_wait: 10, pause: true, database: { parameters: { max_connections: 100, work_mem: '4MB' } } },
+        revision: '41',
+      },
     });
     const { app } = appFor(primaryLeader(), commands);
     const res = await send(app, 'PATCH', '/config', { pause: null, database: { parameters: { work_mem: '8MB', shared_buffers: '1GB' } } });
@@ -177,9 +180,15 @@ describe('PATCH/PUT /config: database.parameters checked against the PostgreSQL 
     [{ max_connections: 'lots' }, 'database.parameters.max_connections: invalid value "lots" for integer parameter max_connections'],
     [{ max_connections: 300000000 }, 'database.parameters.max_connections: 300000000 is outside the range 1..262143'],
     [{ shared_buffers: '64kB' }, 'database.parameters.shared_buffers: 64kB = 8 × 8kB is outside the range 16..1073741823 × 8kB'],
-    [{ work_mem: '4mb' }, 'database.parameters.work_mem: invalid value "4mb" for integer parameter work_mem (valid units: B, kB, MB, GB, TB)'],
+    [
+      { work_mem: '4mb' },
+      'database.parameters.work_mem: invalid value "4mb" for integer parameter work_mem (valid units: B, kB, MB, GB, TB)',
+    ],
     [{ fsync: 'maybe' }, 'database.parameters.fsync: invalid value "maybe" for boolean parameter fsync'],
-    [{ wal_level: 'full' }, 'database.parameters.wal_level: invalid value "full" for parameter wal_level (available values: minimal, replica, logical)'],
+    [
+      { wal_level: 'full' },
+      'database.parameters.wal_level: invalid value "full" for parameter wal_level (available values: minimal, replica, logical)',
+    ],
   ])('PATCH: refuses the bad value %j with 400 saying why', async (parameters, text) => {
     const { app, commands } = appFor(primaryLeader(), new FakeCommands(), undefined, SETTINGS);
     const res = await send(app, 'PATCH', '/config', { database: { parameters } });
@@ -201,10 +210,23 @@ describe('PATCH/PUT /config: database.parameters checked against the PostgreSQL 
     const commands = new FakeCommands();
     commands.cluster = withParams({ max_connections: 100 });
     const { app } = appFor(primaryLeader(), commands, undefined, SETTINGS);
-    const parameters = { work_mem: '8MB', shared_buffers: '1GB', wal_level: 'LOGICAL', fsync: true, search_path: '"$user", public', 'pg_stat_statements.max': 'x', Max_Connections: '0x100' };
+    const parameters = {
+      work_mem: '8MB',
+      shared_buffers: '1GB',
+      wal_level: 'LOGICAL',
+      fsync: true,
+      search_path: '"$user", public',
+      'pg_stat_statements.max': 'x',
+      Max_Connections: '0x100',
+    };
     const res = await send(app, 'PATCH', '/config', { database: { parameters } });
     expect(res.status).toBe(200);
-    const merged = { ttl: 30, loop_wait: 10, retry_timeout: 10, database: { parameters: { max_connections: 100, ...parameters, fsync: 'on' } } };
+    const merged = {
+      ttl: 30,
+      loop_wait: 10,
+      retry_timeout: 10,
+      database: { parameters: { max_connections: 100, ...parameters, fsync: 'on' } },
+    };
     expect(await res.json()).toEqual(merged);
     expect(commands.calls).toContainEqual({ method: 'writeConfig', args: [merged, '41'] });
   });
@@ -246,10 +268,7 @@ describe('PATCH/PUT /config: database.parameters checked against the PostgreSQL 
 describe('mergeConfig', () => {
   it('deletes null keys, merges nested objects and replaces other values', () => {
     expect(
-      mergeConfig(
-        { a: 1, b: { c: 2, d: 3 }, e: [1], f: 'x' },
-        { a: null, b: { c: null, g: 4 }, e: [2], f: { h: null, i: 1 }, j: null },
-      ),
+      mergeConfig({ a: 1, b: { c: 2, d: 3 }, e: [1], f: 'x' }, { a: null, b: { c: null, g: 4 }, e: [2], f: { h: null, i: 1 }, j: null }),
     ).toEqual({ b: { d: 3, g: 4 }, e: [2], f: { i: 1 } });
   });
 });

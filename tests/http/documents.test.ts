@@ -114,8 +114,12 @@ describe('GET /ha', () => {
 describe('GET /ha: watchdog_failed', () => {
   it('is true only when the fence is required and could not be armed (patroni.md §1.3)', () => {
     expect(buildStatusDocument(streamingReplica(), NOW).watchdog_failed).toBeUndefined();
-    expect(buildStatusDocument(streamingReplica({ watchdog: { mode: 'automatic', armed: false, failed: false } }), NOW).watchdog_failed).toBeUndefined();
-    expect(buildStatusDocument(streamingReplica({ watchdog: { mode: 'required', armed: false, failed: true } }), NOW).watchdog_failed).toBe(true);
+    expect(
+      buildStatusDocument(streamingReplica({ watchdog: { mode: 'automatic', armed: false, failed: false } }), NOW).watchdog_failed,
+    ).toBeUndefined();
+    expect(buildStatusDocument(streamingReplica({ watchdog: { mode: 'required', armed: false, failed: true } }), NOW).watchdog_failed).toBe(
+      true,
+    );
   });
 });
 

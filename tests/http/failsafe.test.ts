@@ -7,11 +7,17 @@ const body = { name: 'pg-1', conn_url: 'postgres://10.0.0.1:5432/postgres', api_
 
 /** Commands whose acceptFailsafe decides as the node does (src/domain/failsafe.ts) from the snapshot. */
 function withFailsafe(s: NodeSnapshot) {
-  const c = new FakeCommands() as FakeCommands & { acceptFailsafe: (b: Record<string, unknown>) => { status: number; text: string; lsn?: string } };
+  const c = new FakeCommands() as FakeCommands & {
+    acceptFailsafe: (b: Record<string, unknown>) => { status: number; text: string; lsn?: string };
+  };
   const seen: Record<string, unknown>[] = [];
   c.acceptFailsafe = (b) => {
     seen.push(b);
-    const { answer } = answerFailsafe(s.config, { name: s.name, runningPrimary: s.role === 'primary' && s.state === 'running', holdsLock: false, promoting: false }, b);
+    const { answer } = answerFailsafe(
+      s.config,
+      { name: s.name, runningPrimary: s.role === 'primary' && s.state === 'running', holdsLock: false, promoting: false },
+      b,
+    );
     return answer.status === 200 ? { ...answer, lsn: '50331744' } : answer;
   };
   return { c, seen };

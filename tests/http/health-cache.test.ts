@@ -43,7 +43,12 @@ describe('health answers cached per snapshot and time key', () => {
   for (const [name, s] of SNAPSHOTS) {
     it(`${name}: every GET health check (with and without query) answers as evaluated afresh, at moving instants`, async () => {
       let now = NOW;
-      const app = createNodeApp({ snapshot: () => s, commands: new FakeCommands(), now: () => now, guard: () => ({ ...openPolicy(), extraHeaders: { 'X-Probe': 'yes' } }) });
+      const app = createNodeApp({
+        snapshot: () => s,
+        commands: new FakeCommands(),
+        now: () => now,
+        guard: () => ({ ...openPolicy(), extraHeaders: { 'X-Probe': 'yes' } }),
+      });
       for (const t of instants(s)) {
         now = t;
         for (const path of HEALTH_PATHS) {

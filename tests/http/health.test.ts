@@ -54,9 +54,7 @@ const TABLE: Record<(typeof HEALTH_PATHS)[number], [number, number, number, numb
 };
 
 describe('health checks: every endpoint x node kind', () => {
-  const rows = HEALTH_PATHS.flatMap((path) =>
-    Object.keys(SNAPSHOTS).map((kind, i) => ({ path, kind, expected: TABLE[path][i] })),
-  );
+  const rows = HEALTH_PATHS.flatMap((path) => Object.keys(SNAPSHOTS).map((kind, i) => ({ path, kind, expected: TABLE[path][i] })));
   it.each(rows)('GET $path on $kind answers $expected', async ({ path, kind, expected }) => {
     expect(await status(SNAPSHOTS[kind as keyof typeof SNAPSHOTS], path)).toBe(expected);
   });
@@ -242,13 +240,23 @@ describe('/readiness', () => {
     ['caught-up replica', streamingReplica(), '', 200],
     ['replica 20 MiB behind (default limit 1 MiB)', laggingReplica(), '', 503],
     ['replica 20 MiB behind, lag=32MB', laggingReplica(), '?lag=32MB', 200],
-    ['replica 20 MiB behind, maximum_lag_on_failover 64 MiB', laggingReplica({ config: config({ maximum_lag_on_failover: Number(64n * MiB) }) }), '', 200],
+    [
+      'replica 20 MiB behind, maximum_lag_on_failover 64 MiB',
+      laggingReplica({ config: config({ maximum_lag_on_failover: Number(64n * MiB) }) }),
+      '',
+      200,
+    ],
     ['received but not replayed, mode=apply', streamingReplica({ pg: { ...pg, replayLsn: OPTIME - 20n * MiB } }), '?mode=apply', 503],
     ['received but not replayed, mode=write', streamingReplica({ pg: { ...pg, replayLsn: OPTIME - 20n * MiB } }), '?mode=write', 200],
     ['archive recovery', streamingReplica({ pg: { ...pg, streaming: false, archiveRecovery: true } }), '', 503],
     ['no DCS view, latest_end_lsn known', noDcsReplica(), '', 200],
     ['no DCS view, latest_end_lsn unknown', noDcsReplica({ pg: { ...pg, latestEndLsn: undefined } }), '', 503],
-    ['no DCS view, no latest_end_lsn, failsafe active', noDcsReplica({ pg: { ...pg, latestEndLsn: undefined }, failsafeActive: true }), '', 200],
+    [
+      'no DCS view, no latest_end_lsn, failsafe active',
+      noDcsReplica({ pg: { ...pg, latestEndLsn: undefined }, failsafeActive: true }),
+      '',
+      200,
+    ],
     ['stopped', stoppedReplica(), '', 503],
   ])('%s → %i', async (_name, s, query, expected) => {
     expect(await status(s, `/readiness${query}`)).toBe(expected);

@@ -122,7 +122,10 @@ describe('GET /metrics', () => {
     const none = await scrape(primaryLeader());
     expect(value(none, 'ha_discarded_receipts')).toBe(0);
     expect(value(none, 'ha_discarded_committed_transactions')).toBe(0);
-    const some = await scrape({ ...primaryLeader(), discarded: { receipts: 2, transactions: 7, committed: 5, lastAt: '2026-11-27T10:00:00.000Z', location: '/var/lib/x.discarded' } });
+    const some = await scrape({
+      ...primaryLeader(),
+      discarded: { receipts: 2, transactions: 7, committed: 5, lastAt: '2026-11-27T10:00:00.000Z', location: '/var/lib/x.discarded' },
+    });
     expect(value(some, 'ha_discarded_receipts')).toBe(2);
     expect(value(some, 'ha_discarded_transactions')).toBe(7);
     expect(value(some, 'ha_discarded_committed_transactions')).toBe(5);
@@ -131,7 +134,9 @@ describe('GET /metrics', () => {
   it('ha_sync_degraded follows the snapshot on the leader only', async () => {
     expect(value(await scrape(primaryLeader()), 'ha_sync_degraded')).toBe(0);
     expect(value(await scrape({ ...primaryLeader(), syncDegraded: 'no eligible synchronous standby' }), 'ha_sync_degraded')).toBe(1);
-    expect(value(await scrape({ ...primaryLeader(), leaderUntilMs: 0, syncDegraded: 'no eligible synchronous standby' }), 'ha_sync_degraded')).toBe(0);
+    expect(
+      value(await scrape({ ...primaryLeader(), leaderUntilMs: 0, syncDegraded: 'no eligible synchronous standby' }), 'ha_sync_degraded'),
+    ).toBe(0);
   });
 
   it('ha_watchdog_armed and ha_watchdog_failed follow the fence status', async () => {
@@ -157,7 +162,9 @@ describe('GET /metrics', () => {
   });
 
   it('reports a primary leader', async () => {
-    const p = await scrape(primaryLeader({ config: config({ failsafe_mode: true }), cluster: clusterView({ failsafe: { 'pg-1': 'http://10.0.0.1:8008/ha' } }) }));
+    const p = await scrape(
+      primaryLeader({ config: config({ failsafe_mode: true }), cluster: clusterView({ failsafe: { 'pg-1': 'http://10.0.0.1:8008/ha' } }) }),
+    );
     expect(value(p, 'ha_version')).toBe(100);
     expect(value(p, 'ha_database_running')).toBe(1);
     expect(value(p, 'ha_postmaster_start_time')).toBe(Date.UTC(2026, 0, 15, 11, 0, 0, 250) / 1000);

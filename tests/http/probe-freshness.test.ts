@@ -56,7 +56,9 @@ describe('API answers from a probe at most 1 s old (probe on demand)', () => {
       const second = app.fetch(new Request(url(path)));
       d.refresh();
       const [a, b] = await Promise.all([pending, second]);
-      const expected = await createNodeApp({ snapshot: () => streamingReplica(), commands: new FakeCommands(), now: () => NOW }).request(path);
+      const expected = await createNodeApp({ snapshot: () => streamingReplica(), commands: new FakeCommands(), now: () => NOW }).request(
+        path,
+      );
       for (const r of [a, b]) {
         expect(r.status).toBe(expected.status);
         expect(await r.text()).toBe(await expected.clone().text());
@@ -67,7 +69,12 @@ describe('API answers from a probe at most 1 s old (probe on demand)', () => {
   }
 
   it('GET /ha (what peers read for the leader race and quorum votes), /metrics, HEAD and OPTIONS of a health check wait too', async () => {
-    for (const [method, path] of [['GET', '/ha'], ['GET', '/metrics'], ['HEAD', '/replica'], ['OPTIONS', '/replica']] as const) {
+    for (const [method, path] of [
+      ['GET', '/ha'],
+      ['GET', '/metrics'],
+      ['HEAD', '/replica'],
+      ['OPTIONS', '/replica'],
+    ] as const) {
       const d = probeOnDemand(primaryLeader(), streamingReplica());
       const app = createNodeApp({ snapshot: d.snapshot, commands: new FakeCommands(), now: () => NOW, fresh: d.fresh });
       let settled = false;

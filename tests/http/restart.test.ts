@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { NodeSnapshot } from '../../src/domain/snapshot.ts';
 import { appFor, clusterView, config, FakeCommands, primaryLeader, send, streamingReplica } from './fixtures.ts';
 
-async function call(method: string, path: string, body?: unknown, snapshot: NodeSnapshot = streamingReplica(), commands = new FakeCommands()) {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  snapshot: NodeSnapshot = streamingReplica(),
+  commands = new FakeCommands(),
+) {
   const { app } = appFor(snapshot, commands);
   const res = await send(app, method, path, body);
   return { status: res.status, text: await res.text(), type: res.headers.get('content-type'), commands };
@@ -22,7 +28,12 @@ describe('POST /restart', () => {
   });
 
   it('passes the timeout in ms and restarts when every condition holds', async () => {
-    const r = await call('POST', '/restart', { role: 'replica', restart_pending: true, database_version: '16.1', timeout: '90s' }, pending());
+    const r = await call(
+      'POST',
+      '/restart',
+      { role: 'replica', restart_pending: true, database_version: '16.1', timeout: '90s' },
+      pending(),
+    );
     expect(r.status).toBe(200);
     expect(r.commands.calls).toEqual([{ method: 'restart', args: [90_000] }]);
   });
@@ -146,7 +157,10 @@ describe('POST /reinitialize', () => {
   });
 
   it.each([
-    [{ force: true, 'from-leader': true }, { force: true, fromLeader: true }],
+    [
+      { force: true, 'from-leader': true },
+      { force: true, fromLeader: true },
+    ],
     [{ from_leader: true }, { force: false, fromLeader: true }],
   ])('passes the options %j', async (body, opts) => {
     const r = await call('POST', '/reinitialize', body);

@@ -18,7 +18,11 @@ function secured(policy: Partial<ApiGuardPolicy>, commands = new FakeCommands())
 }
 
 function patch(body: unknown, headers: Record<string, string> = {}): RequestInit {
-  return { method: 'PATCH', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } };
+  return {
+    method: 'PATCH',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  };
 }
 
 describe('checkBasicAuth', () => {
@@ -38,7 +42,9 @@ describe('checkBasicAuth', () => {
 
 describe('compileAllowlist', () => {
   it('matches addresses, CIDRs, resolved host names and IPv4-mapped IPv6 addresses', async () => {
-    const list = await compileAllowlist(['10.1.2.3', '192.168.0.0/16', 'db.example', '::1'], false, async (h) => (h === 'db.example' ? ['172.16.0.9'] : []));
+    const list = await compileAllowlist(['10.1.2.3', '192.168.0.0/16', 'db.example', '::1'], false, async (h) =>
+      h === 'db.example' ? ['172.16.0.9'] : [],
+    );
     for (const ok of ['10.1.2.3', '192.168.44.1', '172.16.0.9', '::1', '::ffff:10.1.2.3']) expect(await list.allows(ok, [])).toBe(true);
     for (const no of ['10.1.2.4', '192.169.0.1', '127.0.0.1', undefined]) expect(await list.allows(no, [])).toBe(false);
   });
@@ -76,7 +82,11 @@ describe('node API access control', () => {
 
   it('answers 401 to wrong credentials and changes nothing', async () => {
     const { app, commands } = secured({ authentication: CREDS });
-    const res = await app.request('/switchover', { method: 'POST', body: '{"leader":"pg-1"}', headers: { authorization: basic('admin', 'nope') } });
+    const res = await app.request('/switchover', {
+      method: 'POST',
+      body: '{"leader":"pg-1"}',
+      headers: { authorization: basic('admin', 'nope') },
+    });
     expect(res.status).toBe(401);
     expect(await res.text()).toBe('not authenticated');
     expect(commands.calls).toEqual([]);
@@ -165,7 +175,8 @@ describe('node API access control', () => {
   });
 
   it('says in the status document whether authentication is configured', async () => {
-    const authOf = async (p: Partial<ApiGuardPolicy>) => ((await (await secured(p).app.request('/ha')).json()) as { authentication?: string }).authentication;
+    const authOf = async (p: Partial<ApiGuardPolicy>) =>
+      ((await (await secured(p).app.request('/ha')).json()) as { authentication?: string }).authentication;
     expect(await authOf({})).toBe('none');
     expect(await authOf({ authentication: CREDS })).toBe('basic');
   });

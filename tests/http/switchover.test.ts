@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ClusterView } from '../../src/domain/cluster.ts';
 import type { NodeSnapshot } from '../../src/domain/snapshot.ts';
-import { appFor, clusterView, config, FakeCommands, member, primaryLeader, send } from './fixtures.ts';
+import { appFor, clusterView, config, FakeCommands, member, NOW, primaryLeader, send } from './fixtures.ts';
 
 const FAST = { intervalMs: 5, timeoutMs: 2000 };
 
@@ -40,21 +40,84 @@ describe('POST /switchover and /failover: refusals (nothing written)', () => {
     ['/failover', { leader: 'pg-1' }, undefined, undefined, 400, /^Failover could be performed only to a specific candidate$/],
     ['/switchover', { candidate: 'pg-2' }, undefined, undefined, 400, /^Switchover could be performed only from a specific leader$/],
     ['/failover', { candidate: 'pg-2', scheduled_at: '2026-01-15T13:00:00Z' }, undefined, undefined, 400, /^Failover can't be scheduled$/],
-    ['/switchover', { leader: 'pg-1', candidate: 'pg-2', scheduled_at: '2026-01-15T13:00:00Z' }, paused, undefined, 400, /^Can't schedule switchover in the paused state$/],
-    ['/switchover', { leader: 'pg-1', scheduled_at: '2026-01-15T13:00:00' }, undefined, undefined, 400, /^Timezone information is mandatory for the scheduled switchover$/],
-    ['/switchover', { leader: 'pg-1', scheduled_at: '2026-01-15T11:59:59Z' }, undefined, undefined, 422, /^Cannot schedule switchover in the past$/],
-    ['/switchover', { leader: 'pg-1', scheduled_at: 'tomorrow' }, undefined, undefined, 422, /^Unable to parse scheduled timestamp\. It should be in an unambiguous format, e\.g\. ISO 8601$/],
+    [
+      '/switchover',
+      { leader: 'pg-1', candidate: 'pg-2', scheduled_at: '2026-01-15T13:00:00Z' },
+      paused,
+      undefined,
+      400,
+      /^Can't schedule switchover in the paused state$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1', scheduled_at: '2026-01-15T13:00:00' },
+      undefined,
+      undefined,
+      400,
+      /^Timezone information is mandatory for the scheduled switchover$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1', scheduled_at: '2026-01-15T11:59:59Z' },
+      undefined,
+      undefined,
+      422,
+      /^Cannot schedule switchover in the past$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1', scheduled_at: 'tomorrow' },
+      undefined,
+      undefined,
+      422,
+      /^Unable to parse scheduled timestamp\. It should be in an unambiguous format, e\.g\. ISO 8601$/,
+    ],
     ['/switchover', { leader: 'pg-1' }, paused, undefined, 400, /^Switchover is possible only to a specific candidate in a paused state$/],
     ['/switchover', { leader: 'pg-1', candidate: 'pg-1' }, undefined, undefined, 400, /^Switchover target and source are the same$/],
     ['/failover', { leader: 'pg-1', member: 'pg-1' }, undefined, undefined, 400, /^Switchover target and source are the same$/],
     ['/switchover', { leader: 'pg-2', candidate: 'pg-3' }, undefined, undefined, 412, /^leader name does not match$/],
-    ['/switchover', { leader: 'pg-1', candidate: 'pg-3' }, syncOn, () => withCluster({ sync: { value: { leader: 'pg-1', sync_standby: 'pg-2' }, revision: '3' } }), 412, /^candidate name does not match with sync_standby$/],
+    [
+      '/switchover',
+      { leader: 'pg-1', candidate: 'pg-3' },
+      syncOn,
+      () => withCluster({ sync: { value: { leader: 'pg-1', sync_standby: 'pg-2' }, revision: '3' } }),
+      412,
+      /^candidate name does not match with sync_standby$/,
+    ],
     ['/switchover', { leader: 'pg-1', candidate: 'pg-9' }, undefined, undefined, 412, /^candidate does not exists$/],
     ['/failover', { candidate: 'pg-9' }, undefined, undefined, 412, /^candidate does not exists$/],
-    ['/switchover', { leader: 'pg-1' }, syncOn, () => withCluster({ sync: { value: { leader: 'pg-1', sync_standby: null }, revision: '3' } }), 412, /^switchover is not possible: can not find sync_standby$/],
-    ['/switchover', { leader: 'pg-1' }, undefined, () => withCluster({ members: [member('pg-1', { role: 'primary' })] }), 412, /^switchover is not possible: cluster does not have members except leader$/],
-    ['/switchover', { leader: 'pg-1', candidate: 'pg-2' }, undefined, unreachable, 412, /^switchover is not possible: no good candidates have been found$/],
-    ['/switchover', { leader: 'pg-1', candidate: 'pg-2' }, undefined, nofailover, 412, /^switchover is not possible: no good candidates have been found$/],
+    [
+      '/switchover',
+      { leader: 'pg-1' },
+      syncOn,
+      () => withCluster({ sync: { value: { leader: 'pg-1', sync_standby: null }, revision: '3' } }),
+      412,
+      /^switchover is not possible: can not find sync_standby$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1' },
+      undefined,
+      () => withCluster({ members: [member('pg-1', { role: 'primary' })] }),
+      412,
+      /^switchover is not possible: cluster does not have members except leader$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1', candidate: 'pg-2' },
+      undefined,
+      unreachable,
+      412,
+      /^switchover is not possible: no good candidates have been found$/,
+    ],
+    [
+      '/switchover',
+      { leader: 'pg-1', candidate: 'pg-2' },
+      undefined,
+      nofailover,
+      412,
+      /^switchover is not possible: no good candidates have been found$/,
+    ],
     ['/switchover', { leader: 'pg-1' }, undefined, unreachable, 412, /^switchover is not possible: no good candidates have been found$/],
     ['/failover', { candidate: 'pg-2' }, undefined, unreachable, 412, /^failover is not possible: no good candidates have been found$/],
   ] as const)('POST %s %j → %i', async (path, body, snapshot, commands, status, text) => {
@@ -216,6 +279,41 @@ describe('immediate switchover / failover: polling the snapshot', () => {
     const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), ours({})]);
     const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
     expect(res.status).toBe(503);
+    expect(await res.text()).toBe('Switchover failed');
+  });
+
+  it('answers 503 with the reason the leader published for its refusal (switchover_refused in its member key)', async () => {
+    const members = clusterView().members.map((m) =>
+      m.name === 'pg-1'
+        ? {
+            ...m,
+            data: {
+              ...m.data,
+              switchover_refused: {
+                at: new Date(NOW).toISOString(),
+                reason:
+                  "switchover to pg-2 refused: pg-2 is on timeline 1, behind the cluster's 2 (it has not followed the current leader yet)",
+              },
+            },
+          }
+        : m,
+    );
+    const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), ours({}), { failover: { value: {}, revision: '50' }, members }]);
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe(
+      "Switchover failed: switchover to pg-2 refused: pg-2 is on timeline 1, behind the cluster's 2 (it has not followed the current leader yet)",
+    );
+  });
+
+  it('a refusal published before the request is not its reason', async () => {
+    const members = clusterView().members.map((m) =>
+      m.name === 'pg-1'
+        ? { ...m, data: { ...m.data, switchover_refused: { at: new Date(NOW - 60_000).toISOString(), reason: 'an old one' } } }
+        : m,
+    );
+    const { app } = moving([{}, ours({ leader: 'pg-1', member: 'pg-2' }), { failover: { value: {}, revision: '50' }, members }]);
+    const res = await send(app, 'POST', '/switchover', { leader: 'pg-1', candidate: 'pg-2' });
     expect(await res.text()).toBe('Switchover failed');
   });
 

@@ -167,8 +167,14 @@ describe('database lifecycle machine', () => {
     const entries = [...journal.recent(1000)].reverse();
     const transitions = entries.filter((e) => e.kind === 'transition').map((e) => (e.kind === 'transition' ? `${e.from}>${e.to}` : ''));
     expect(transitions).toEqual([
-      'stopped>creating_replica', 'creating_replica>starting', 'starting>running',
-      'running>restarting', 'restarting>restart_failed', 'restart_failed>starting', 'starting>running', 'running>crashed',
+      'stopped>creating_replica',
+      'creating_replica>starting',
+      'starting>running',
+      'running>restarting',
+      'restarting>restart_failed',
+      'restart_failed>starting',
+      'starting>running',
+      'running>crashed',
     ]);
     const replayed = replayMachine(machine, 'database', JSON.parse(JSON.stringify(entries)));
     expect(replayed?.value).toBe(a.getSnapshot().value);

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, initialTransition, transition } from 'xstate';
 import { parseRestartRequest, restartConditionsHold } from '../../src/domain/restart-conditions.ts';
-import {
-  restartMachine,
-  restartPlanned,
-  scheduledRestartOf,
-  type RestartEvent,
-  type ScheduledRestartRequest,
-} from '@ha/machines';
+import { restartMachine, restartPlanned, scheduledRestartOf, type RestartEvent, type ScheduledRestartRequest } from '@ha/machines';
 
 const LOOP_WAIT_MS = 10_000;
 const AT = Date.UTC(2026, 4, 1, 10, 0, 0);

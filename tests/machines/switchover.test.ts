@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, initialTransition, transition } from 'xstate';
-import {
-  scheduledSwitchoverOf,
-  switchoverInProgress,
-  switchoverMachine,
-  type SwitchoverEvent,
-} from '@ha/machines';
+import { scheduledSwitchoverOf, switchoverInProgress, switchoverMachine, type SwitchoverEvent } from '@ha/machines';
 
 const LOOP_WAIT_MS = 10_000;
 const AT = Date.UTC(2026, 4, 1, 10, 0, 0);

@@ -55,7 +55,10 @@ async function knownMetrics(): Promise<Set<string>> {
   await exp.stop();
   const probeConfig = join(dir, 'probe.yml');
   writeFileSync(probeConfig, 'targets:\n  t: { dsn: "127.0.0.1:1/postgres" }\n');
-  const fakeRun = { def: { name: 'q', branch: 'q', predicates: [{}], fatal: false, tags: [] }, stats: { total: 0, rows: 0, errors: 0, skips: 0, metrics: 0, ttlLeftSeconds: 0, durationMs: 0 } };
+  const fakeRun = {
+    def: { name: 'q', branch: 'q', predicates: [{}], fatal: false, tags: [] },
+    stats: { total: 0, rows: 0, errors: 0, skips: 0, metrics: 0, ttlLeftSeconds: 0, durationMs: 0 },
+  };
   const prober = new Prober({
     probeConfigPath: probeConfig,
     configPath: join(root, 'collectors'),
@@ -76,7 +79,23 @@ async function knownMetrics(): Promise<Set<string>> {
   return names;
 }
 
-const FUNCTIONS_AND_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan', 'Inf', 'NaN']);
+const FUNCTIONS_AND_KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+  'Inf',
+  'NaN',
+]);
 
 /** Metric names a PromQL expression reads (strings, label matchers, ranges, grouping clauses and function calls removed). */
 export function metricNames(expr: string): string[] {
@@ -98,8 +117,13 @@ export function metricNames(expr: string): string[] {
 
 describe('metricNames', () => {
   it('finds the metrics of an expression and nothing else', () => {
-    expect(metricNames('sum by (scope) (rate(pg_database_commits{datname!="x"}[5m])) / on (scope) group_right () ha:leaders:count > 1e6')).toEqual(['pg_database_commits', 'ha:leaders:count']);
-    expect(metricNames('time() - ha_dcs_last_seen > 60 and changes(ha:timeline:max[$__range]) == 0')).toEqual(['ha_dcs_last_seen', 'ha:timeline:max']);
+    expect(
+      metricNames('sum by (scope) (rate(pg_database_commits{datname!="x"}[5m])) / on (scope) group_right () ha:leaders:count > 1e6'),
+    ).toEqual(['pg_database_commits', 'ha:leaders:count']);
+    expect(metricNames('time() - ha_dcs_last_seen > 60 and changes(ha:timeline:max[$__range]) == 0')).toEqual([
+      'ha_dcs_last_seen',
+      'ha:timeline:max',
+    ]);
     expect(metricNames('topk(15, db:statement_exec:seconds_rate5m{scope="$scope"})')).toEqual(['db:statement_exec:seconds_rate5m']);
   });
 });
@@ -107,7 +131,11 @@ describe('metricNames', () => {
 describe('Prometheus rules', () => {
   it('read only metrics that exist', async () => {
     const known = await knownMetrics();
-    const unknown = rules.flatMap((r) => metricNames(r.expr).filter((n) => !known.has(n)).map((n) => `${r.alert ?? r.record}: ${n}`));
+    const unknown = rules.flatMap((r) =>
+      metricNames(r.expr)
+        .filter((n) => !known.has(n))
+        .map((n) => `${r.alert ?? r.record}: ${n}`),
+    );
     expect(unknown).toEqual([]);
   });
 
@@ -124,7 +152,10 @@ describe('Prometheus rules', () => {
     const firing = new Set<string>();
     const silent = new Set<string>();
     for (const f of TEST_FILES) {
-      const doc = parseYaml(read(f)) as { rule_files: string[]; tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[] };
+      const doc = parseYaml(read(f)) as {
+        rule_files: string[];
+        tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[];
+      };
       for (const t of doc.tests) for (const a of t.alert_rule_test ?? []) (a.exp_alerts.length > 0 ? firing : silent).add(a.alertname);
     }
     const alerts = rules.filter((r) => r.alert).map((r) => r.alert!);
@@ -138,7 +169,14 @@ describe('Grafana dashboard', () => {
     uid: string;
     templating: { list: { name: string; type: string }[] };
     annotations: { list: { expr: string }[] };
-    panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; datasource?: { uid: string }; targets?: { expr: string; datasource: { uid: string } }[] }[];
+    panels: {
+      id: number;
+      type: string;
+      title: string;
+      gridPos: { x: number; y: number; w: number; h: number };
+      datasource?: { uid: string };
+      targets?: { expr: string; datasource: { uid: string } }[];
+    }[];
   };
 
   it('has unique panel ids, panels inside the 24-column grid and not overlapping, and the datasource and scope variables', () => {
@@ -150,7 +188,11 @@ describe('Grafana dashboard', () => {
       expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
       for (const q of dash.panels) {
         if (q === p) continue;
-        const overlap = p.gridPos.x < q.gridPos.x + q.gridPos.w && q.gridPos.x < p.gridPos.x + p.gridPos.w && p.gridPos.y < q.gridPos.y + q.gridPos.h && q.gridPos.y < p.gridPos.y + p.gridPos.h;
+        const overlap =
+          p.gridPos.x < q.gridPos.x + q.gridPos.w &&
+          q.gridPos.x < p.gridPos.x + p.gridPos.w &&
+          p.gridPos.y < q.gridPos.y + q.gridPos.h &&
+          q.gridPos.y < p.gridPos.y + p.gridPos.h;
         expect(overlap, `${p.title} / ${q.title}`).toBe(false);
       }
     }
@@ -169,7 +211,17 @@ describe('Grafana dashboard', () => {
     }
     const used = new Set(exprs.flatMap(metricNames));
     expect([...used].filter((n) => !known.has(n))).toEqual([]);
-    for (const n of ['ha_primary', 'ha:leaders:count', 'ha_database_timeline', 'ha:timeline:max', 'pg_replication_flush_lag_bytes', 'ha:replica_lag:bytes', 'up', 'db_up', 'db_exporter_query_scrape_error_count']) {
+    for (const n of [
+      'ha_primary',
+      'ha:leaders:count',
+      'ha_database_timeline',
+      'ha:timeline:max',
+      'pg_replication_flush_lag_bytes',
+      'ha:replica_lag:bytes',
+      'up',
+      'db_up',
+      'db_exporter_query_scrape_error_count',
+    ]) {
       expect(used.has(n), n).toBe(true);
     }
   });
@@ -178,11 +230,18 @@ describe('Grafana dashboard', () => {
 describe('examples/prometheus/prometheus.yml', () => {
   const cfg = parseYaml(read('examples/prometheus/prometheus.yml')) as {
     rule_files: string[];
-    scrape_configs: { job_name: string; metrics_path?: string; static_configs: { targets: string[]; labels?: Record<string, string> }[]; relabel_configs?: { source_labels?: string[]; target_label: string; replacement?: string }[] }[];
+    scrape_configs: {
+      job_name: string;
+      metrics_path?: string;
+      static_configs: { targets: string[]; labels?: Record<string, string> }[];
+      relabel_configs?: { source_labels?: string[]; target_label: string; replacement?: string }[];
+    }[];
   };
 
   it('loads the shipped rule files and scrapes the agents, the probes and the exporter with the job names the rules use', () => {
-    expect(cfg.rule_files.map((f) => resolve(root, 'examples/prometheus', f)).sort()).toEqual(RULE_FILES.map((f) => resolve(root, f)).sort());
+    expect(cfg.rule_files.map((f) => resolve(root, 'examples/prometheus', f)).sort()).toEqual(
+      RULE_FILES.map((f) => resolve(root, f)).sort(),
+    );
     expect(cfg.scrape_configs.map((j) => j.job_name)).toEqual(['ha', 'db', 'db-exporter']);
     const db = cfg.scrape_configs.find((j) => j.job_name === 'db')!;
     expect(db.metrics_path).toBe('/probe');

@@ -2,6 +2,7 @@
  * Typed fixtures of the node's tests: complete values of the domain's types (a probe, a member)
  * and of the modules' deps, built from the fields a test cares about, so no test needs a cast.
  */
+import { HandoverRefusals } from '../../src/node/cycle/handover-refusal.ts';
 import { withDefaults } from '../../src/domain/dynamic-config.ts';
 import type { Member, MemberData } from '../../src/domain/member.ts';
 import type { PgStatus } from '../../src/domain/pg-status.ts';
@@ -32,7 +33,14 @@ export function pgStatus(fields: Partial<PgStatus> = {}): PgStatus {
 export function member(name: string, data: Partial<MemberData> = {}): Member {
   return {
     name,
-    data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/ha`, state: 'running', role: 'replica', version: '0.1.0', ...data },
+    data: {
+      conn_url: `postgres://${name}:5432/postgres`,
+      api_url: `http://${name}:8008/ha`,
+      state: 'running',
+      role: 'replica',
+      version: '0.1.0',
+      ...data,
+    },
   };
 }
 
@@ -74,6 +82,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     bootstrapDcs: {},
     dcs: {
       initialize: unexpected('dcs.initialize'),
+      cancelInitialize: unexpected('dcs.cancelInitialize'),
       setConfig: unexpected('dcs.setConfig'),
       setHistory: unexpected('dcs.setHistory'),
       setFailover: unexpected('dcs.setFailover'),
@@ -85,7 +94,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     log: { info: () => undefined, warn: () => undefined },
     state: new NodeState({ config: withDefaults({}), tags: {}, localParameters: {} }),
     lock: { acquire: unexpected('lock.acquire'), release: unexpected('lock.release') },
-    fencing: { beforeAcquire: unexpected('fencing.beforeAcquire') },
+    fencing: { beforeAcquire: unexpected('fencing.beforeAcquire'), afterAcquire: unexpected('fencing.afterAcquire') },
     duties: { historyWritten: () => undefined, run: unexpected('duties.run') },
     sync: { keyBeforePromotion: () => undefined, promoting: () => undefined, run: unexpected('sync.run') },
     source: new ReplicationSource(),
@@ -94,6 +103,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     release: { request: () => undefined },
     config: { writeAndReload: unexpected('config.writeAndReload') },
     replicaSlots: { run: unexpected('replicaSlots.run') },
+    refusals: new HandoverRefusals(),
     db: () => ({ ...databaseAt('stopped', 'replica'), send: () => undefined }),
     probe: () => undefined,
     now: () => 0,

@@ -62,13 +62,26 @@ describe('renderUiPage', () => {
     const html = renderUiPage('<!--charts-->|<!--transitions-->|<!--cluster-members-->|<!--cluster-scope-->|<!--as-of-->|<!--other-->', {
       now: Date.UTC(2026, 0, 2, 3, 4, 5),
       charts: [{ name: 'x<y', state: 'a"b', marks: { active: [], visited: [], path: [] } }],
-      transitions: [{ seq: 1, time: '2026-01-02T03:04:05.678Z', machine: 'm', kind: 'transition', event: 'e<', from: 'a&', to: 'b', reason: '<script>' }],
+      transitions: [
+        {
+          seq: 1,
+          time: '2026-01-02T03:04:05.678Z',
+          machine: 'm',
+          kind: 'transition',
+          event: 'e<',
+          from: 'a&',
+          to: 'b',
+          reason: '<script>',
+        },
+      ],
       cluster: { scope: '<s>', members: [{ name: 'n"1', role: 'leader', state: '<b>', lag: 2048, host: 'h', port: 5432 }] },
       pathSteps: 5,
     });
     expect(html).not.toMatch(/<script>|<s>|<b>|x<y/);
     expect(html).toContain('id="chart-x&lt;y" data-machine="x&lt;y" data-state="a&quot;b"');
-    expect(html).toContain('03:04:05.678</span><span class="t-machine">m</span>: a&amp; → b <span class="t-event">(e&lt;)</span><span class="t-reason">&lt;script&gt;</span>');
+    expect(html).toContain(
+      '03:04:05.678</span><span class="t-machine">m</span>: a&amp; → b <span class="t-event">(e&lt;)</span><span class="t-reason">&lt;script&gt;</span>',
+    );
     expect(html).toContain('<td>2.0 KiB</td>');
     expect(html).toContain('<td class="muted">h:5432</td>');
     expect(html).toContain('|as of 03:04:05 UTC|<!--other-->');

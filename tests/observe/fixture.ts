@@ -40,7 +40,11 @@ export function fixture(opts: { heartbeatMs?: number } = {}) {
     machine,
     snapshot: () => actor.getSnapshot() as { value: unknown; context: unknown },
   });
-  const machines = [observed('database', databaseMachine, db), observed('switchover', switchoverMachine, switchover), observed('restart', restartMachine, restart)];
+  const machines = [
+    observed('database', databaseMachine, db),
+    observed('switchover', switchoverMachine, switchover),
+    observed('restart', restartMachine, restart),
+  ];
   const cluster = { scope: 'demo', members: [{ name: 'node1', role: 'leader', state: 'running', timeline: 1 }] };
   const app = createObserveRoutes({
     journal,

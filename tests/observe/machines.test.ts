@@ -10,7 +10,13 @@ afterEach(() => current?.stop());
 
 interface MachinesBody {
   time: string;
-  machines: { name: string; definition: { id: string; states: { id: string }[] }; state: string | null; activeStates: string[]; context: Record<string, unknown> | null }[];
+  machines: {
+    name: string;
+    definition: { id: string; states: { id: string }[] };
+    state: string | null;
+    activeStates: string[];
+    context: Record<string, unknown> | null;
+  }[];
 }
 
 describe('GET /machines', () => {

@@ -40,7 +40,10 @@ function journalMessages(text: string): { id: string; entry: JournalEntry }[] {
     const lines = block.split('\n');
     if (!lines.includes('event: journal')) continue;
     const id = lines.find((l) => l.startsWith('id: '))?.slice(4) ?? '';
-    const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+    const data = lines
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => l.slice(6))
+      .join('\n');
     out.push({ id, entry: JSON.parse(data) as JournalEntry });
   }
   return out;

@@ -6,8 +6,21 @@ import { parseLimit, parseSince } from '../../src/observe/query.ts';
 describe('jsonSafe', () => {
   it('turns bigint into text and drops functions and actor refs', () => {
     const child = createActor(xsetup({}).createMachine({})).start();
-    const ctx = { lsn: 123n, fn: () => 1, ref: child, nested: { list: [1n, () => 2, 'x'] }, when: new Date(0), err: new Error('boom'), u: undefined };
-    expect(jsonSafe(ctx)).toEqual({ lsn: '123', nested: { list: ['1', null, 'x'] }, when: '1970-01-01T00:00:00.000Z', err: { message: 'boom' } });
+    const ctx = {
+      lsn: 123n,
+      fn: () => 1,
+      ref: child,
+      nested: { list: [1n, () => 2, 'x'] },
+      when: new Date(0),
+      err: new Error('boom'),
+      u: undefined,
+    };
+    expect(jsonSafe(ctx)).toEqual({
+      lsn: '123',
+      nested: { list: ['1', null, 'x'] },
+      when: '1970-01-01T00:00:00.000Z',
+      err: { message: 'boom' },
+    });
     child.stop();
   });
 

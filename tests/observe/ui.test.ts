@@ -29,7 +29,11 @@ describe('GET /ui', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
       const html = await res.text();
-      for (const [name, state] of [['database', 'stopped'], ['switchover', 'idle'], ['restart', 'idle']]) {
+      for (const [name, state] of [
+        ['database', 'stopped'],
+        ['switchover', 'idle'],
+        ['restart', 'idle'],
+      ]) {
         expect(html).toContain(`<section class="chart" id="chart-${name}" data-machine="${name}" data-state="${state}">`);
       }
       expect(html).toContain('id="transition-list"');
@@ -45,7 +49,11 @@ describe('GET /ui', () => {
   it('draws every chart into the page, the current state marked, so the first paint needs no script', async () => {
     const f = setup();
     const html = await (await f.app.request('/ui')).text();
-    for (const [name, state] of [['database', 'stopped'], ['switchover', 'idle'], ['restart', 'idle']] as const) {
+    for (const [name, state] of [
+      ['database', 'stopped'],
+      ['switchover', 'idle'],
+      ['restart', 'idle'],
+    ] as const) {
       const section = chartSection(html, name);
       expect(section, name).toMatch(/<div class="svg" aria-label="[a-z]+ state chart"><svg [^>]*viewBox=/);
       expect(section).toContain(`<h2>${name} <span class="state">${state}</span></h2>`);
@@ -73,7 +81,8 @@ describe('GET /ui', () => {
     expect(db).toContain('data-state="stopped"');
     expect(classOf(db, 'state:database.stopped')).toBe('node active');
     // stopped → creating_replica → starting → running → stopping → stopped: the last 5 steps.
-    for (const s of ['creating_replica', 'starting', 'running', 'stopping']) expect(classOf(db, `state:database.${s}`), s).toBe('node visited');
+    for (const s of ['creating_replica', 'starting', 'running', 'stopping'])
+      expect(classOf(db, `state:database.${s}`), s).toBe('node visited');
     expect(classOf(db, 'state:database.initdb')).toBe('node');
     const edgeClass = (from: string, to: string): string => {
       const m = new RegExp(`<g id="edge:database\\.${from}&#45;&gt;database\\.${to}:\\d+" class="([^"]*)"`).exec(db);
@@ -86,7 +95,9 @@ describe('GET /ui', () => {
     // The server lists the transitions too (newest first), before the script redraws them.
     const list = /<ol id="transition-list">([\s\S]*?)<\/ol>/.exec(html)?.[1] ?? '';
     expect(list.match(/<li /g)).toHaveLength(5);
-    expect(list).toContain('<span class="t-machine">database</span>: stopping → stopped <span class="t-event">(xstate.done.actor.stop)</span>');
+    expect(list).toContain(
+      '<span class="t-machine">database</span>: stopping → stopped <span class="t-event">(xstate.done.actor.stop)</span>',
+    );
     expect(list.indexOf('stopping → stopped')).toBeLessThan(list.indexOf('stopped → creating_replica'));
   });
 
@@ -94,7 +105,9 @@ describe('GET /ui', () => {
     const f = setup();
     const html = await (await f.app.request('/ui')).text();
     expect(html).toContain('<span id="cluster-scope" class="muted">demo</span>');
-    expect(html).toContain('<tr data-member="node1"><td>node1</td><td class="role-leader">leader</td><td>running</td><td></td><td>1</td><td class="muted"></td></tr>');
+    expect(html).toContain(
+      '<tr data-member="node1"><td>node1</td><td class="role-leader">leader</td><td>running</td><td></td><td>1</td><td class="muted"></td></tr>',
+    );
   });
 
   it('serves the script and the stylesheet, with no external URL', async () => {
@@ -103,7 +116,17 @@ describe('GET /ui', () => {
     expect(js.status).toBe(200);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
     const script = await js.text();
-    for (const needle of ["new EventSource('/events/stream", "fetch('/machines')", '/chart.svg', "fetch('/ui/cluster')", '__transitionLatencies', '__lastTransitionAt', 'dataset.state', "'path-last'", "'visited'"]) {
+    for (const needle of [
+      "new EventSource('/events/stream",
+      "fetch('/machines')",
+      '/chart.svg',
+      "fetch('/ui/cluster')",
+      '__transitionLatencies',
+      '__lastTransitionAt',
+      'dataset.state',
+      "'path-last'",
+      "'visited'",
+    ]) {
       expect(script).toContain(needle);
     }
     const css = await f.app.request('/ui/app.css');

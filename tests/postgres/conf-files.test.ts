@@ -12,6 +12,7 @@ import {
   renderPgHba,
   renderPostgresqlConf,
   type NodeConf,
+  RECOVERY_TARGETS,
 } from '../../src/postgres/conf-files.ts';
 
 const node: NodeConf = {
@@ -67,7 +68,16 @@ describe('postgresql.conf', () => {
   it('enforces the agent-owned parameters and floors, keeps others', () => {
     const p = effectiveParameters(node, {
       role: 'primary',
-      parameters: { port: 1, listen_addresses: '*', max_wal_senders: 3, max_replication_slots: '20', wal_level: 'hot_standby', work_mem: '8MB', Max_Connections: 200, primary_conninfo: 'x' },
+      parameters: {
+        port: 1,
+        listen_addresses: '*',
+        max_wal_senders: 3,
+        max_replication_slots: '20',
+        wal_level: 'hot_standby',
+        work_mem: '8MB',
+        Max_Connections: 200,
+        primary_conninfo: 'x',
+      },
     });
     expect(Object.fromEntries(p)).toEqual({
       wal_level: 'replica',
@@ -105,22 +115,45 @@ describe('postgresql.conf', () => {
     expect(lines).toContain("shared_buffers = '32MB'");
     expect(lines).toContain('port = 5433');
     expect(lines).toContain("unix_socket_directories = '/run/ha'");
-    expect(lines.slice(-3)).toEqual([
+    expect(lines.slice(-8)).toEqual([
       "primary_conninfo = 'host=10.0.0.1 port=5432 user=replicator passfile=/var/lib/ha/node-2.pgpass application_name=node-2 sslmode=prefer'",
       "primary_slot_name = 'node_2'",
       "recovery_target_timeline = 'latest'",
+      "recovery_target = ''",
+      "recovery_target_lsn = ''",
+      "recovery_target_name = ''",
+      "recovery_target_time = ''",
+      "recovery_target_xid = ''",
     ]);
   });
 
+  it('sets every recovery target of a replica to its default, as the reference does (a reload after it keeps no pending restart)', () => {
+    const p = effectiveParameters(node, {
+      role: 'replica',
+      upstream: { host: 'h', port: 1, name: 'n' },
+      parameters: { recovery_target: 'immediate' },
+    });
+    for (const name of RECOVERY_TARGETS) expect(p.get(name)).toBe('');
+  });
+
   it('writes no recovery settings for a primary', () => {
-    const text = renderPostgresqlConf(node, { role: 'primary', upstream: { host: 'x', port: 1, name: 'y' }, slotName: 's', parameters: {} });
+    const text = renderPostgresqlConf(node, {
+      role: 'primary',
+      upstream: { host: 'x', port: 1, name: 'y' },
+      slotName: 's',
+      parameters: {},
+    });
     expect(text).not.toMatch(/primary_conninfo|primary_slot_name|recovery_target/);
   });
 });
 
 describe('pg_hba.conf', () => {
   it('has socket trust for the superuser, scram on loopback, replication, then configured lines', () => {
-    const lines = renderPgHba(node).trimEnd().split('\n').filter((l) => !l.startsWith('#')).map((l) => l.split(/\s+/).join(' '));
+    const lines = renderPgHba(node)
+      .trimEnd()
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .map((l) => l.split(/\s+/).join(' '));
     expect(lines).toEqual([
       'local all postgres trust',
       'host all all 127.0.0.1/32 scram-sha-256',

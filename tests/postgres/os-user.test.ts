@@ -31,14 +31,19 @@ describe('assertPgCanReach (as root: the postgres user)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it.skipIf(process.getuid?.() !== 0)('a root-only directory above the data directory is named with its mode and the fix; a traversable one passes', async () => {
-    const closed = join(dir, 'closed');
-    await mkdir(closed, { mode: 0o700 });
-    await chmod(closed, 0o700);
-    await expect(assertPgCanReach(join(closed, 'node1', 'data'))).rejects.toThrow(
-      new RegExp(`the PostgreSQL OS user ${pgOsUser().name} cannot enter ${closed} \\(mode rwx------, owner uid 0\\), above ${closed}/node1/data: allow it \\(chmod o\\+x ${closed}\\)`),
-    );
-    await chmod(closed, 0o711);
-    await expect(assertPgCanReach(join(closed, 'node1', 'data'))).resolves.toBeUndefined();
-  });
+  it.skipIf(process.getuid?.() !== 0)(
+    'a root-only directory above the data directory is named with its mode and the fix; a traversable one passes',
+    async () => {
+      const closed = join(dir, 'closed');
+      await mkdir(closed, { mode: 0o700 });
+      await chmod(closed, 0o700);
+      await expect(assertPgCanReach(join(closed, 'node1', 'data'))).rejects.toThrow(
+        new RegExp(
+          `the PostgreSQL OS user ${pgOsUser().name} cannot enter ${closed} \\(mode rwx------, owner uid 0\\), above ${closed}/node1/data: allow it \\(chmod o\\+x ${closed}\\)`,
+        ),
+      );
+      await chmod(closed, 0o711);
+      await expect(assertPgCanReach(join(closed, 'node1', 'data'))).resolves.toBeUndefined();
+    },
+  );
 });

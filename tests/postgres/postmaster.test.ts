@@ -130,7 +130,15 @@ describe('process identity', () => {
   it('without /proc, trusts kill(pid, 0)', () => {
     const f = new FakeProcs();
     f.add(10);
-    const noProc: ProcOps = { ...f, readStat: () => null, kill: (p, s) => f.kill(p, s), listPids: () => [], readUid: () => undefined, sleep: (ms) => f.sleep(ms), now: () => f.now() };
+    const noProc: ProcOps = {
+      ...f,
+      readStat: () => null,
+      kill: (p, s) => f.kill(p, s),
+      listPids: () => [],
+      readUid: () => undefined,
+      sleep: (ms) => f.sleep(ms),
+      now: () => f.now(),
+    };
     expect(identifyPostgres(10, 101, noProc)).toEqual({ pid: 10, startTime: '' });
     expect(identifyPostgres(11, 101, noProc)).toBeUndefined();
   });
@@ -172,7 +180,10 @@ describe('terminatePostmaster', () => {
     const seen: string[] = [];
     const out = await terminatePostmaster(identifyPostgres(10, 101, f)!, { mode: 'fast', ...windows, onEscalate: (s) => seen.push(s) }, f);
     expect(out).toEqual({ escalatedTo: 'SIGQUIT' });
-    expect(f.sent).toEqual([[10, 'SIGINT'], [10, 'SIGQUIT']]);
+    expect(f.sent).toEqual([
+      [10, 'SIGINT'],
+      [10, 'SIGQUIT'],
+    ]);
     expect(seen).toEqual(['SIGQUIT']);
     expect(f.t).toBeGreaterThanOrEqual(1000);
     expect(f.t).toBeLessThan(1100);
@@ -185,7 +196,12 @@ describe('terminatePostmaster', () => {
     f.add(30, { ppid: 1, comm: 'bash' });
     const out = await terminatePostmaster(identifyPostgres(10, 101, f)!, { mode: 'fast', ...windows }, f);
     expect(out).toEqual({ escalatedTo: 'SIGKILL' });
-    expect(f.sent).toEqual([[10, 'SIGINT'], [10, 'SIGQUIT'], [10, 'SIGKILL'], [20, 'SIGKILL']]);
+    expect(f.sent).toEqual([
+      [10, 'SIGINT'],
+      [10, 'SIGQUIT'],
+      [10, 'SIGKILL'],
+      [20, 'SIGKILL'],
+    ]);
     expect([...f.procs.keys()]).toEqual([30]);
   });
 
@@ -194,7 +210,10 @@ describe('terminatePostmaster', () => {
     f.add(10, { ignores: new Set(['SIGQUIT']) });
     const out = await terminatePostmaster(identifyPostgres(10, 101, f)!, { mode: 'immediate', ...windows }, f);
     expect(out).toEqual({ escalatedTo: 'SIGKILL' });
-    expect(f.sent).toEqual([[10, 'SIGQUIT'], [10, 'SIGKILL']]);
+    expect(f.sent).toEqual([
+      [10, 'SIGQUIT'],
+      [10, 'SIGKILL'],
+    ]);
   });
 
   it('does nothing to a PID that is no longer that postmaster', async () => {
@@ -212,7 +231,17 @@ describe('terminatePostmaster', () => {
     const f = new FakeProcs();
     f.add(10, { ignores: new Set(['SIGINT', 'SIGQUIT']) });
     const id = identifyPostgres(10, 101, f)!;
-    const ops: ProcOps = { ...f, readStat: (p) => f.readStat(p), readUid: (p) => f.readUid(p), listPids: () => f.listPids(), sleep: (ms) => f.sleep(ms), now: () => f.now(), kill: (p, s) => { if (s !== 'SIGKILL') f.kill(p, s); } };
+    const ops: ProcOps = {
+      ...f,
+      readStat: (p) => f.readStat(p),
+      readUid: (p) => f.readUid(p),
+      listPids: () => f.listPids(),
+      sleep: (ms) => f.sleep(ms),
+      now: () => f.now(),
+      kill: (p, s) => {
+        if (s !== 'SIGKILL') f.kill(p, s);
+      },
+    };
     await expect(terminatePostmaster(id, { mode: 'immediate', ...windows }, ops)).rejects.toThrow(/still alive after SIGKILL/);
   });
 

@@ -14,7 +14,7 @@ const SAMPLE = [
   'max_connections\tpostmaster\tConnections and Authentication / Connection Settings\tINTEGER\t0\t1\t262143\tSets the maximum number of concurrent connections.\t',
   'shared_buffers\tpostmaster\tResource Usage / Memory\tINTEGER\t0\t16\t1073741823\tSets the number of shared memory buffers used by the server.\t',
   'fsync\tsighup\tWrite-Ahead Log / Settings\tBOOLEAN\tFALSE\t\t\tForces synchronization of updates to disk.\tThe server will use the fsync() system call.',
-  'random_page_cost\tuser\tQuery Tuning / Planner Cost Constants\tREAL\t0\t0\t1.79769e+308\tSets the planner\'s estimate of the cost of a nonsequentially fetched disk page.\t',
+  "random_page_cost\tuser\tQuery Tuning / Planner Cost Constants\tREAL\t0\t0\t1.79769e+308\tSets the planner's estimate of the cost of a nonsequentially fetched disk page.\t",
   'wal_level\tpostmaster\tWrite-Ahead Log / Settings\tENUM\treplica\t\t\tSets the level of information written to the WAL.\t',
   'search_path\tuser\tClient Connection Defaults / Statement Behavior\tSTRING\t"$user", public\t\t\tSets the schema search order.\t',
   'IntervalStyle\tuser\tClient Connection Defaults / Locale and Formatting\tENUM\tpostgres\t\t\tSets the display format for interval values.\t',
@@ -26,7 +26,15 @@ const SAMPLE = [
 describe('parseDescribeConfig', () => {
   it('reads name, context, vartype and the range of numbers; no units or enum values', () => {
     const s = parseDescribeConfig(SAMPLE);
-    expect(s.map((x) => x.name)).toEqual(['max_connections', 'shared_buffers', 'fsync', 'random_page_cost', 'wal_level', 'search_path', 'IntervalStyle']);
+    expect(s.map((x) => x.name)).toEqual([
+      'max_connections',
+      'shared_buffers',
+      'fsync',
+      'random_page_cost',
+      'wal_level',
+      'search_path',
+      'IntervalStyle',
+    ]);
     expect(s[0]).toEqual({ name: 'max_connections', vartype: 'integer', context: 'postmaster', min: 1, max: 262143 });
     expect(s[2]).toEqual({ name: 'fsync', vartype: 'bool', context: 'sighup' });
     expect(s[3]).toEqual({ name: 'random_page_cost', vartype: 'real', context: 'user', min: 0, max: 1.79769e308 });
@@ -72,35 +80,51 @@ describe('buildSettingsCatalogue', () => {
 const BIN = '/usr/lib/postgresql/15/bin';
 const HAVE_PG = existsSync(join(BIN, 'postgres'));
 
-describe.skipIf(!HAVE_PG)(`loadSettingsCatalogue (real ${BIN}/postgres --describe-config; skipped when postgresql-15 is not installed)`, () => {
-  it('reads the catalogue of the installed server', async () => {
-    const c = await loadSettingsCatalogue(BIN);
-    expect(c.version).toMatch(/^15\.\d+$/);
-    expect(c.settings.size).toBeGreaterThan(300);
-    expect(c.settings.get('max_connections')).toEqual({ name: 'max_connections', vartype: 'integer', context: 'postmaster', unit: '', min: 1, max: 262143 });
-    expect(c.settings.get('shared_buffers')).toMatchObject({ vartype: 'integer', context: 'postmaster', unit: '8kB', min: 16, max: 1073741823 });
-    expect(c.settings.get('work_mem')).toMatchObject({ vartype: 'integer', unit: 'kB', min: 64 });
-    expect(c.settings.get('checkpoint_timeout')).toMatchObject({ vartype: 'integer', unit: 's', min: 30, max: 86400 });
-    expect(c.settings.get('wal_level')).toMatchObject({ vartype: 'enum', context: 'postmaster' });
-    expect([...(c.settings.get('wal_level')?.enumValues ?? [])].sort()).toEqual(['logical', 'minimal', 'replica']);
-    expect(c.settings.get('fsync')).toMatchObject({ vartype: 'bool', context: 'sighup' });
-    expect(c.settings.get('random_page_cost')).toMatchObject({ vartype: 'real', min: 0 });
-    expect(c.settings.get('search_path')).toMatchObject({ vartype: 'string' });
-    // Every enum of this server has its values, every number its unit ('' when none).
-    for (const s of c.settings.values()) {
-      if (s.vartype === 'enum') expect(s.enumValues, s.name).toBeDefined();
-      if ((s.vartype === 'integer' || s.vartype === 'real') && s.context !== 'internal') expect(s.unit, s.name).toBeDefined();
-    }
-    expect(checkParameter('no_such_param', '1', c)).toBe('unknown PostgreSQL parameter');
-    expect(checkParameter('max_connections', 'lots', c)).toBe('invalid value "lots" for integer parameter max_connections');
-    expect(checkParameter('max_connections', 300000000, c)).toBe('300000000 is outside the range 1..262143');
-  });
+describe.skipIf(!HAVE_PG)(
+  `loadSettingsCatalogue (real ${BIN}/postgres --describe-config; skipped when postgresql-15 is not installed)`,
+  () => {
+    it('reads the catalogue of the installed server', async () => {
+      const c = await loadSettingsCatalogue(BIN);
+      expect(c.version).toMatch(/^15\.\d+$/);
+      expect(c.settings.size).toBeGreaterThan(300);
+      expect(c.settings.get('max_connections')).toEqual({
+        name: 'max_connections',
+        vartype: 'integer',
+        context: 'postmaster',
+        unit: '',
+        min: 1,
+        max: 262143,
+      });
+      expect(c.settings.get('shared_buffers')).toMatchObject({
+        vartype: 'integer',
+        context: 'postmaster',
+        unit: '8kB',
+        min: 16,
+        max: 1073741823,
+      });
+      expect(c.settings.get('work_mem')).toMatchObject({ vartype: 'integer', unit: 'kB', min: 64 });
+      expect(c.settings.get('checkpoint_timeout')).toMatchObject({ vartype: 'integer', unit: 's', min: 30, max: 86400 });
+      expect(c.settings.get('wal_level')).toMatchObject({ vartype: 'enum', context: 'postmaster' });
+      expect([...(c.settings.get('wal_level')?.enumValues ?? [])].sort()).toEqual(['logical', 'minimal', 'replica']);
+      expect(c.settings.get('fsync')).toMatchObject({ vartype: 'bool', context: 'sighup' });
+      expect(c.settings.get('random_page_cost')).toMatchObject({ vartype: 'real', min: 0 });
+      expect(c.settings.get('search_path')).toMatchObject({ vartype: 'string' });
+      // Every enum of this server has its values, every number its unit ('' when none).
+      for (const s of c.settings.values()) {
+        if (s.vartype === 'enum') expect(s.enumValues, s.name).toBeDefined();
+        if ((s.vartype === 'integer' || s.vartype === 'real') && s.context !== 'internal') expect(s.unit, s.name).toBeDefined();
+      }
+      expect(checkParameter('no_such_param', '1', c)).toBe('unknown PostgreSQL parameter');
+      expect(checkParameter('max_connections', 'lots', c)).toBe('invalid value "lots" for integer parameter max_connections');
+      expect(checkParameter('max_connections', 300000000, c)).toBe('300000000 is outside the range 1..262143');
+    });
 
-  it('runs as the PostgreSQL OS user as well', async () => {
-    const c = await loadSettingsCatalogue(BIN, 'postgres');
-    expect(c.settings.get('max_connections')?.max).toBe(262143);
-  });
-});
+    it('runs as the PostgreSQL OS user as well', async () => {
+      const c = await loadSettingsCatalogue(BIN, 'postgres');
+      expect(c.settings.get('max_connections')?.max).toBe(262143);
+    });
+  },
+);
 
 describe('loadSettingsCatalogue without a server binary', () => {
   it('rejects naming the binary', async () => {

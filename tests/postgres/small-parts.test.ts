@@ -12,9 +12,12 @@ describe('initdb options (patroni.md §3.10)', () => {
     expect(checkInitdbOptions([])).toEqual(DEFAULT_INITDB_OPTIONS);
     expect(checkInitdbOptions(['--data-checksums', '--encoding=UTF8'])).toEqual(['--data-checksums', '--encoding=UTF8']);
   });
-  it.each(['--pgdata=/x', '--nosync', '--no-sync', '--pwfile=/p', '--sync-only', '--version', '--username=x', '-D', 'encoding=UTF8'])('rejects %s', (opt) => {
-    expect(() => checkInitdbOptions([opt])).toThrow(InitdbOptionError);
-  });
+  it.each(['--pgdata=/x', '--nosync', '--no-sync', '--pwfile=/p', '--sync-only', '--version', '--username=x', '-D', 'encoding=UTF8'])(
+    'rejects %s',
+    (opt) => {
+      expect(() => checkInitdbOptions([opt])).toThrow(InitdbOptionError);
+    },
+  );
 });
 
 describe('quoting', () => {

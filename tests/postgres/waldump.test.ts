@@ -6,11 +6,25 @@ import { lastRecordFromError, parseWaldumpLine, recordEnd, segmentTimeline } fro
 describe('parseWaldumpLine', () => {
   it('reads PostgreSQL 15 record lines, block references included', () => {
     expect(
-      parseWaldumpLine('rmgr: Heap        len (rec/tot):     59/    59, tx:        724, lsn: 0/01519E60, prev 0/01519E20, desc: INSERT off 98 flags 0x00, blkref #0: rel 1663/5/16384 blk 0'),
-    ).toEqual({ rmgr: 'Heap', totalBytes: 59, xid: 724, lsn: parseLsn('0/01519E60'), description: 'INSERT off 98 flags 0x00, blkref #0: rel 1663/5/16384 blk 0' });
-    const commit = parseWaldumpLine('rmgr: Transaction len (rec/tot):     34/    34, tx:        725, lsn: 0/030047C0, prev 0/03004780, desc: COMMIT 2026-11-27 03:09:44.718084 UTC');
+      parseWaldumpLine(
+        'rmgr: Heap        len (rec/tot):     59/    59, tx:        724, lsn: 0/01519E60, prev 0/01519E20, desc: INSERT off 98 flags 0x00, blkref #0: rel 1663/5/16384 blk 0',
+      ),
+    ).toEqual({
+      rmgr: 'Heap',
+      totalBytes: 59,
+      xid: 724,
+      lsn: parseLsn('0/01519E60'),
+      description: 'INSERT off 98 flags 0x00, blkref #0: rel 1663/5/16384 blk 0',
+    });
+    const commit = parseWaldumpLine(
+      'rmgr: Transaction len (rec/tot):     34/    34, tx:        725, lsn: 0/030047C0, prev 0/03004780, desc: COMMIT 2026-11-27 03:09:44.718084 UTC',
+    );
     expect(commit).toMatchObject({ rmgr: 'Transaction', totalBytes: 34, xid: 725, description: 'COMMIT 2026-11-27 03:09:44.718084 UTC' });
-    expect(parseWaldumpLine('rmgr: XLOG        len (rec/tot):    114/   114, tx:          0, lsn: 1F/A0000028, prev 1F/9FFFFF80, desc: CHECKPOINT_SHUTDOWN redo 1F/A0000028')).toMatchObject({
+    expect(
+      parseWaldumpLine(
+        'rmgr: XLOG        len (rec/tot):    114/   114, tx:          0, lsn: 1F/A0000028, prev 1F/9FFFFF80, desc: CHECKPOINT_SHUTDOWN redo 1F/A0000028',
+      ),
+    ).toMatchObject({
       rmgr: 'XLOG',
       xid: 0,
       lsn: 0x1fa0000028n,
@@ -18,15 +32,21 @@ describe('parseWaldumpLine', () => {
   });
 
   it('ignores other lines (errors, statistics, blank)', () => {
-    expect(parseWaldumpLine('pg_waldump: error: error in WAL record at 0/1519F20: invalid record length at 0/151A0D0: wanted 24, got 0')).toBeUndefined();
+    expect(
+      parseWaldumpLine('pg_waldump: error: error in WAL record at 0/1519F20: invalid record length at 0/151A0D0: wanted 24, got 0'),
+    ).toBeUndefined();
     expect(parseWaldumpLine('')).toBeUndefined();
   });
 });
 
 describe('lastRecordFromError', () => {
   it('names the last valid record of the closing error', () => {
-    expect(lastRecordFromError('pg_waldump: error: error in WAL record at 0/30047C0: invalid record length at 0/30047E8: wanted 24, got 0\n')).toBe(parseLsn('0/30047C0'));
-    expect(lastRecordFromError('pg_waldump: error: could not find file "000000010000000000000004": No such file or directory')).toBeUndefined();
+    expect(
+      lastRecordFromError('pg_waldump: error: error in WAL record at 0/30047C0: invalid record length at 0/30047E8: wanted 24, got 0\n'),
+    ).toBe(parseLsn('0/30047C0'));
+    expect(
+      lastRecordFromError('pg_waldump: error: could not find file "000000010000000000000004": No such file or directory'),
+    ).toBeUndefined();
   });
 });
 

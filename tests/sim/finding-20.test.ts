@@ -32,7 +32,9 @@ describe('finding 20 (seed 1530007157, sync-no-loss)', () => {
     // holds every commit it had acknowledged), takes the lock and promotes.
     const journal = world.journalJsonl();
     expect(journal).not.toMatch(/"node":"n3"[^\n]*"cmd.promote"/);
-    expect(journal).toMatch(/"node":"n2"[^\n]*"type":"ha.sync.key","reason":"wrote the sync key before promoting: leader n2, standbys none"/);
+    expect(journal).toMatch(
+      /"node":"n2"[^\n]*"type":"ha.sync.key","reason":"wrote the sync key before promoting: leader n2, standbys none"/,
+    );
     expect(journal).toMatch(/"node":"n2"[^\n]*"cmd.promote"/);
   });
 });

@@ -25,11 +25,15 @@ describe('finding 22', () => {
     expect(result.violations).toEqual([]);
     const journal = world.journalJsonl();
     // n1 still sees the key as a ghost (n2's member key is not there yet) but leaves it alone.
-    expect(journal).toMatch(/"node":"n1","machine":"ha","kind":"event","event":\{"type":"ha.lock.ghost","reason":"the leader key names 'n2', which has no member key"/);
+    expect(journal).toMatch(
+      /"node":"n1","machine":"ha","kind":"event","event":\{"type":"ha.lock.ghost","reason":"the leader key names 'n2', which has no member key"/,
+    );
     expect(journal).not.toMatch(/ha\.lock\.ghostCleared/);
     // n2 promotes once, under the key it created, and keeps it; n1 starts as n2's replica.
     expect(journal.match(/"node":"n2","machine":"database","kind":"event","event":\{"type":"cmd\.promote"/g)).toHaveLength(1);
     expect(journal).not.toMatch(/"node":"n2"[^\n]*"ha\.lock\.lost"/);
-    expect(journal).toMatch(/"node":"n1","machine":"database","kind":"transition","event":"cmd\.start","from":"stopped","to":"starting","reason":"starting as a secondary","term":\{"leader":"n2"\}/);
+    expect(journal).toMatch(
+      /"node":"n1","machine":"database","kind":"transition","event":"cmd\.start","from":"stopped","to":"starting","reason":"starting as a secondary","term":\{"leader":"n2"\}/,
+    );
   });
 });

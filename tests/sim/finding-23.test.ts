@@ -9,7 +9,7 @@ import { runSchedule } from '../../src/sim/run.ts';
 import type { Fault } from '../../src/sim/world.ts';
 
 describe('ha simulate: finding 23', () => {
-  it('seed 1570002001 (diverged-streaming): a switchover candidate behind a reachable member\'s newer timeline does not promote', async () => {
+  it("seed 1570002001 (diverged-streaming): a switchover candidate behind a reachable member's newer timeline does not promote", async () => {
     // n2 leads; frozen, its fence stops it, its lease runs out; thawed, it wins the race and
     // promotes to timeline 2 (n3 streams it), then its agent crashes and the fence stops it before
     // it wrote the history key. The operator asks for a switchover to n1 (still on timeline 1, at

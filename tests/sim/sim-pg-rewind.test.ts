@@ -40,7 +40,12 @@ function world() {
   return { make, settle };
 }
 
-const data = (segments: WalData['segments'], lsn: bigint): WalData => ({ sysid: '7000000000000000001', segments, lsn, checkpoints: [0x1000000n] });
+const data = (segments: WalData['segments'], lsn: bigint): WalData => ({
+  sysid: '7000000000000000001',
+  segments,
+  lsn,
+  checkpoints: [0x1000000n],
+});
 const up = (name: string) => ({ host: name, port: 5432, name });
 
 describe('SimPg.rewind', () => {
@@ -49,13 +54,22 @@ describe('SimPg.rewind', () => {
     const leader = make('n2');
     const old = make('n1');
     // Both on timeline 1 (uid 1) up to 5000; n2 promoted there (timeline 2, uid 2) and wrote on; n1 wrote on timeline 1.
-    leader.data = data([{ timeline: 1, uid: 1, start: 0n }, { timeline: 2, uid: 2, start: 5000n }], 9000n);
+    leader.data = data(
+      [
+        { timeline: 1, uid: 1, start: 0n },
+        { timeline: 2, uid: 2, start: 5000n },
+      ],
+      9000n,
+    );
     leader.run = 'running';
     leader.clusterState = 'in production';
     old.data = data([{ timeline: 1, uid: 1, start: 0n }], 7000n);
     old.clusterState = 'in production';
     await settle(old.rewind(up('n2')));
-    expect(old.data!.segments.map((s) => [s.timeline, s.uid])).toEqual([[1, 1], [2, 2]]);
+    expect(old.data!.segments.map((s) => [s.timeline, s.uid])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
     expect(old.data!.lsn).toBe(leader.data!.lsn);
     expect(divergencePoint(old.data!, leader.data!)).toBeUndefined();
     expect(old.clusterState).toBe('in archive recovery');
@@ -66,7 +80,13 @@ describe('SimPg.rewind', () => {
     const { make, settle } = world();
     const leader = make('n2');
     const old = make('n1');
-    leader.data = data([{ timeline: 1, uid: 1, start: 0n }, { timeline: 2, uid: 2, start: 5000n }], 9000n);
+    leader.data = data(
+      [
+        { timeline: 1, uid: 1, start: 0n },
+        { timeline: 2, uid: 2, start: 5000n },
+      ],
+      9000n,
+    );
     leader.run = 'running';
     old.data = data([{ timeline: 1, uid: 1, start: 0n }], 4000n);
     old.clusterState = 'shut down';
@@ -79,7 +99,13 @@ describe('SimPg.rewind', () => {
     const { make, settle } = world();
     const leader = make('n2');
     const old = make('n1');
-    leader.data = data([{ timeline: 1, uid: 1, start: 0n }, { timeline: 2, uid: 2, start: 5000n }], 9000n);
+    leader.data = data(
+      [
+        { timeline: 1, uid: 1, start: 0n },
+        { timeline: 2, uid: 2, start: 5000n },
+      ],
+      9000n,
+    );
     old.data = data([{ timeline: 1, uid: 1, start: 0n }], 7000n);
     old.clusterState = 'shut down';
     await expect(settle(old.rewind(up('n2')))).rejects.toThrow(/could not connect/);
@@ -95,9 +121,22 @@ describe('SimPg.rewind', () => {
     const leader = make('n2');
     const old = make('n1');
     // n1 and n2 both made "timeline 2" at 5000 (uids 3 and 2); n2 then made timeline 3 at 8000; n1 wrote on to 9000.
-    leader.data = data([{ timeline: 1, uid: 1, start: 0n }, { timeline: 2, uid: 2, start: 5000n }, { timeline: 3, uid: 4, start: 8000n }], 12000n);
+    leader.data = data(
+      [
+        { timeline: 1, uid: 1, start: 0n },
+        { timeline: 2, uid: 2, start: 5000n },
+        { timeline: 3, uid: 4, start: 8000n },
+      ],
+      12000n,
+    );
     leader.run = 'running';
-    old.data = data([{ timeline: 1, uid: 1, start: 0n }, { timeline: 2, uid: 3, start: 5000n }], 9000n);
+    old.data = data(
+      [
+        { timeline: 1, uid: 1, start: 0n },
+        { timeline: 2, uid: 3, start: 5000n },
+      ],
+      9000n,
+    );
     old.clusterState = 'shut down';
     await settle(old.rewind(up('n2')));
     // Still holds its own timeline-2 piece: the invariants see a diverged lineage.

@@ -66,7 +66,18 @@ describe('ha simulate --workers', () => {
     const run = async (workers: number) => {
       const lines: string[] = [];
       const errs: string[] = [];
-      const summary = await simulate({ schedules: 5, seed: 4, nodes: 3, steps: 30, freeze: true, faults, plant: { pgBugs: { writableAfterStop: true } }, workers, out: (l) => lines.push(l), err: (l) => errs.push(l) });
+      const summary = await simulate({
+        schedules: 5,
+        seed: 4,
+        nodes: 3,
+        steps: 30,
+        freeze: true,
+        faults,
+        plant: { pgBugs: { writableAfterStop: true } },
+        workers,
+        out: (l) => lines.push(l),
+        err: (l) => errs.push(l),
+      });
       return { lines, errs, summary };
     };
     const one = await run(1);
@@ -91,15 +102,36 @@ describe('ha simulate --workers', () => {
 
   it('SimulationTally refuses a seed out of order', () => {
     const t = new SimulationTally(1);
-    expect(() => t.add(2, { faultCounts: {}, violations: [], faults: [], sync: 'off', failsafe: false, failsafeAccepts: 0, acked: 0, unacked: 0, lost: 0, simulatedMs: 0, timersFired: 0, rewinds: 0, receipts: 0, receiptTransactions: 0, fenceDeadline: 0, fenceAgentGone: 0 })).toThrow(
-      'seed 2 added out of order (expected 1)',
-    );
+    expect(() =>
+      t.add(2, {
+        faultCounts: {},
+        violations: [],
+        faults: [],
+        sync: 'off',
+        failsafe: false,
+        failsafeAccepts: 0,
+        acked: 0,
+        unacked: 0,
+        lost: 0,
+        simulatedMs: 0,
+        timersFired: 0,
+        rewinds: 0,
+        receipts: 0,
+        receiptTransactions: 0,
+        fenceDeadline: 0,
+        fenceAgentGone: 0,
+      }),
+    ).toThrow('seed 2 added out of order (expected 1)');
   });
 
   it.each([
     ['a schedule that throws', { throwOn: 13 }, /seed 13 failed in worker \d of 2: Error: scripted failure of seed 13/],
     ['a worker that exits', { exitOn: 13 }, /seed 13 failed in worker \d of 2: the worker exited with code 3/],
-    ['an error thrown outside the schedule', { uncaughtOn: 13 }, /seed 13 failed in worker \d of 2 \(the worker threw outside the schedule\): Error: scripted uncaught error during seed 13/],
+    [
+      'an error thrown outside the schedule',
+      { uncaughtOn: 13 },
+      /seed 13 failed in worker \d of 2 \(the worker threw outside the schedule\): Error: scripted uncaught error during seed 13/,
+    ],
   ] as const)('%s fails the run naming its seed, without waiting for the other workers', async (_, script, message) => {
     const t0 = performance.now();
     // Seed 14 would take a minute: the run must not wait for it.
@@ -117,7 +149,18 @@ describe('ha simulate --workers', () => {
   it('the command line: a schedule that throws in a worker exits 2 naming its seed', () => {
     // A fault naming a member the cluster does not have: the world throws (parseFaults does not
     // check member names), in every schedule.
-    const r = cli(['--schedules', '2', '--steps', '4', '--seed', '9', '--workers', '2', '--faults', '[{"kind":"pg-crash","at":1,"node":"n9"}]']);
+    const r = cli([
+      '--schedules',
+      '2',
+      '--steps',
+      '4',
+      '--seed',
+      '9',
+      '--workers',
+      '2',
+      '--faults',
+      '[{"kind":"pg-crash","at":1,"node":"n9"}]',
+    ]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^ha simulate: seed (9|10) failed in worker [12] of 2: TypeError/m);
     expect(r.stdout).not.toMatch(/^\d+ schedules, \d+ violations$/m);
@@ -148,18 +191,33 @@ describe('ha simulate --workers', () => {
   });
 
   it('a planted wrapDcs (a function) is refused with more than one worker', async () => {
-    await expect(simulate({ schedules: 2, seed: 1, nodes: 3, steps: 4, freeze: false, workers: 2, plant: { wrapDcs: (d) => d }, out: () => undefined, err: () => undefined })).rejects.toThrow(
-      'a planted wrapDcs (a function) cannot cross to a worker thread',
-    );
+    await expect(
+      simulate({
+        schedules: 2,
+        seed: 1,
+        nodes: 3,
+        steps: 4,
+        freeze: false,
+        workers: 2,
+        plant: { wrapDcs: (d) => d },
+        out: () => undefined,
+        err: () => undefined,
+      }),
+    ).rejects.toThrow('a planted wrapDcs (a function) cannot cross to a worker thread');
   });
 
   it('SIGTERM ends a run on worker threads at once', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/ha.ts', 'simulate', '--schedules', '100000', '--workers', '2'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/ha.ts', 'simulate', '--schedules', '100000', '--workers', '2'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     // The header is printed before the workers start; give them a moment to be running.
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     await new Promise((r) => setTimeout(r, 1500));
     const t0 = performance.now();
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     child.kill('SIGTERM');
     const { code, signal } = await exited;
     expect(signal ?? code).toBe('SIGTERM');

@@ -50,7 +50,11 @@ export async function startEtcd(opts: { extraHosts?: string[] } = {}): Promise<E
     child.stderr?.on('data', (d) => (stderr += d));
     const pid = child.pid!;
     try {
-      await waitFor(async () => (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok, 15000, `etcd on ${url} (${stderr})`);
+      await waitFor(
+        async () => (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok,
+        15000,
+        `etcd on ${url} (${stderr})`,
+      );
     } catch (e) {
       await stopPid(pid, 'SIGKILL');
       throw e;
@@ -109,7 +113,9 @@ export interface EtcdMember {
  * killed). It is an EtcdServer whose `host`/`url`/`pid` are the first member's and whose `hosts`
  * and `urls` list every member; `members` reach each one; `stop()` stops them all.
  */
-export async function startEtcdCluster(n = 3): Promise<EtcdServer & { hosts: string[]; urls: string[]; members: EtcdMember[]; leaderName(): Promise<string | undefined> }> {
+export async function startEtcdCluster(
+  n = 3,
+): Promise<EtcdServer & { hosts: string[]; urls: string[]; members: EtcdMember[]; leaderName(): Promise<string | undefined> }> {
   const dir = await makeTempDir('ha-etcd-cluster-');
   const ports = await freePorts(2 * n);
   const names = Array.from({ length: n }, (_, i) => `e${i + 1}`);
@@ -160,7 +166,11 @@ export async function startEtcdCluster(n = 3): Promise<EtcdServer & { hosts: str
   };
   try {
     for (const m of members) await m.restart();
-    await waitFor(async () => (await Promise.all(members.map(healthy))).every(Boolean), 20_000, `a ${n}-member etcd (${stderr.join(' | ')})`);
+    await waitFor(
+      async () => (await Promise.all(members.map(healthy))).every(Boolean),
+      20_000,
+      `a ${n}-member etcd (${stderr.join(' | ')})`,
+    );
   } catch (e) {
     await stopAll();
     throw e;
@@ -195,8 +205,12 @@ export async function startEtcdCluster(n = 3): Promise<EtcdServer & { hosts: str
       for (const m of members) {
         if (!m.pid) continue;
         try {
-          const r = (await (await fetch(`${m.url}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) })).json()) as { leader?: string; header?: { member_id?: string } };
-          const list = (await (await fetch(`${m.url}/v3/cluster/member/list`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) })).json()) as { members?: { ID: string; name: string }[] };
+          const r = (await (
+            await fetch(`${m.url}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) })
+          ).json()) as { leader?: string; header?: { member_id?: string } };
+          const list = (await (
+            await fetch(`${m.url}/v3/cluster/member/list`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) })
+          ).json()) as { members?: { ID: string; name: string }[] };
           return list.members?.find((x) => x.ID === r.leader)?.name;
         } catch {
           /* try the next */

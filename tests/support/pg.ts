@@ -49,12 +49,21 @@ export async function startPostgres(extraConf: string[] = []): Promise<TestPostg
   if (user) await chown(dir, user.uid, user.gid);
   const port = await freePort();
   const spawnOpts = user ? { uid: user.uid, gid: user.gid, env: { ...process.env, HOME: dir } } : {};
-  await run(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'], spawnOpts);
+  await run(
+    join(bin, 'initdb'),
+    ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'],
+    spawnOpts,
+  );
   await appendFile(
     join(dataDir, 'postgresql.conf'),
-    [`port = ${port}`, `listen_addresses = '127.0.0.1'`, `unix_socket_directories = '${socketDir}'`, 'fsync = off', ...extraConf, ''].join('\n'),
+    [`port = ${port}`, `listen_addresses = '127.0.0.1'`, `unix_socket_directories = '${socketDir}'`, 'fsync = off', ...extraConf, ''].join(
+      '\n',
+    ),
   );
-  await writeFile(join(dataDir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\nlocal replication all trust\nhost replication all 127.0.0.1/32 trust\n');
+  await writeFile(
+    join(dataDir, 'pg_hba.conf'),
+    'local all all trust\nhost all all 127.0.0.1/32 trust\nlocal replication all trust\nhost replication all 127.0.0.1/32 trust\n',
+  );
   await run(join(bin, 'pg_ctl'), ['-D', dataDir, '-l', join(dir, 'pg.log'), '-w', '-t', '60', 'start'], spawnOpts);
   const psql = (sql: string, db = 'postgres') =>
     run(join(bin, 'psql'), ['-h', socketDir, '-p', String(port), '-U', 'postgres', '-d', db, '-XAtq', '-c', sql], spawnOpts);
@@ -71,5 +80,3 @@ export async function startPostgres(extraConf: string[] = []): Promise<TestPostg
     },
   };
 }
-
-

@@ -36,9 +36,13 @@ export async function startPrometheusConfig(configText: string): Promise<Prometh
   const port = await freePort();
   const configPath = join(dir, 'prometheus.yml');
   await writeFile(configPath, configText);
-  const child = spawn('prometheus', [`--config.file=${configPath}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'prometheus',
+    [`--config.file=${configPath}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    {
+      stdio: 'ignore',
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.pid) await stopPid(child.pid, 'SIGTERM', 5000);
@@ -65,7 +69,10 @@ export async function startPrometheusConfig(configText: string): Promise<Prometh
 /** `promtool check metrics` on a body: exit code (0 clean, 3 lint only, 1 parse error) and output. */
 export function promtoolCheckMetrics(body: string): { code: number; output: string } {
   try {
-    return { code: 0, output: execFileSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }) };
+    return {
+      code: 0,
+      output: execFileSync('promtool', ['check', 'metrics'], { input: body, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }),
+    };
   } catch (e) {
     const err = e as { status: number; stdout?: string; stderr?: string };
     return { code: err.status, output: `${err.stdout ?? ''}${err.stderr ?? ''}` };

@@ -197,7 +197,11 @@ describe('FenceCore', () => {
     expect(w.signals).toEqual([[100, 'SIGQUIT']]);
     await w.advance(1100);
     await settle();
-    expect(w.signals).toEqual([[100, 'SIGQUIT'], [100, 'SIGKILL'], [101, 'SIGKILL']]);
+    expect(w.signals).toEqual([
+      [100, 'SIGQUIT'],
+      [100, 'SIGKILL'],
+      [101, 'SIGKILL'],
+    ]);
     expect(w.procs.has(200)).toBe(true);
     expect(w.sent.at(-1)).toMatchObject({ ev: 'fired', signals: ['SIGQUIT', 'SIGKILL'], stopped: true });
   });

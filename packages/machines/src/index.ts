@@ -56,13 +56,16 @@ export {
 } from './machines/restart.ts';
 export { DATABASE_STATES, databaseStateNumber, isDatabaseState, type DatabaseState, type Role } from './domain/states.ts';
 export { decideScheduled, formatScheduledAt, type ScheduledDecision } from './domain/schedule.ts';
+export { restartConditionsData, type RestartRequest, type RestartRole, type ScheduledRestartData } from './domain/restart-request.ts';
 export {
-  restartConditionsData,
-  type RestartRequest,
-  type RestartRole,
-  type ScheduledRestartData,
-} from './domain/restart-request.ts';
-export { Journal, toJournalValue, type JournalEntry, type JournalOptions, type JournalSink, type NewJournalEntry, type Term } from './journal/journal.ts';
+  Journal,
+  toJournalValue,
+  type JournalEntry,
+  type JournalOptions,
+  type JournalSink,
+  type NewJournalEntry,
+  type Term,
+} from './journal/journal.ts';
 export { startJournaledActor, stateName, type JournaledActorOptions } from './journal/journaled-actor.ts';
 export { replayMachine, parseJournal } from './journal/replay.ts';
 export {

@@ -6,6 +6,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { dirname, join } from 'node:path';
+import type { Hono } from 'hono';
 import { pino, type Logger } from 'pino';
 import type { AgentConfig } from '../../config/index.ts';
 import { parseHostPort } from '../../config/index.ts';
@@ -13,11 +14,13 @@ import { createDcs, type Dcs } from '../../dcs/index.ts';
 import { etcdBackendOf } from '../../dcs/etcd-settings.ts';
 import type { InMemoryStore } from '../../dcs/memory.ts';
 import { buildClusterDocument } from '../../domain/cluster-document.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { createNodeApp } from '../../http/app.ts';
 import { createObserveRoutes } from '../../observe/app.ts';
 import { detectBinDir } from '../../postgres/bin-dir.ts';
 import { LocalPostgres } from '../../postgres/local.ts';
 import { loadSettingsCatalogue } from '../../postgres/settings-catalogue.ts';
+import type { SettingsCatalogue } from '../../domain/pg-parameters.ts';
 import { VERSION } from '../../version.ts';
 import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
@@ -55,89 +58,46 @@ export interface AgentOptions {
   reloadConfig?: () => Promise<AgentConfig>;
 }
 
+/** A warning when the node API takes writes from anyone (no restapi.authentication). */
+function warnIfOpen(config: AgentConfig, log: Logger): void {
+  if (config.restapi.authentication) return;
+  log.warn(
+    { listen: config.restapi.listen },
+    'restapi.authentication is not set: anyone who can reach the node API may change the cluster (POST, PUT, PATCH, DELETE); see docs/security.md',
+  );
+}
+
+/** Starts the node; when that throws, closes the API server and the fence and rethrows. */
+async function startOrClose(node: HaNode, listening: ServerType, fence: { close(): Promise<unknown> } | undefined): Promise<void> {
+  try {
+    await node.start();
+  } catch (e) {
+    listening.close();
+    void fence?.close();
+    throw e;
+  }
+}
+
 /** Starts an agent; resolves once the HTTP API listens and the HA loop runs. */
 export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): Promise<RunningAgent> {
   const log = opts.log ?? pino({ level: config.log.level, base: { member: config.name } });
-  const dbListen = parseHostPort(config.database.listen);
   const binDir = detectBinDir(config.database.bin_dir);
-  const pg = new LocalPostgres({
-    name: config.name,
-    scope: config.scope,
-    dataDir: config.database.data_dir,
-    binDir,
-    listen: { host: dbListen.host, port: dbListen.port },
-    socketDir: config.database.socket_dir,
-    superuser: { username: config.database.authentication.superuser.username, password: config.database.authentication.superuser.password ?? '' },
-    replication: { username: config.database.authentication.replication.username, password: config.database.authentication.replication.password ?? '' },
-    pgHba: [...config.bootstrap.pg_hba, ...config.database.pg_hba],
-    log,
-  });
-  const ttlSeconds = config.bootstrap.dcs.ttl;
-  const retryTimeoutMs = config.bootstrap.dcs.retry_timeout * 1000;
-  const dcsBase = { namespace: config.namespace, scope: config.scope, name: config.name, ttlSeconds, retryTimeoutMs };
+  const pg = localPostgres(config, binDir, log);
   let security: ApiSecurity = await buildApiSecurity(config);
-  if (!config.restapi.authentication) {
-    log.warn(
-      { listen: config.restapi.listen },
-      'restapi.authentication is not set: anyone who can reach the node API may change the cluster (POST, PUT, PATCH, DELETE); see docs/security.md',
-    );
-  }
-  const dcs = opts.memoryStore
-    ? createDcs({ kind: 'memory', store: opts.memoryStore, ...dcsBase })
-    : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
+  warnIfOpen(config, log);
+  const dcs = await dcsOf(config, opts.memoryStore);
   const fetchStatus = (apiUrl: string) => fetchStatusDocument(apiUrl, 2000, security.memberClient);
   const journal = new Journal({ sink: fileJournalSink(join(dirname(config.database.data_dir), `${config.name}.journal.jsonl`)) });
-  // The fence (docs/ha.md "Fencing"): a separate process, armed while this member leads. Firings it
-  // logged while no agent listened (this agent was killed) are journaled now.
-  const fenceLog = join(dirname(config.database.data_dir), `${config.name}.fence.jsonl`);
-  for (const f of takeFenceLog(fenceLog)) {
-    const at = (f as { at?: string }).at ?? 'an unknown time';
-    const text = `the fence stopped PostgreSQL at ${at} while no agent listened (${f.reason}): ${f.signals.join(' then ') || 'no signal needed'}, ${f.stopped ? 'stopped' : 'NOT stopped'} in ${f.tookMs} ms`;
-    log.warn({ notice: 'watchdog.firedWhileAway' }, text);
-    journal.append({ machine: 'ha', kind: 'event', event: { type: 'ha.watchdog.firedWhileAway', reason: text, at: Date.now() } });
-  }
-  const fence = config.watchdog.mode !== 'off' ? new ProcessFence({ dataDir: config.database.data_dir, logFile: fenceLog, warn: (text) => log.warn(text) }) : undefined;
-  // Started now, idle (and again whenever it ends): arming it before the leader race is then one
-  // line on its pipe, not a process start. A failure here is retried at the first arming.
-  fence?.start().catch((e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'the fence process did not start'));
-  // The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
-  // PATCH/PUT /config check database.parameters against it, and the node drops invalid ones
-  // that reach it from the DCS or ha.yml before writing postgresql.conf; unloadable → not checked.
-  const settingsCatalogue = await loadSettingsCatalogue(binDir).catch((e: unknown) => {
-    log.warn({ err: e instanceof Error ? e.message : String(e) }, 'PostgreSQL settings catalogue not loadable: database.parameters will not be checked');
-    return undefined;
-  });
-  const connect = parseHostPort(config.database.connect_address);
-  const method = config.bootstrap.method;
-  const node = new HaNode({
-    name: config.name,
-    scope: config.scope,
-    version: VERSION,
-    apiUrl: `${security.scheme}://${config.restapi.connect_address}/ha`,
-    connUrl: `postgres://${connect.host}:${connect.port}/postgres`,
-    tags: config.tags,
-    bootstrapDcs: config.bootstrap.dcs as unknown as Record<string, unknown>,
-    initdbOptions: config.bootstrap.initdb,
-    ...(method !== 'initdb' && config.bootstrap.methods[method] ? { customBootstrapCommand: config.bootstrap.methods[method].command } : {}),
-    localParameters: config.database.parameters,
-    // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
-    receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
-    ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),
+  const fence = startFence(config, journal, log);
+  const settingsCatalogue = await catalogueOf(binDir, log);
+  const node = haNode(config, {
     dcs,
     pg,
     journal,
     log,
     fetchStatus,
-    // No background probe: each HA cycle probes, and the API's readers of probe data (health
-    // checks, GET /ha of peers, /metrics…) get a probe at most 1 s old on demand (issue 13).
-    probeEveryMs: 0,
-    // POST /failsafe to members, with the member client's TLS material and credentials (a POST needs them under restapi.authentication).
-    postFailsafe: async (url, body, timeoutMs) => {
-      const r = await requestApi(url, { ...security.memberClient, method: 'POST', body, timeoutMs });
-      return r.reachable ? r.status : undefined;
-    },
+    security: () => security,
     ...(settingsCatalogue ? { settingsCatalogue } : {}),
-    watchdog: config.watchdog,
     ...(fence ? { fence } : {}),
   });
   let server: ServerType | undefined;
@@ -157,39 +117,14 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     if (!opts.reloadConfig) return;
     await applyConfig(await opts.reloadConfig());
   };
-  const app = createNodeApp({
-    snapshot: () => node.snapshot(),
+  const app = nodeApp(node, journal, {
     commands: nodeCommands(node, dcs, reload, fetchStatus),
     settingsCatalogue: () => settingsCatalogue,
     guard: () => security.policy,
-    fresh: () => node.freshProbe(),
   });
-  app.route(
-    '/',
-    createObserveRoutes({
-      journal,
-      machines: () => node.observedMachines(),
-      cluster: () => buildClusterDocument(node.snapshot()),
-      // Charts are laid out on the first /ui request, not at start: Graphviz (WASM) costs ~20 MB.
-      prewarmCharts: false,
-    }),
-  );
-  const listen = parseHostPort(config.restapi.listen);
-  const serverTls = security.serverTls;
-  const listening: ServerType = await new Promise((resolve, reject) => {
-    const s = serverTls
-      ? serve({ fetch: app.fetch, port: listen.port, hostname: listen.host, createServer: createHttpsServer, serverOptions: serverTls }, () => resolve(s))
-      : serve({ fetch: app.fetch, port: listen.port, hostname: listen.host }, () => resolve(s));
-    s.once('error', reject);
-  });
+  const listening = await listen(app, config.restapi.listen, security.serverTls);
   server = listening;
-  try {
-    await node.start();
-  } catch (e) {
-    listening.close();
-    void fence?.close();
-    throw e;
-  }
+  await startOrClose(node, listening, fence);
   return {
     node,
     dcs,
@@ -200,4 +135,159 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
       await new Promise<void>((r) => listening.close(() => r()));
     },
   };
+}
+
+/**
+ * The server's settings catalogue, read once (`postgres --describe-config`, no server needed):
+ * PATCH/PUT /config check database.parameters against it, and the node drops invalid ones that
+ * reach it from the DCS or ha.yml before writing postgresql.conf; unloadable → not checked.
+ */
+async function catalogueOf(binDir: string, log: Logger): Promise<SettingsCatalogue | undefined> {
+  return loadSettingsCatalogue(binDir).catch((e: unknown) => {
+    log.warn(
+      { err: e instanceof Error ? e.message : String(e) },
+      'PostgreSQL settings catalogue not loadable: database.parameters will not be checked',
+    );
+    return undefined;
+  });
+}
+
+/** The local PostgreSQL of `config.database` (LocalPostgres). */
+function localPostgres(config: AgentConfig, binDir: string, log: Logger): LocalPostgres {
+  const dbListen = parseHostPort(config.database.listen);
+  return new LocalPostgres({
+    name: config.name,
+    scope: config.scope,
+    dataDir: config.database.data_dir,
+    binDir,
+    listen: { host: dbListen.host, port: dbListen.port },
+    socketDir: config.database.socket_dir,
+    ...(config.database.pgpass !== undefined ? { passfile: config.database.pgpass } : {}),
+    superuser: {
+      username: config.database.authentication.superuser.username,
+      password: config.database.authentication.superuser.password ?? '',
+    },
+    replication: {
+      username: config.database.authentication.replication.username,
+      password: config.database.authentication.replication.password ?? '',
+    },
+    pgHba: [...config.bootstrap.pg_hba, ...config.database.pg_hba],
+    log,
+  });
+}
+
+/** The DCS client: etcd (`etcd3`), or the in-process `memoryStore` when given. */
+async function dcsOf(config: AgentConfig, memoryStore: InMemoryStore | undefined): Promise<Dcs> {
+  const ttlSeconds = config.bootstrap.dcs.ttl;
+  const { retryTimeoutMs } = timingOf(config.bootstrap.dcs);
+  const dcsBase = { namespace: config.namespace, scope: config.scope, name: config.name, ttlSeconds, retryTimeoutMs };
+  return memoryStore
+    ? createDcs({ kind: 'memory', store: memoryStore, ...dcsBase })
+    : createDcs({ kind: 'etcd3', ...(await etcdBackendOf(config.etcd3)), ...dcsBase });
+}
+
+/**
+ * The fence (docs/ha.md "Fencing"): a separate process, armed while this member leads; none with
+ * watchdog.mode off. Firings it logged while no agent listened (this agent was killed) are
+ * journaled first. Started now, idle (and again whenever it ends): arming it before the leader
+ * race is then one line on its pipe, not a process start. A failure here is retried at the first
+ * arming.
+ */
+function startFence(config: AgentConfig, journal: Journal, log: Logger): ProcessFence | undefined {
+  const fenceLog = join(dirname(config.database.data_dir), `${config.name}.fence.jsonl`);
+  for (const f of takeFenceLog(fenceLog)) {
+    const at = (f as { at?: string }).at ?? 'an unknown time';
+    const text = `the fence stopped PostgreSQL at ${at} while no agent listened (${f.reason}): ${f.signals.join(' then ') || 'no signal needed'}, ${f.stopped ? 'stopped' : 'NOT stopped'} in ${f.tookMs} ms`;
+    log.warn({ notice: 'watchdog.firedWhileAway' }, text);
+    journal.append({ machine: 'ha', kind: 'event', event: { type: 'ha.watchdog.firedWhileAway', reason: text, at: Date.now() } });
+  }
+  const fence =
+    config.watchdog.mode !== 'off'
+      ? new ProcessFence({ dataDir: config.database.data_dir, logFile: fenceLog, warn: (text) => log.warn(text) })
+      : undefined;
+  fence?.start().catch((e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'the fence process did not start'));
+  return fence;
+}
+
+/** What the node is built with besides the configuration. */
+interface NodeWiring {
+  dcs: Dcs;
+  pg: LocalPostgres;
+  journal: Journal;
+  log: Logger;
+  fetchStatus: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
+  /** The API security in force (replaced on reload). */
+  security: () => ApiSecurity;
+  settingsCatalogue?: SettingsCatalogue;
+  fence?: ProcessFence;
+}
+
+/** The HA node of `config`. */
+function haNode(config: AgentConfig, w: NodeWiring): HaNode {
+  const connect = parseHostPort(config.database.connect_address);
+  const method = config.bootstrap.method;
+  return new HaNode({
+    name: config.name,
+    scope: config.scope,
+    version: VERSION,
+    apiUrl: `${w.security().scheme}://${config.restapi.connect_address}/ha`,
+    connUrl: `postgres://${connect.host}:${connect.port}/postgres`,
+    tags: config.tags,
+    bootstrapDcs: config.bootstrap.dcs as unknown as Record<string, unknown>,
+    initdbOptions: config.bootstrap.initdb,
+    ...(method !== 'initdb' && config.bootstrap.methods[method]
+      ? { customBootstrapCommand: config.bootstrap.methods[method].command }
+      : {}),
+    localParameters: config.database.parameters,
+    // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
+    receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
+    ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),
+    dcs: w.dcs,
+    pg: w.pg,
+    journal: w.journal,
+    log: w.log,
+    fetchStatus: w.fetchStatus,
+    // No background probe: each HA cycle probes, and the API's readers of probe data (health
+    // checks, GET /ha of peers, /metrics…) get a probe at most 1 s old on demand (issue 13).
+    probeEveryMs: 0,
+    // POST /failsafe to members, with the member client's TLS material and credentials (a POST needs them under restapi.authentication).
+    postFailsafe: async (url, body, timeoutMs) => {
+      const r = await requestApi(url, { ...w.security().memberClient, method: 'POST', body, timeoutMs });
+      return r.reachable ? r.status : undefined;
+    },
+    ...(w.settingsCatalogue ? { settingsCatalogue: w.settingsCatalogue } : {}),
+    watchdog: config.watchdog,
+    ...(w.fence ? { fence: w.fence } : {}),
+  });
+}
+
+/** The node API with the observation routes (/machines, /events, /ui) of `node`. */
+function nodeApp(
+  node: HaNode,
+  journal: Journal,
+  api: Pick<Parameters<typeof createNodeApp>[0], 'commands' | 'settingsCatalogue' | 'guard'>,
+): Hono {
+  const app = createNodeApp({ snapshot: () => node.snapshot(), ...api, fresh: () => node.freshProbe() });
+  app.route(
+    '/',
+    createObserveRoutes({
+      journal,
+      machines: () => node.observedMachines(),
+      cluster: () => buildClusterDocument(node.snapshot()),
+      // Charts are laid out on the first /ui request, not at start: Graphviz (WASM) costs ~20 MB.
+      prewarmCharts: false,
+    }),
+  );
+  return app;
+}
+
+/** Serves `app` on restapi.listen (HTTPS with `tls`); resolves once it listens. */
+function listen(app: Hono, address: string, tls: ApiSecurity['serverTls']): Promise<ServerType> {
+  const { host, port } = parseHostPort(address);
+  return new Promise((resolve, reject) => {
+    const s = tls
+      ? serve({ fetch: app.fetch, port, hostname: host, createServer: createHttpsServer, serverOptions: tls }, () => resolve(s))
+      : serve({ fetch: app.fetch, port, hostname: host }, () => resolve(s));
+    s.once('error', reject);
+  });
 }

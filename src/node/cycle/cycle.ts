@@ -41,6 +41,7 @@ export interface HaCycleDeps {
   receipts?: Pick<ReceiptKeeper, 'take'>;
 }
 
+/** One HA cycle: gather → decideCycle → the executor, then the cycle's tail (see the module comment). */
 export class HaCycle {
   private lastMessage = '';
 
@@ -69,11 +70,12 @@ export class HaCycle {
     void d.fencing.sync();
     await d.admin.runDueRestart();
     if (decision.message !== this.lastMessage) {
-      d.log.info({ member: d.name, actions: decision.actions.map((a) => a.kind) }, decision.message);
+      d.log.info({ actions: decision.actions.map((a) => a.kind) }, decision.message);
       this.lastMessage = decision.message;
     }
     if (g.dcsOk) await d.memberKey.publish().catch((e) => d.log.warn({ err: String(e) }, 'publishing the member key failed'));
-    if (g.dcsOk) await d.failsafe?.afterCycle(d.dcs.view()).catch((e) => d.log.warn({ err: String(e) }, 'updating the failsafe key failed'));
+    if (g.dcsOk)
+      await d.failsafe?.afterCycle(d.dcs.view()).catch((e) => d.log.warn({ err: String(e) }, 'updating the failsafe key failed'));
   }
 
   /**

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import type { CycleAction } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
@@ -26,17 +27,18 @@ import type { LeaderDuties } from '../replication/leader-duties.ts';
 import type { ReplicaSlots } from '../replication/replica-slots.ts';
 import { upstreamOf, type ReplicationSource } from '../replication/replication-source.ts';
 import type { SyncManager } from '../replication/sync-manager.ts';
+import type { HandoverRefusals } from './handover-refusal.ts';
 import type { CycleTrackers } from './trackers.ts';
 
 /** What the executor reads and calls (HaNode wires it). */
 export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | 'customBootstrapCommand'> {
-  dcs: Pick<Dcs, 'initialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
+  dcs: Pick<Dcs, 'initialize' | 'cancelInitialize' | 'setConfig' | 'setHistory' | 'setFailover' | 'clearLeader' | 'setSync' | 'refresh'>;
   pg: Pick<PgControl, 'controlData' | 'query' | 'listSlots' | 'syncSlots'>;
   log: Pick<Logger, 'info' | 'warn'>;
-  /** The node's facts: this module is the one writer of initializedByMe and demoted. */
-  state: Pick<NodeState, 'config' | 'initializedByMe' | 'demoted'>;
+  /** The node's facts: this module is the one writer of initializedByMe and demoted; the configuration it only reads. */
+  state: Pick<NodeState, 'initializedByMe' | 'demoted'> & Readonly<Pick<NodeState, 'config'>>;
   lock: Pick<LeaderLock, 'acquire' | 'release'>;
-  fencing: Pick<Fencing, 'beforeAcquire'>;
+  fencing: Pick<Fencing, 'beforeAcquire' | 'afterAcquire'>;
   duties: Pick<LeaderDuties, 'historyWritten' | 'run'>;
   sync: Pick<SyncManager, 'keyBeforePromotion' | 'promoting' | 'run'>;
   source: ReplicationSource;
@@ -44,6 +46,8 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   trackers: Pick<CycleTrackers, 'noteSystemIdentifier'>;
   release: Pick<StopRelease, 'request'>;
   config: Pick<ConfigApplier, 'writeAndReload'>;
+  /** Where a refused handover is recorded (this module is its one writer). */
+  refusals: Pick<HandoverRefusals, 'record'>;
   /** A running replica's slots (permanent slots, cascading members), when the PgControl lists slots. */
   replicaSlots: Pick<ReplicaSlots, 'run'>;
   /** The database machine actor (throws before the node started). */
@@ -57,6 +61,7 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   emitChange(): void;
 }
 
+/** Carries out decideCycle's actions, one method per action kind. */
 export class Executor {
   constructor(private readonly d: ExecutorDeps) {}
 
@@ -67,6 +72,8 @@ export class Executor {
         return this.bootstrap();
       case 'finishBootstrap':
         return this.finishBootstrap();
+      case 'cancelBootstrap':
+        return this.cancelBootstrap();
       case 'clone':
         return this.clone(view, a.from, 'cmd.clone', `cloning from ${a.from}`);
       case 'reinitialize':
@@ -94,6 +101,7 @@ export class Executor {
       case 'leaderDuties':
         return this.leaderDuties(view);
       case 'clearFailover':
+        if (a.refused !== undefined) this.d.refusals.record(a.refused, this.d.now());
         return this.clearFailover(view);
     }
   }
@@ -124,6 +132,23 @@ export class Executor {
     }
   }
 
+  /**
+   * The bootstrap this member won failed: the `initialize` key is given back while still empty
+   * (compare-and-delete), so any member may win the race again once the cause is fixed. The
+   * failed attempt left nothing of its own behind (the initdb effect removes what it made).
+   */
+  private async cancelBootstrap(): Promise<void> {
+    const { dcs, log, state: st } = this.d;
+    const given = await dcs.cancelInitialize();
+    st.initializedByMe = false;
+    log.warn(
+      given
+        ? 'removed the initialize key after the failed bootstrap: the race runs again after the start back-off'
+        : 'the initialize key was not empty any more: not removed',
+    );
+    this.d.emitChange();
+  }
+
   /** The bootstrap winner's database runs: the system identifier and the configuration in the DCS, then the lock. */
   private async finishBootstrap(): Promise<void> {
     const { dcs, pg, state: st } = this.d;
@@ -141,7 +166,12 @@ export class Executor {
   }
 
   /** A clone (`cmd.clone`) or re-clone (`cmd.reinitialize`) from `member`; nothing when its address is unknown. */
-  private async clone(view: ClusterView, member: string | undefined, type: 'cmd.clone' | 'cmd.reinitialize', reason: string): Promise<void> {
+  private async clone(
+    view: ClusterView,
+    member: string | undefined,
+    type: 'cmd.clone' | 'cmd.reinitialize',
+    reason: string,
+  ): Promise<void> {
     const db = this.d.db();
     const at = this.d.now();
     if (!this.d.source.cloneFromMember(view, member)) return;
@@ -170,21 +200,29 @@ export class Executor {
     const sc = a.remote ? standbyClusterOf(st.config) : undefined;
     this.d.source.startAs(view, a.leader, sc);
     st.demoted = false;
-    db.send({ type: 'cmd.start', role: a.role, reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary', at });
+    db.send({
+      type: 'cmd.start',
+      role: a.role,
+      reason: a.role === 'primary' ? 'starting primary after failure' : 'starting as a secondary',
+      at,
+    });
   }
 
-  /** The leader race won: the fence first, then the lock, then the promotion (not in a standby cluster) and the failover key cleared. */
+  /** The leader race: the lock, the fence (before the race in required mode), then the promotion (not in a standby cluster) and the failover key cleared. */
   private async acquireLock(view: ClusterView): Promise<void> {
     const { dcs, log, state: st } = this.d;
     const db = this.d.db();
     const at = this.d.now();
-    // The fence is armed before the lock is taken (patroni.md §3.12); required: no fence, no race.
+    // required: the fence is armed before the lock is taken, no fence, no race. automatic: the
+    // won lock arms it, and it is armed before the promotion (patroni.md §3.12), so a member that
+    // loses the race never arms and disarms it.
     if (!(await this.d.fencing.beforeAcquire())) return;
     const r = await this.d.lock.acquire();
     if (!r.acquired) {
       log.info({ holder: r.holder }, 'following new leader after trying and failing to obtain lock');
       return;
     }
+    await this.d.fencing.afterAcquire();
     // In a standby cluster the winner stays a replica: the standby leader (next cycle: followRemote).
     if (db.getSnapshot().context.role !== 'primary' && !standbyClusterOf(st.config)) {
       if (!(await this.prepareSyncForPromotion(view))) return;
@@ -240,7 +278,12 @@ export class Executor {
     const key = view.leader;
     if (!key) return;
     const cleared = await this.d.dcs.clearLeader({ name: key.name, revision: key.revision });
-    this.d.notice('lock.ghostCleared', cleared ? `deleted the leader key naming '${key.name}', which had no member key` : `the leader key naming '${key.name}' changed before it could be deleted`);
+    this.d.notice(
+      'lock.ghostCleared',
+      cleared
+        ? `deleted the leader key naming '${key.name}', which had no member key`
+        : `the leader key naming '${key.name}' changed before it could be deleted`,
+    );
   }
 
   /** A running replica follows `upstream` (the leader or its `replicatefrom` member) and keeps its slots. */
@@ -282,7 +325,7 @@ export class Executor {
    */
   private async checkpointBeforeStop(): Promise<void> {
     const { pg, log, state } = this.d;
-    const timeoutMs = Math.max(500, Math.min(5000, (state.config.ttl * 1000) / 4));
+    const timeoutMs = Math.max(500, Math.min(5000, timingOf(state.config).ttlMs / 4));
     const t0 = this.d.now();
     try {
       await pg.query('CHECKPOINT', timeoutMs);
@@ -310,7 +353,10 @@ export class Executor {
       }
       if (ok) {
         sync.promoting();
-        this.d.notice('sync.key', `wrote the sync key before promoting: leader ${key.leader}, standbys ${key.members.join(', ') || 'none'}`);
+        this.d.notice(
+          'sync.key',
+          `wrote the sync key before promoting: leader ${key.leader}, standbys ${key.members.join(', ') || 'none'}`,
+        );
         return true;
       }
       log.warn('the sync key changed while writing it before the promotion: releasing the lock');

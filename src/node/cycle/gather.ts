@@ -14,9 +14,11 @@ import type { DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { CycleDecision, CycleInput } from '../../domain/ha-cycle.ts';
 import type { PeerStatus } from '../../domain/leader-race.ts';
 import type { Tags } from '../../domain/member.ts';
+import type { PgStatus } from '../../domain/pg-status.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
+import type { FailureRecord } from '../local/failure-record.ts';
 import type { RewindRecord } from '../local/rewind-record.ts';
 import { walOf } from '../member/member-data.ts';
 import type { ReplicationSource } from '../replication/replication-source.ts';
@@ -44,6 +46,8 @@ export interface GatherDeps extends Omit<LockFactsDeps, 'pg'>, Omit<LocalFactsDe
   sync: Pick<SyncManager, 'reset'>;
   failsafe?: Pick<Failsafe, 'dcsBack' | 'facts'>;
   rewinds: Pick<RewindRecord, 'failure' | 'forget'>;
+  /** The last failed database action (a failed bootstrap this member won gives the `initialize` key back). */
+  failures: Pick<FailureRecord, 'bootstrapFailure'>;
   source: Pick<ReplicationSource, 'configuredFor'>;
   trackers: CycleTrackers;
   /** A probe started at or after `tMs` (LocalWatch.probeStartedAfter). */
@@ -64,11 +68,42 @@ export interface Gathered {
   local: LocalFacts;
 }
 
+/** The gather step: `collect` returns one cycle's facts; `afterDecision` updates the trackers the decision feeds. */
 export class CycleGather {
   private readonly leaderRead: LeaderPositionRead;
 
   constructor(private readonly deps: GatherDeps) {
     this.leaderRead = new LeaderPositionRead(deps.fetchStatus);
+  }
+
+  /** The lease keepalive; false when the DCS did not answer (logged). After an answer, failsafe mode learns the DCS is back. */
+  private async keepalive(): Promise<boolean> {
+    const d = this.deps;
+    try {
+      await d.dcs.keepalive();
+    } catch (e) {
+      d.log.warn({ err: String(e) }, 'lease keepalive failed');
+      return false;
+    }
+    await d.failsafe?.dcsBack();
+    return true;
+  }
+
+  /**
+   * The probe this cycle's own WAL position comes from. A running primary's WAL position moves
+   * with every commit: sampled before (or while) the peers answered, it can be behind what a
+   * replica streaming from it reported, and the leader race would then find a replica "ahead" of
+   * the primary (seen in the failsafe e2e test after the DCS came back: the primary demoted for a
+   * moment). In the race (no leader key) compare with a position read after every peer's answer,
+   * as the reference does. Not in a switchover the lock holder runs: there an older own position
+   * only makes candidates look less behind by a few ms of WAL, and the extra round trip would sit
+   * on the switchover's path.
+   */
+  private async ownPosition(view: ClusterView, peers: PeerStatus[], probe: PgStatus | undefined): Promise<PgStatus | undefined> {
+    const d = this.deps;
+    if (view.leader || peers.length === 0 || !probe || probe.inRecovery) return probe;
+    await d.probeStartedAfter(d.now());
+    return d.probe() ?? probe;
   }
 
   /** Gathers one cycle's facts. The keepalive's failure is a fact (dcsOk false); other DCS failures reject. */
@@ -80,16 +115,9 @@ export class CycleGather {
     const localP = readLocalFacts(d, nowMs);
     localP.catch(() => undefined);
     const early = this.peersEarly(d.dcs.view());
-    let dcsOk = true;
     // The lock's renewal below skips its own keepalive and counts its validity from this one.
     const keptAlive = d.lock.mark();
-    try {
-      await d.dcs.keepalive();
-    } catch (e) {
-      dcsOk = false;
-      d.log.warn({ err: String(e) }, 'lease keepalive failed');
-    }
-    if (dcsOk) await d.failsafe?.dcsBack();
+    const dcsOk = await this.keepalive();
     const viewNow = d.dcs.view();
     d.config.applyDynamic(viewNow);
     const lock = await lockFacts(d, viewNow, dcsOk, keptAlive);
@@ -103,25 +131,27 @@ export class CycleGather {
     const peers: PeerStatus[] = needPeers(lock, local)
       ? await (early && sameOthers(early.view, view, d.name) ? early.peers : fetchPeers(view, d.name, d.fetchStatus))
       : [];
-    // A running primary's WAL position moves with every commit: sampled before (or while) the
-    // peers answered, it can be behind what a replica streaming from it reported, and the leader
-    // race would then find a replica "ahead" of the primary (seen in the failsafe e2e test after
-    // the DCS came back: the primary demoted for a moment). In the race (no leader key) compare
-    // with a position read after every peer's answer, as the reference does. Not in a switchover
-    // the lock holder runs: there an older own position only makes candidates look less behind
-    // by a few ms of WAL, and the extra round trip would sit on the switchover's path.
-    let probe = local.probe;
-    if (!view.leader && peers.length > 0 && probe && !probe.inRecovery) {
-      await d.probeStartedAfter(d.now());
-      probe = d.probe() ?? probe;
-    }
-    const leaderWal = this.leaderRead.positionIfStalled(view, { ...d.trackers.facts, name: d.name, probe: local.probe, configuredFor: d.source.configuredFor, config: d.state.config }, nowMs);
+    const probe = await this.ownPosition(view, peers, local.probe);
+    const leaderWal = this.leaderRead.positionIfStalled(
+      view,
+      { ...d.trackers.facts, name: d.name, probe: local.probe, configuredFor: d.source.configuredFor, config: d.state.config },
+      nowMs,
+    );
     const schedules = d.schedules();
     schedules?.observeFailoverKey(view);
     schedules?.tick();
     const switchoverPhase = schedules?.switchoverPhase();
     const failsafe = (await d.failsafe?.facts({ dcsOk: lock.dcsOk, view, state: local.state, role: local.role })) ?? {};
-    const input = cycleInput(this.deps, { nowMs, lock, local, walBytes: walOf(probe), peers, failsafe, ...(leaderWal ? { leaderWal } : {}), ...(switchoverPhase ? { switchoverPhase } : {}) });
+    const input = cycleInput(this.deps, {
+      nowMs,
+      lock,
+      local,
+      walBytes: walOf(probe),
+      peers,
+      failsafe,
+      ...(leaderWal ? { leaderWal } : {}),
+      ...(switchoverPhase ? { switchoverPhase } : {}),
+    });
     return { input, view, dcsOk: lock.dcsOk, local };
   }
 
@@ -153,7 +183,12 @@ export class CycleGather {
 /** The peers' status is needed: the DCS answered, the database runs idle, and there is no leader or our lock has a switchover pending. */
 function needPeers(lock: LockFacts, local: LocalFacts): boolean {
   const failover = lock.view.failover?.value;
-  return lock.dcsOk && local.state === 'running' && !local.busy && (!lock.view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member)));
+  return (
+    lock.dcsOk &&
+    local.state === 'running' &&
+    !local.busy &&
+    (!lock.view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member)))
+  );
 }
 
 /** The parts of decideCycle's input the gather step computed this cycle. */
@@ -174,6 +209,7 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
   const t = d.trackers.facts;
   const { lock, local } = p;
   const rewindFailure = d.rewinds.failure;
+  const bootstrapFailed = d.failures.bootstrapFailure;
   return {
     ...p.failsafe,
     name: d.name,
@@ -186,7 +222,9 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
     db: { state: local.state, role: local.role, busy: local.busy },
     hasData: local.hasData,
     walBytes: p.walBytes,
-    timeline: local.probe?.inRecovery ? Math.max(local.probe.timeline, t.replicaTimeline) : (local.probe?.timeline ?? local.local?.timeline ?? 0),
+    timeline: local.probe?.inRecovery
+      ? Math.max(local.probe.timeline, t.replicaTimeline)
+      : (local.probe?.timeline ?? local.local?.timeline ?? 0),
     ...(local.local ? { local: local.local } : {}),
     ...(local.replicaHistory ? { localHistory: local.replicaHistory } : {}),
     ...(local.replicaPromotedBy ? { localPromotedBy: local.replicaPromotedBy } : {}),
@@ -209,6 +247,7 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
     ...(t.ghostLeader ? { ghostLeaderSinceMs: t.ghostLeader.sinceMs } : {}),
     ...(t.noLeaderSinceMs !== undefined ? { noLeaderSinceMs: t.noLeaderSinceMs } : {}),
     ...(rewindFailure ? { rewindFailure } : {}),
+    ...(bootstrapFailed !== undefined ? { bootstrapFailed } : {}),
     ...(p.leaderWal ? { leaderWal: p.leaderWal } : {}),
     ...(t.sameNumberFork ? { sameNumberFork: t.sameNumberFork } : {}),
   };

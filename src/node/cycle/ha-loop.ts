@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 
+/** The HA loop: one cycle at a time, then loop_wait on the clock, or at once when woken. */
 export class HaLoop {
   private stopped = false;
   private done: Promise<void> | undefined;

@@ -6,9 +6,10 @@
  * leader is often the one that is gone, and the race must not wait for its timeout).
  */
 import type { ClusterView } from '../../domain/cluster.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { notStreamingGraceMs, type CycleInput } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
+import { walOf } from '../member/member-data.ts';
 
 /** One read of the leader's status document: of whom, when it started (epoch ms), whether it is in flight, and the last answer. */
 interface Read {
@@ -31,9 +32,17 @@ export interface StalledReplica {
   config: DynamicConfig;
 }
 
+/** The background read of the leader's position while this replica does not stream. */
 export class LeaderPositionRead {
   /** The last background read of the leader's position while this replica did not stream. */
   private read: Read | undefined;
+  /**
+   * The local WAL end (bytes) of the last probe and the time (epoch ms) of the first probe that
+   * showed it: the replica received nothing after that instant. A replica that streams between two
+   * cycles without any cycle's probe catching it streaming keeps its notStreamingSinceMs, so that
+   * alone does not say the WAL stood still (finding 26, docs/simulation.md).
+   */
+  private steady: { walBytes: bigint; sinceMs: number } | undefined;
 
   constructor(
     /** Member status fetcher (GET <api_url>); undefined when unreachable. */
@@ -50,20 +59,43 @@ export class LeaderPositionRead {
    */
   positionIfStalled(view: ClusterView, me: StalledReplica, nowMs: number): CycleInput['leaderWal'] {
     const leader = view.leader?.name;
-    const since = me.notStreamingSinceMs;
     const { probe, config } = me;
-    if (!probe?.inRecovery || probe.streaming || since === undefined || !leader || leader === me.name || me.configuredFor !== leader || nowMs - since < notStreamingGraceMs(config)) {
+    const since = this.stillSince(probe, me.notStreamingSinceMs);
+    if (
+      !probe?.inRecovery ||
+      probe.streaming ||
+      since === undefined ||
+      !leader ||
+      leader === me.name ||
+      me.configuredFor !== leader ||
+      nowMs - since < notStreamingGraceMs(config)
+    ) {
       this.read = undefined;
       return undefined;
     }
     const read = this.read;
-    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= config.loop_wait * 1000)) {
+    const { loopWaitMs } = timingOf(config);
+    if (!read || read.leader !== leader || (!read.pending && nowMs - read.startedAtMs >= loopWaitMs)) {
       const url = view.members.find((m) => m.name === leader)?.data.api_url;
       if (url) this.start(leader, url, nowMs, read?.leader === leader ? read.answer : undefined);
     }
     const a = this.read?.leader === leader ? this.read.answer : undefined;
-    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * config.loop_wait * 1000) return undefined;
+    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * loopWaitMs) return undefined;
     return { timeline: a.timeline, walBytes: a.walBytes };
+  }
+
+  /**
+   * Since when (epoch ms) neither the WAL receiver streamed (as the cycles saw it) nor the local
+   * WAL end moved (as the probes saw it): the later of the two; undefined while it streams.
+   */
+  private stillSince(probe: PgStatus | undefined, notStreamingSinceMs: number | undefined): number | undefined {
+    if (!probe?.inRecovery) {
+      this.steady = undefined;
+      return undefined;
+    }
+    const wal = walOf(probe);
+    if (!this.steady || this.steady.walBytes !== wal) this.steady = { walBytes: wal, sinceMs: probe.atMs };
+    return notStreamingSinceMs === undefined ? undefined : Math.max(notStreamingSinceMs, this.steady.sinceMs);
   }
 
   /** Starts a read of `leader`'s status at `url`; `answer`: the previous answer, kept until a new one comes. */

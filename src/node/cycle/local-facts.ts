@@ -51,6 +51,7 @@ export async function readLocalFacts(deps: LocalFactsDeps, nowMs: number): Promi
   const hasData = await pg.hasData();
   if (state === 'running') await deps.probeNow();
   const probe = state === 'running' ? deps.probe() : undefined;
+  if (state === 'running' && deps.trackers.facts.sysid === undefined) await runningSystemIdentifier(deps);
   const local = hasData && !busy && state !== 'running' ? await stoppedPosition(deps) : undefined;
   deps.trackers.observeProbe(state, probe, nowMs);
   const replicaTl = probe?.inRecovery ? Math.max(probe.timeline, deps.trackers.facts.replicaTimeline) : 0;
@@ -68,6 +69,21 @@ export async function readLocalFacts(deps: LocalFactsDeps, nowMs: number): Promi
   };
 }
 
+/**
+ * The system identifier of a database that was running when this agent met it (a postmaster
+ * adopted at start: no stop, bootstrap or clone of ours read pg_controldata), read once with
+ * pg_controldata, which reads the control file of a running server too. In pause, a running
+ * primary takes the leader lock only when it is known to match the cluster's (decideCycle's
+ * pausedPrimaryRace, issue 26). A failure leaves it unknown until the next cycle.
+ */
+async function runningSystemIdentifier(deps: LocalFactsDeps): Promise<void> {
+  try {
+    deps.trackers.noteSystemIdentifier((await deps.pg.controlData()).systemIdentifier);
+  } catch {
+    // unknown this cycle
+  }
+}
+
 /** Where the stopped data directory ends (pg_controldata; the WAL end from the WAL itself); undefined when pg_controldata cannot be read. */
 async function stoppedPosition(deps: LocalFactsDeps): Promise<LocalPosition | undefined> {
   const { pg } = deps;
@@ -81,7 +97,9 @@ async function stoppedPosition(deps: LocalFactsDeps): Promise<LocalPosition | un
     try {
       walEnd = await pg.walEnd();
     } catch (e) {
-      walEndError = String(e instanceof Error ? e.message : e).replace(/\s+/g, ' ').slice(0, 300);
+      walEndError = String(e instanceof Error ? e.message : e)
+        .replace(/\s+/g, ' ')
+        .slice(0, 300);
     }
     const timeline = walEnd?.timeline ?? cd.checkpointTimeline;
     const history = await localHistory(pg, timeline);

@@ -13,7 +13,11 @@ import { requestApi, type ApiClientOptions } from '../../net/api-client.ts';
  * or when TLS fails (unknown CA, refused client certificate).
  * @param client TLS settings (no credentials are sent: GET /ha is open to all)
  */
-export async function fetchStatusDocument(apiUrl: string, timeoutMs = 2000, client: ApiClientOptions = {}): Promise<Record<string, unknown> | undefined> {
+export async function fetchStatusDocument(
+  apiUrl: string,
+  timeoutMs = 2000,
+  client: ApiClientOptions = {},
+): Promise<Record<string, unknown> | undefined> {
   const { auth: _unused, ...tlsOnly } = client;
   const reply = await requestApi(apiUrl, { ...tlsOnly, timeoutMs });
   if (!reply.reachable) return undefined;

@@ -17,15 +17,14 @@ import { startJournaledActor } from '@ha/machines';
 /** Where the leader stands with a switchover request (input of decideCycle). */
 export type SwitchoverPhase = 'wait' | 'run' | 'stale';
 
+/** The scheduled switchover and restart machines, ticked by the cycle and woken at their instants. */
 export class ScheduledWork {
   readonly switchover: Actor<typeof switchoverMachine>;
   readonly restart: Actor<typeof restartMachine>;
   private readonly timers = new Set<TimerHandle>();
   private lastFailoverJson = '';
 
-  constructor(
-    private readonly opts: { journal: Journal; loopWaitMs: number; clock: Clock; wake: () => void; term: () => Term },
-  ) {
+  constructor(private readonly opts: { journal: Journal; loopWaitMs: number; clock: Clock; wake: () => void; term: () => Term }) {
     const { journal, loopWaitMs, term } = opts;
     this.switchover = startJournaledActor(switchoverMachine, { name: 'switchover', input: { loopWaitMs }, journal, term });
     this.restart = startJournaledActor(restartMachine, { name: 'restart', input: { loopWaitMs }, journal, term });
@@ -116,7 +115,8 @@ export class ScheduledWork {
   /** The leader gave up on the request (no healthy candidate, wrong leader, stale…). */
   switchoverFailed(reason: string): void {
     const s = this.switchover.getSnapshot();
-    if (s.value === 'executing' || s.value === 'scheduled') this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.clock.now() });
+    if (s.value === 'executing' || s.value === 'scheduled')
+      this.switchover.send({ type: 'switchover.failed', reason, now: this.opts.clock.now() });
   }
 
   /**

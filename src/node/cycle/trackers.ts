@@ -10,7 +10,7 @@
  */
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { DiscardPlan } from '../../domain/discarded.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { ghostSighting, leaderTimeline, type CycleDecision, type GhostSighting, type SameNumberFork } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseState } from '../../domain/states.ts';
@@ -54,6 +54,7 @@ export interface LocalSeen {
 /** CycleFacts as this module writes them. */
 type Tracked = { -readonly [K in keyof CycleFacts]: CycleFacts[K] };
 
+/** The facts carried between cycles (CycleFacts), and their one writer. */
 export class CycleTrackers {
   private readonly s: Tracked = {
     ghostLeader: undefined,
@@ -84,7 +85,8 @@ export class CycleTrackers {
   observeLeader(view: ClusterView, seenMs: number, cycleStartMs: number): void {
     const previous = this.s.ghostLeader;
     this.s.ghostLeader = ghostSighting(previous, view, seenMs);
-    if (this.s.ghostLeader && this.s.ghostLeader !== previous) this.deps.notice('lock.ghost', `the leader key names '${this.s.ghostLeader.name}', which has no member key`);
+    if (this.s.ghostLeader && this.s.ghostLeader !== previous)
+      this.deps.notice('lock.ghost', `the leader key names '${this.s.ghostLeader.name}', which has no member key`);
     if (view.leader) this.s.noLeaderSinceMs = undefined;
     else this.s.noLeaderSinceMs ??= cycleStartMs;
   }
@@ -110,9 +112,14 @@ export class CycleTrackers {
    * true when a failed rewind is to be forgotten (the data directory is gone or runs again).
    */
   afterDecision(decision: CycleDecision, local: LocalSeen, view: ClusterView): boolean {
-    const forgetRewindFailure = !local.hasData || (local.state === 'running' && (local.role === 'primary' || local.probe?.streaming === true));
+    const forgetRewindFailure =
+      !local.hasData || (local.state === 'running' && (local.role === 'primary' || local.probe?.streaming === true));
     if (decision.sameNumberFork) this.s.sameNumberFork = decision.sameNumberFork;
-    if (!local.hasData || local.state === 'creating_replica' || (this.s.sameNumberFork && this.s.sameNumberFork.timeline !== leaderTimeline(view))) {
+    if (
+      !local.hasData ||
+      local.state === 'creating_replica' ||
+      (this.s.sameNumberFork && this.s.sameNumberFork.timeline !== leaderTimeline(view))
+    ) {
       this.s.sameNumberFork = undefined;
     }
     if (decision.diverged !== undefined) {
@@ -138,12 +145,22 @@ export class CycleTrackers {
   startOutcome(prev: string, value: string, config: DynamicConfig, nowMs: number): void {
     if (value === 'running') {
       this.resetStartBackoff();
-    } else if (value === 'start_failed' || (prev === 'creating_replica' && value === 'stopped')) {
+    } else if (
+      value === 'start_failed' ||
+      value === 'initdb_failed' ||
+      value === 'custom_bootstrap_failed' ||
+      (prev === 'creating_replica' && value === 'stopped')
+    ) {
       this.s.startFailures += 1;
-      const capMs = Math.max(config.ttl, 4 * config.loop_wait) * 1000;
-      const waitMs = Math.min(config.loop_wait * 1000 * 2 ** Math.min(this.s.startFailures - 1, 16), capMs);
+      const { ttlMs, loopWaitMs } = timingOf(config);
+      const capMs = Math.max(ttlMs, 4 * loopWaitMs);
+      const waitMs = Math.min(loopWaitMs * 2 ** Math.min(this.s.startFailures - 1, 16), capMs);
       this.s.nextStartAtMs = nowMs + waitMs;
-      if (this.s.startFailures > 1) this.deps.notice('start.backoff', `start or clone failed ${this.s.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`);
+      if (this.s.startFailures > 1)
+        this.deps.notice(
+          'start.backoff',
+          `bootstrap, start or clone failed ${this.s.startFailures} times in a row: next attempt in ${Math.round(waitMs / 1000)} s`,
+        );
     }
   }
 

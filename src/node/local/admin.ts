@@ -8,7 +8,7 @@ import type { Dcs } from '../../dcs/dcs.ts';
 import { cloneSource } from '../../domain/ha-cycle.ts';
 import type { ScheduledRestartData } from '../../domain/member.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
-import { restartConditionsHold } from '../../domain/restart-conditions.ts';
+import { restartConditionsHold, restartTimeoutMs } from '../../domain/restart-conditions.ts';
 import { waitOn, type Clock } from '../clock.ts';
 import type { CycleFacts } from '../cycle/trackers.ts';
 import type { ScheduledWork } from '../cycle/schedules.ts';
@@ -45,6 +45,7 @@ export interface AdminDeps {
   receipts?: Pick<ReceiptKeeper, 'take'>;
 }
 
+/** The API's commands on the local database: restart, scheduled restart, reinitialize. */
 export class AdminCommands {
   constructor(private readonly d: AdminDeps) {}
 
@@ -52,7 +53,8 @@ export class AdminCommands {
   async restartNow(timeoutMs?: number): Promise<AdminOutcome> {
     const db = this.d.db();
     const s = db.getSnapshot();
-    if (s.value !== 'running') return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
+    if (s.value !== 'running')
+      return { ok: false, reason: `${s.value === 'restarting' ? 'restart' : String(s.value)} already in progress` };
     db.send({ type: 'cmd.restart', reason: 'restart requested through the API', at: this.d.now() });
     try {
       const end = await waitOn(this.d.clock, db, (x) => x.value === 'running' || x.value === 'restart_failed', timeoutMs ?? 60_000);
@@ -88,7 +90,7 @@ export class AdminCommands {
       serverVersion: p?.serverVersion ?? 0,
       pendingRestart: !!p && Object.keys(p.pendingRestart).length > 0,
     });
-    const outcome = held.ok ? await this.restartNow(req.timeoutSeconds !== undefined ? req.timeoutSeconds * 1000 : undefined) : held;
+    const outcome = held.ok ? await this.restartNow(restartTimeoutMs(req)) : held;
     this.d.log.info({ outcome }, outcome.ok ? 'scheduled restart done' : `scheduled restart not done: ${outcome.reason}`);
     schedules.restartFinished(outcome);
     await this.d.memberKey.publish().catch(() => undefined);

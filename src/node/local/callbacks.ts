@@ -90,7 +90,11 @@ export interface DbPhase {
 const STARTS = new Set(['starting', 'bootstrap_starting', 'initdb', 'stopped']);
 
 /** The callback a transition of the database machine fires, and with which role; undefined: none. */
-export function callbackFor(prev: DbPhase, next: DbPhase, announcedRole: string | undefined): { action: CallbackName; role: string } | undefined {
+export function callbackFor(
+  prev: DbPhase,
+  next: DbPhase,
+  announcedRole: string | undefined,
+): { action: CallbackName; role: string } | undefined {
   if (next.value === 'running' && prev.value !== 'running') {
     if (prev.value === 'restarting') return { action: 'on_restart', role: next.role };
     if (!STARTS.has(prev.value)) return undefined;
@@ -172,7 +176,11 @@ export class CallbackRunner {
     const startedMs = clock.now();
     const note = (type: string, level: 'info' | 'warn', text: string, extra: Record<string, unknown> = {}) => {
       log[level]({ callback: action, role, ...extra }, text);
-      journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.callback.${type}`, action, role, command, ...extra, reason: text, at: clock.now() } });
+      journal.append({
+        machine: 'ha',
+        kind: 'event',
+        event: { type: `ha.callback.${type}`, action, role, command, ...extra, reason: text, at: clock.now() },
+      });
     };
     let proc: CallbackProcess;
     try {
@@ -192,7 +200,12 @@ export class CallbackRunner {
       if (exit.error !== undefined) note('failed', 'warn', `callback ${action} could not be started: ${exit.error}`);
       else if (run.killed !== undefined) note('killed', 'warn', `callback ${action} killed: ${run.killed}`, { ms });
       else if (exit.code === 0) note('exited', 'info', `callback ${action} finished`, { code: 0, ms });
-      else note('exited', 'warn', `callback ${action} ended with ${exit.code !== null ? `exit code ${exit.code}` : `signal ${exit.signal}`}`, { code: exit.code, signal: exit.signal, ms });
+      else
+        note('exited', 'warn', `callback ${action} ended with ${exit.code !== null ? `exit code ${exit.code}` : `signal ${exit.signal}`}`, {
+          code: exit.code,
+          signal: exit.signal,
+          ms,
+        });
     });
   }
 

@@ -6,7 +6,7 @@
  */
 import { sanitizeDynamicConfig } from '../../config/dynamic-sanitize.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { Tags } from '../../domain/member.ts';
 import { filterParameters } from '../../domain/pg-parameters.ts';
 import { syncSettings } from '../../domain/sync-standby.ts';
@@ -56,6 +56,7 @@ export interface ConfigApplierDeps {
   republish(): Promise<void>;
 }
 
+/** The dynamic and local configuration applied, and PostgreSQL's configuration written (one write at a time). */
 export class ConfigApplier {
   private lastProblem = '';
   private lastDropped = '';
@@ -103,7 +104,8 @@ export class ConfigApplier {
     const problem = [...problems, ...adjustments].join('; ');
     if (problem !== this.lastProblem) {
       this.lastProblem = problem;
-      if (problems.length) this.d.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
+      if (problems.length)
+        this.d.notice('config.rejected', `dynamic configuration in the DCS is invalid, keeping the last good one: ${problem}`);
       else if (adjustments.length) this.d.notice('config.adjusted', `dynamic configuration in the DCS adjusted: ${problem}`);
     }
     this.applyTiming(next);
@@ -112,7 +114,7 @@ export class ConfigApplier {
     state.config = next;
     // A failed pg_rewind is tried again after the operator changes the rewind settings (docs/ha.md "Rewind").
     if (rewindSettings(next) !== rewindSettings(prev)) this.d.rewinds.forget();
-    if (next.loop_wait !== prev.loop_wait) this.d.schedules()?.setLoopWait(next.loop_wait * 1000);
+    if (next.loop_wait !== prev.loop_wait) this.d.schedules()?.setLoopWait(timingOf(next).loopWaitMs);
     const syncChanged = JSON.stringify(syncSettings(next)) !== JSON.stringify(syncSettings(prev));
     if (syncChanged || JSON.stringify(next.database.parameters) !== JSON.stringify(prev.database.parameters)) {
       this.reconfigureRunning('applying parameters failed');
@@ -139,22 +141,25 @@ export class ConfigApplier {
     const { dcs, log } = this.d;
     if (c.retry_timeout !== this.clientRetryTimeout) {
       this.clientRetryTimeout = c.retry_timeout;
-      dcs.setRetryTimeout(c.retry_timeout * 1000);
+      dcs.setRetryTimeout(timingOf(c).retryTimeoutMs);
     }
     if (c.ttl === this.leaseTtl || this.ttlChanging) return;
     const ttl = c.ttl;
     this.ttlChanging = true;
-    void dcs.setTtl(ttl).then(
-      () => {
-        this.ttlChanging = false;
-        this.leaseTtl = ttl;
-        return this.d.republish();
-      },
-      (e) => {
-        this.ttlChanging = false;
-        log.warn({ err: String(e) }, 'changing the lease TTL failed');
-      },
-    ).catch((e) => log.warn({ err: String(e) }, 'publishing the member key after a lease change failed'));
+    void dcs
+      .setTtl(ttl)
+      .then(
+        () => {
+          this.ttlChanging = false;
+          this.leaseTtl = ttl;
+          return this.d.republish();
+        },
+        (e) => {
+          this.ttlChanging = false;
+          log.warn({ err: String(e) }, 'changing the lease TTL failed');
+        },
+      )
+      .catch((e) => log.warn({ err: String(e) }, 'publishing the member key after a lease change failed'));
   }
 
   /**

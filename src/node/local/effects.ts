@@ -8,8 +8,18 @@ import { databaseMachine, type CloneInput, type StartInput, type StopInput } fro
 import { sleepOn, systemClock, type Clock } from '../clock.ts';
 import type { PgControl, Upstream } from '../../postgres/types.ts';
 import { isRewindNotStarted } from '../../postgres/rewind-error.ts';
-import { targetRecoveryOf, waitForRecoveryEnd, type BootstrapPlan } from './bootstrap-recovery.ts';
 import type { ProgressTracker } from './progress.ts';
+
+/**
+ * A custom bootstrap method as it runs (bootstrap.<method>): `command` with `--scope=` and
+ * `--datadir=` unless `noParams`, then `args` as `--<key>=<value>` (patroni.md §3.10).
+ */
+export interface BootstrapPlan {
+  name: string;
+  command: string;
+  noParams?: boolean;
+  args?: Record<string, string | number | boolean>;
+}
 
 /**
  * How a pg_rewind ended. `untouched`: it failed before it changed the data directory (the leader
@@ -25,30 +35,26 @@ export interface EffectContext {
   /** Custom bootstrap command, when bootstrap.method names one. */
   customBootstrapCommand: () => string | undefined;
   /**
-   * The custom bootstrap method in full (its options, recovery settings), when bootstrap.method
-   * names one (docs/backups.md "Disaster recovery"); absent: `customBootstrapCommand` run with
-   * --scope and --datadir, then a plain start.
+   * The custom bootstrap method in full (its `no_params` and other keys), when bootstrap.method
+   * names one; absent: `customBootstrapCommand` run with --scope and --datadir.
    */
   customBootstrap?: () => BootstrapPlan | undefined;
   /**
-   * Makes the replica's data directory by the replica creation methods, in order with fallback
-   * (src/node/local/replica-creation.ts); absent: pg_basebackup from `cloneSource`.
+   * How the next clone makes the data directory (docs/backups.md "Replica creation"): a function
+   * that runs the member's replica creation methods in order with fallback
+   * (src/node/local/replica-creation.ts), given the clone source (undefined: none); or undefined
+   * (also when absent) for the built-in pg_basebackup from `cloneSource` alone, as before methods
+   * existed (the default `create_replica_methods: [basebackup]`, a reinitialize `from-leader`).
    */
-  createReplica?: () => Promise<void>;
+  replicaMethods?: () => ((from: Upstream | undefined) => Promise<void>) | undefined;
   /** The progress of the clone, rewind or bootstrap under way (/ha, hactl list). */
   progress?: Pick<ProgressTracker, 'begin' | 'phase' | 'output' | 'bytes' | 'end'>;
-  /** How long a restore's recovery to its target may take before the start fails, ms. Default 24 h. */
-  recoveryTimeoutMs?: () => number;
   /** Where to clone (or rewind) from (set by the HA loop before cmd.clone / cmd.reinitialize / cmd.rewind). */
   cloneSource: () => Upstream | undefined;
   /** Told how a pg_rewind ended (the node remembers a failure so that it never loops; docs/ha.md "Rewind"). */
   rewound?: (outcome: RewindOutcome) => void;
-  /**
-   * Writes the configuration for starting with a role (upstream, slot, parameters): PgControl.configure
-   * with the node's options, serialized with its other writes; `targetRecovery` for the first start
-   * after a custom bootstrap that recovers to a target.
-   */
-  configure: (role: 'primary' | 'replica', opts?: { targetRecovery?: Record<string, string> }) => Promise<void>;
+  /** Writes the configuration for starting with a role (upstream, slot, parameters): PgControl.configure with the node's options, serialized with its other writes. */
+  configure: (role: 'primary' | 'replica') => Promise<void>;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
   afterStop: () => Promise<void>;
   /** This member's name (recorded in the promotion marker). */
@@ -145,61 +151,65 @@ async function promoteMarked(pg: PgControl, ctx: EffectContext): Promise<void> {
   await markPromotion(pg, ctx);
 }
 
-/** The first start after a custom bootstrap: its method, and the targeted recovery it asks for. */
-interface BootstrapStart {
-  method: string;
-  /** recovery.signal and these parameters (restore_command, recovery_target*, …); absent: a plain start. */
-  parameters?: Record<string, string>;
+/**
+ * Removes a promotion marker whose promotion never happened (finding 27): the marker is written
+ * before the promotion (promoteMarked), so a promotion that failed (the postmaster stopped or
+ * fenced first, the agent gone before `pg_ctl promote`) leaves a marker naming a timeline this data
+ * directory never made. Left in place, it would name this member for that timeline once the data
+ * follows another leader's promotion to the same number, and the divergence check would discard a
+ * data directory that holds the leader's own WAL. Called only while no postmaster runs on the data
+ * directory: no promotion can be under way then (PostgreSQL removes a leftover promote signal file
+ * when the postmaster starts), and a promotion that did happen wrote `pg_wal/<TLI>.history` of its
+ * timeline before its first WAL on it (PostgreSQL docs "Timelines"); the marker is stale exactly
+ * when that file is absent. Failures are swallowed: the marker only adds a divergence check.
+ */
+async function dropStalePromotion(pg: PgControl): Promise<void> {
+  try {
+    if ((await pg.postmasterPid()) !== undefined) return;
+    const marker = await pg.readPromotion();
+    if (!marker || marker.timeline <= 1) return;
+    const made = await pg.readTimelineHistory(marker.timeline).then(
+      () => true,
+      () => false,
+    );
+    if (!made) await pg.removePromotion();
+  } catch {
+    // Best effort: a marker left in place only keeps its divergence check.
+  }
 }
 
 /**
- * The first start after a custom bootstrap (bootstrap_starting; docs/backups.md "Disaster
- * recovery"). As initdb's start, it is not checked against the leader lock: this member won the
- * `initialize` race and the cluster has no leader yet (the lock is taken once it runs). With a
- * targeted recovery: the target written with recovery.signal, PostgreSQL started (it answers once
- * the backup's WAL is replayed), then waited on until it promoted itself at the target
- * (recovery_target_action = promote, or the end of the archive without a target); its promotion
- * marker is written then. Rejects when PostgreSQL exits (e.g. "recovery ended before configured
- * recovery target was reached") or the recovery outlasts `recoveryTimeoutMs`.
+ * A new cluster is made whole or not at all: after initdb, a failed configuration, start or
+ * post-bootstrap stops the postmaster of this data directory (immediate; never another server's)
+ * and empties the directory, so the next attempt, here or on another member once the `initialize`
+ * key is given back, starts from nothing (issue 30, item 1). The directory held only what this
+ * initdb made: initdb itself refuses a directory that is not empty.
  */
-async function startAfterBootstrap(pg: PgControl, ctx: EffectContext, first: BootstrapStart): Promise<void> {
-  const clock = ctx.clock ?? systemClock;
-  if (!first.parameters) {
-    await ctx.configure('primary');
-    await startWithRetry(pg, ctx.startTimeoutMs(), clock);
-    return;
-  }
-  const timeoutMs = ctx.recoveryTimeoutMs?.() ?? 24 * 3600_000;
-  const progress = ctx.progress;
-  progress?.begin('bootstrap', first.method, 'replaying WAL to the recovery target');
+async function undoInitdb(pg: PgControl, ctx: EffectContext): Promise<void> {
+  if ((await pg.postmasterPid()) !== undefined) await pg.stop('immediate', ctx.stopTimeoutMs());
+  await pg.removeData();
+}
+
+/** initdb, then configure, start and post-bootstrap; any failure after initdb undoes it (undoInitdb). */
+async function initdbWhole(pg: PgControl, ctx: EffectContext): Promise<void> {
+  await pg.initdb(ctx.initdbOptions());
   try {
-    await ctx.configure('primary', { targetRecovery: first.parameters });
-    await startWithRetry(pg, Math.max(ctx.startTimeoutMs(), timeoutMs), clock);
-    await waitForRecoveryEnd(pg, clock, timeoutMs, progress ? (bytes) => progress.bytes(bytes) : undefined);
-  } finally {
-    progress?.end();
+    await ctx.configure('primary');
+    await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+    await pg.postBootstrap();
+  } catch (e) {
+    await undoInitdb(pg, ctx).catch(() => undefined);
+    throw e;
   }
-  await markPromotion(pg, ctx);
 }
 
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
-  /**
-   * The first start after a custom bootstrap (bootstrap_starting), with the targeted recovery it
-   * asks for, if any: set by the customBootstrap actor, taken by the next start as primary.
-   */
-  let pendingBootstrap: BootstrapStart | undefined;
   return databaseMachine.provide({
     actors: {
-      initdb: fromPromise(async () => {
-        await pg.initdb(ctx.initdbOptions());
-        await ctx.configure('primary');
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
-        await pg.postBootstrap();
-      }),
+      initdb: fromPromise(() => initdbWhole(pg, ctx)),
       customBootstrap: fromPromise(async () => {
-        pendingBootstrap = undefined;
         const cmd = ctx.customBootstrapCommand();
         const plan = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
         if (!plan) throw new Error('no custom bootstrap command configured');
@@ -211,8 +221,6 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
             ...(plan.args ? { args: plan.args } : {}),
             ...(progress ? { onOutput: (text: string) => progress.output(text) } : {}),
           });
-          const parameters = await targetRecoveryOf(pg, plan);
-          pendingBootstrap = { method: plan.name, ...(parameters ? { parameters } : {}) };
         } finally {
           progress?.end();
         }
@@ -228,7 +236,12 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
             progress?.begin('rewind', 'pg_rewind', `rewinding from ${from.name}`);
             await pg.rewind(from, progress ? { onOutput: (text) => progress.output(text) } : {});
           } catch (e) {
-            ctx.rewound?.({ ok: false, from: from.name, error: e instanceof Error ? e.message : String(e), untouched: isRewindNotStarted(e) });
+            ctx.rewound?.({
+              ok: false,
+              from: from.name,
+              error: e instanceof Error ? e.message : String(e),
+              untouched: isRewindNotStarted(e),
+            });
             throw e;
           } finally {
             progress?.end();
@@ -236,12 +249,13 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
           ctx.rewound?.({ ok: true, from: from.name });
           return;
         }
-        if (!from && !ctx.createReplica) throw new Error('no member to clone from');
+        const methods = ctx.replicaMethods?.();
+        if (!from && !methods) throw new Error('no member to clone from');
         // Never under a live postmaster: stop the one this node knows of (immediate, by PID if its
         // postmaster.pid is gone); fail when an unknown server holds the port or socket.
         await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
-        if (ctx.createReplica) {
-          await ctx.createReplica();
+        if (methods) {
+          await methods(from);
           return;
         }
         if (!from) throw new Error('no member to clone from');
@@ -249,12 +263,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         await pg.basebackup(from);
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
-        const first = input.role === 'primary' ? pendingBootstrap : undefined;
-        if (first) {
-          await startAfterBootstrap(pg, ctx, first);
-          pendingBootstrap = undefined;
-          return;
-        }
+        await dropStalePromotion(pg);
         await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
@@ -265,6 +274,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       restart: fromPromise(async ({ input }: { input: StartInput }) => {
         await pg.stop('fast', ctx.stopTimeoutMs());
+        await dropStalePromotion(pg);
         await ctx.configure(input.role);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
       }),

@@ -79,6 +79,7 @@ export interface LocalWatchDeps {
   clock?: Clock;
 }
 
+/** The probe and the crash watcher of the local PostgreSQL (see the module comment). */
 export class LocalWatch {
   /** The latest successful probe while the database runs; undefined otherwise. */
   probe: PgStatus | undefined;

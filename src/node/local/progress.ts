@@ -23,7 +23,11 @@ export async function directoryBytes(dir: string): Promise<number> {
     for (const e of entries) {
       const p = join(d, e.name);
       if (e.isDirectory()) await walk(p);
-      else if (e.isFile()) total += await stat(p).then((s) => s.size, () => 0);
+      else if (e.isFile())
+        total += await stat(p).then(
+          (s) => s.size,
+          () => 0,
+        );
     }
   };
   await walk(dir);
@@ -95,7 +99,11 @@ export class ProgressTracker {
   bytes(done: number, total?: number): void {
     if (!this.op) return;
     this.toolBytes = true;
-    this.op = { ...this.op, bytesDone: done, ...(total !== undefined ? { bytesTotal: total, percent: total > 0 ? Math.min(100, (100 * done) / total) : 100 } : {}) };
+    this.op = {
+      ...this.op,
+      bytesDone: done,
+      ...(total !== undefined ? { bytesTotal: total, percent: total > 0 ? Math.min(100, (100 * done) / total) : 100 } : {}),
+    };
     this.touch();
   }
 
@@ -111,7 +119,13 @@ export class ProgressTracker {
    * Runs `fn` as one operation: begun before, ended after, whatever happens.
    * @returns what `fn` returns; rejects as it does.
    */
-  async run<T>(operation: ProgressOperation, method: string, phase: string, fn: () => Promise<T>, opts: { sample?: boolean } = {}): Promise<T> {
+  async run<T>(
+    operation: ProgressOperation,
+    method: string,
+    phase: string,
+    fn: () => Promise<T>,
+    opts: { sample?: boolean } = {},
+  ): Promise<T> {
     this.begin(operation, method, phase, opts);
     try {
       return await fn();

@@ -149,7 +149,14 @@ export class ReceiptKeeper {
   async take(plan: DiscardPlan): Promise<Receipt | undefined> {
     await this.load();
     if (plan.ranges.length === 0) return undefined;
-    const key = keyOf(plan.leaderTimeline, plan.ranges.map((r) => ({ timeline: r.timeline, from: formatLsn(r.fromLsn), ...(r.toLsn !== undefined ? { to: formatLsn(r.toLsn) } : {}) })));
+    const key = keyOf(
+      plan.leaderTimeline,
+      plan.ranges.map((r) => ({
+        timeline: r.timeline,
+        from: formatLsn(r.fromLsn),
+        ...(r.toLsn !== undefined ? { to: formatLsn(r.toLsn) } : {}),
+      })),
+    );
     if (key === this.lastKey) return undefined;
     const { pg, notice, name } = this.deps;
     const builder = new ReceiptBuilder();
@@ -163,7 +170,10 @@ export class ReceiptKeeper {
       }
     }
     const relationNames = await this.relationNames(plan.leader, builder);
-    const receipt = buildReceipt(name, this.deps.now(), plan, builder, { ...(relationNames ? { relationNames } : {}), ...(error ? { error } : {}) });
+    const receipt = buildReceipt(name, this.deps.now(), plan, builder, {
+      ...(relationNames ? { relationNames } : {}),
+      ...(error ? { error } : {}),
+    });
     let where: string;
     try {
       where = await this.deps.store.write(receipt);

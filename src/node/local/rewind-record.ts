@@ -10,6 +10,7 @@
 import type { RewindFailure } from '../../domain/ha-cycle.ts';
 import type { RewindOutcome } from './effects.ts';
 
+/** The rewind under way and the last one that failed. */
 export class RewindRecord {
   private attempt: { leader: string; timeline: number } | undefined;
   private failed: RewindFailure | undefined;
@@ -51,11 +52,17 @@ export class RewindRecord {
     }
     const reason = outcome.error.replace(/\s+/g, ' ').slice(0, 500);
     if (outcome.untouched) {
-      this.deps.notice('rewind.retry', `pg_rewind from ${outcome.from} did not start, the data directory is unchanged: tried again after the start back-off: ${reason}`);
+      this.deps.notice(
+        'rewind.retry',
+        `pg_rewind from ${outcome.from} did not start, the data directory is unchanged: tried again after the start back-off: ${reason}`,
+      );
       return;
     }
     this.failed = { leader: attempt.leader, timeline: attempt.timeline, reason };
-    this.deps.notice('rewind.failed', `pg_rewind from ${outcome.from} failed (not retried against timeline ${attempt.timeline} of ${attempt.leader}): ${reason}`);
+    this.deps.notice(
+      'rewind.failed',
+      `pg_rewind from ${outcome.from} failed (not retried against timeline ${attempt.timeline} of ${attempt.leader}): ${reason}`,
+    );
   }
 
   /** Forgets the failed rewind (the data directory is gone or runs again, or the rewind settings changed). */

@@ -8,12 +8,19 @@
  * - replica: POST /failsafe accepted for ttl: the sender is the leader (no leader race meanwhile),
  *   `/ha` shows `failsafe_mode_is_active` and /readiness counts a DCS-less replica as ready.
  */
-import { answerFailsafe, failsafeKeyAction, failsafeTargets, failsafeUrl, type FailsafeAnswer, type FailsafeRequest } from '../../domain/failsafe.ts';
+import {
+  answerFailsafe,
+  failsafeKeyAction,
+  failsafeTargets,
+  failsafeUrl,
+  type FailsafeAnswer,
+  type FailsafeRequest,
+} from '../../domain/failsafe.ts';
 import type { ClusterView } from '../../domain/cluster.ts';
 import type { CycleInput } from '../../domain/ha-cycle.ts';
 import { requestApi } from '../../net/api-client.ts';
 import type { Dcs } from '../../dcs/dcs.ts';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseView, Notice } from '../node-core.ts';
 import type { Fencing } from './fencing.ts';
@@ -59,6 +66,7 @@ export interface FailsafeDeps {
   post?: FailsafePost;
 }
 
+/** Failsafe mode on both sides: the leader's rounds of POST /failsafe and a replica's acceptances. */
 export class Failsafe {
   /** Replica side: the last accepted POST /failsafe and when (node clock). */
   private accepted: { req: FailsafeRequest; atMs: number } | undefined;
@@ -103,9 +111,17 @@ export class Failsafe {
     const fresh = this.accepted === undefined || this.accepted.req.name !== request.name;
     this.accepted = { req: request, atMs: core.now() };
     this.version++;
-    if (fresh) core.notice('failsafe.accepted', `accepted POST /failsafe from ${request.name}: it stays the leader without the DCS; not racing for ttl`);
+    if (fresh)
+      core.notice(
+        'failsafe.accepted',
+        `accepted POST /failsafe from ${request.name}: it stays the leader without the DCS; not racing for ttl`,
+      );
     const p = core.probe();
-    const lsn = p ? (p.inRecovery ? [p.receiveLsn, p.replayLsn].reduce<bigint>((a, b) => (b !== undefined && b > a ? b : a), 0n) : (p.flushLsn ?? 0n)) : undefined;
+    const lsn = p
+      ? p.inRecovery
+        ? [p.receiveLsn, p.replayLsn].reduce<bigint>((a, b) => (b !== undefined && b > a ? b : a), 0n)
+        : (p.flushLsn ?? 0n)
+      : undefined;
     return lsn !== undefined && lsn > 0n ? { ...answer, lsn: String(lsn) } : answer;
   }
 
@@ -118,7 +134,7 @@ export class Failsafe {
   private boundUntilMs(role: string): number | undefined {
     const { config } = this.d.state;
     if (config.failsafe_mode !== true) return undefined;
-    const ttlMs = config.ttl * 1000;
+    const { ttlMs } = timingOf(config);
     const a = this.accepted;
     const accepted = a && a.req.name !== this.d.name ? a.atMs + ttlMs : undefined;
     const grace = role !== 'primary' ? this.startedMs + ttlMs : undefined;
@@ -131,7 +147,7 @@ export class Failsafe {
     const a = this.accepted;
     const { state } = this.d;
     if (!a || state.config.failsafe_mode !== true) return undefined;
-    return this.d.now() - a.atMs < state.config.ttl * 1000 ? a.req.name : undefined;
+    return this.d.now() - a.atMs < timingOf(state.config).ttlMs ? a.req.name : undefined;
   }
 
   // ---- leader side -----------------------------------------------------------------------------
@@ -150,7 +166,7 @@ export class Failsafe {
     // A POST /failsafe this member accepted before its agent restarted still binds it for ttl from
     // then (the sender may run as the leader on it): no race during the first ttl after the start.
     // Not for a primary (a running primary refuses POST /failsafe: it accepted none).
-    const graceMs = this.startedMs + config.ttl * 1000 - this.d.now();
+    const graceMs = this.startedMs + timingOf(config).ttlMs - this.d.now();
     if (config.failsafe_mode === true && graceMs > 0 && i.role !== 'primary') out.failsafeRestartGraceMs = graceMs;
     const boundUntilMs = this.boundUntilMs(i.role);
     if (boundUntilMs !== undefined) out.failsafeBoundUntilMs = boundUntilMs;
@@ -196,7 +212,7 @@ export class Failsafe {
 
   /** Until when this primary may count itself the leader on failsafe's account (epoch ms); 0 when not active. */
   leaderUntilMs(): number {
-    return this.activeSinceMs !== undefined ? this.lastRoundSentMs + this.d.state.config.ttl * 1000 : 0;
+    return this.activeSinceMs !== undefined ? this.lastRoundSentMs + timingOf(this.d.state.config).ttlMs : 0;
   }
 
   /** One round: POST to every other member of the key, all in parallel; true when all accepted before the deadline. */
@@ -233,7 +249,10 @@ export class Failsafe {
     if (stamp !== undefined) core.fencing?.renewed(stamp);
     if (this.activeSinceMs === undefined) {
       this.activeSinceMs = sentMs;
-      core.notice('failsafe.active', `DCS not accessible: continue to run as a leader because failsafe mode is enabled and all ${targets.length} other members accepted`);
+      core.notice(
+        'failsafe.active',
+        `DCS not accessible: continue to run as a leader because failsafe mode is enabled and all ${targets.length} other members accepted`,
+      );
     }
     this.version++;
     return true;

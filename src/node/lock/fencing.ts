@@ -6,7 +6,10 @@
  * The fence itself is a FenceDevice (a separate process in production, started idle with the
  * agent, src/watchdog/process-fence.ts; none in the simulator and in unit tests). This module
  * decides when it is armed, fed and disarmed (disarmed, the process stays, idle):
- * - armed before a promotion (the leader race) and whenever this agent holds the lock while a
+ * - armed before a promotion: once the leader race is won (automatic mode, as the reference
+ *   activates its watchdog after taking the lock and before promoting: a member that loses the
+ *   race never arms), or before the race (required mode: a member that cannot arm it does not
+ *   race); and whenever this agent holds the lock while a
  *   postmaster runs (adopted key, bootstrap, a primary started after a failure) — or, with a
  *   device that fences a data directory, whenever it holds the lock at all: armed on the data
  *   directory it stops whatever postmaster runs there when it fires, so a primary this agent
@@ -22,7 +25,7 @@
  * whose fence cannot be (re)armed demotes and gives the lock up (`watchdog_failed` in /ha).
  */
 import type { Logger } from 'pino';
-import type { DynamicConfig } from '../../domain/dynamic-config.ts';
+import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { FenceDevice, FenceEvent } from '../../watchdog/process-fence.ts';
 import { monoNowMs } from '../../watchdog/protocol.ts';
 
@@ -34,6 +37,11 @@ export interface WatchdogSettings {
   mode: WatchdogMode;
   /** Seconds before the lease can expire at which the fence fires; −1 = ttl / 2 (the reference's). */
   safety_margin: number;
+  /**
+   * The operator wrote `safety_margin` (not the default): an adjustment of it is a warning; the
+   * default adjusted to the cluster's timing is logged at info.
+   */
+  safety_margin_set?: boolean;
 }
 
 /** Default of the `watchdog` section (the reference's: automatic, 5 s). */
@@ -56,7 +64,11 @@ export interface FencingStatus {
  * only stops a PostgreSQL whose agent could not, still at least retry_timeout / 2 before the
  * lease can expire. `adjusted` says the setting was not used as written.
  */
-export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, retryTimeoutMs?: number): { marginMs: number; adjusted: boolean } {
+export function effectiveMarginMs(
+  safetyMarginSeconds: number,
+  ttlMs: number,
+  retryTimeoutMs?: number,
+): { marginMs: number; adjusted: boolean } {
   let marginMs = safetyMarginSeconds < 0 ? ttlMs / 2 : safetyMarginSeconds * 1000;
   let adjusted = false;
   if (safetyMarginSeconds >= 0 && marginMs >= ttlMs) {
@@ -78,6 +90,7 @@ export function effectiveMarginMs(safetyMarginSeconds: number, ttlMs: number, re
  */
 export const LAUNCH_SLACK_MS = 1000;
 
+/** What the fence reads and calls (HaNode wires it). */
 export interface FencingDeps {
   settings: WatchdogSettings;
   /** The fence; undefined: no fence (the mode is then reported, never armed; `required` fails). */
@@ -90,12 +103,14 @@ export interface FencingDeps {
   lockHeld: () => boolean;
   /** The local database runs (or stops) as a primary: a postmaster that may acknowledge writes. */
   primaryRunning: () => boolean;
-  notice: (type: string, text: string) => void;
+  /** Logs (at warn, or at `level`) and journals `ha.<type>`. */
+  notice: (type: string, text: string, level?: 'info') => void;
   log: Logger;
   /** Monotonic ms (default CLOCK_MONOTONIC). */
   mono?: () => number;
 }
 
+/** When the fence is armed, fed and disarmed (see the module comment). */
 export class Fencing {
   private lastStamp: number | undefined;
   private failed = false;
@@ -148,12 +163,14 @@ export class Fencing {
   }
 
   /**
-   * Before the leader race (patroni.md §3.12: activated before promotion): arms the fence on the
-   * running postmaster with the deadline counted from now. False only when `required` and it
-   * could not be armed: the member must not take the lock.
+   * Before the leader race, `required` only: arms the fence on the running postmaster with the
+   * deadline counted from now. False when it could not be armed: the member must not take the
+   * lock. In `automatic` mode nothing is armed before the race (a member that loses it would arm
+   * and disarm for nothing): the won lock arms it (`renewed`), and `afterAcquire` waits for that
+   * before the promotion.
    */
   async beforeAcquire(): Promise<boolean> {
-    if (this.mode === 'off' || this.deps.config().pause === true) return true;
+    if (this.mode !== 'required' || this.deps.config().pause === true) return true;
     const stamp = this.stamp();
     const ok = await this.serial(async () => {
       if (this.deps.device?.armed) return true;
@@ -166,6 +183,16 @@ export class Fencing {
       return false;
     }
     return true;
+  }
+
+  /**
+   * After the leader race was won, before the promotion (patroni.md §3.12: activated before
+   * promotion): resolves once the arming the won lock started (`renewed`) is done. An arming that
+   * failed was reported by it (automatic mode goes on without a fence).
+   */
+  async afterAcquire(): Promise<void> {
+    if (this.mode === 'off') return;
+    await this.sync();
   }
 
   /**
@@ -204,7 +231,10 @@ export class Fencing {
       if (pid === undefined && this.deadline(this.lastStamp).remainingMs <= 0) return;
       if (!(await this.armOn(pid, this.lastStamp)) && this.mode === 'required' && !this.failed) {
         this.failed = true;
-        this.deps.notice('watchdog.failed', 'the fence (watchdog) could not be armed while leading and watchdog.mode is required: demoting');
+        this.deps.notice(
+          'watchdog.failed',
+          'the fence (watchdog) could not be armed while leading and watchdog.mode is required: demoting',
+        );
       }
     }).then(
       () => undefined,
@@ -230,7 +260,8 @@ export class Fencing {
   marginMs(): number {
     if (this.mode === 'off' || !this.deps.device) return 0;
     const cfg = this.deps.config();
-    return effectiveMarginMs(this.deps.settings.safety_margin, cfg.ttl * 1000, cfg.retry_timeout * 1000).marginMs;
+    const t = timingOf(cfg);
+    return effectiveMarginMs(this.deps.settings.safety_margin, t.ttlMs, t.retryTimeoutMs).marginMs;
   }
 
   /**
@@ -252,23 +283,18 @@ export class Fencing {
   /** The fence deadline of a renewal sent at `stampMono`. */
   private deadline(stampMono: number): { remainingMs: number; deadlineMonoMs: number } {
     const cfg = this.deps.config();
-    const ttlMs = cfg.ttl * 1000;
-    const { marginMs, adjusted } = effectiveMarginMs(this.deps.settings.safety_margin, ttlMs, cfg.retry_timeout * 1000);
-    const key = `${cfg.ttl}/${cfg.loop_wait}/${cfg.retry_timeout}/${marginMs}`;
+    const { ttlMs, retryTimeoutMs } = timingOf(cfg);
+    const { marginMs, adjusted } = effectiveMarginMs(this.deps.settings.safety_margin, ttlMs, retryTimeoutMs);
+    const key = `${cfg.ttl}/${cfg.retry_timeout}/${marginMs}`;
     if (key !== this.warnedTiming) {
       this.warnedTiming = key;
+      // The default margin fitted to the cluster's timing is no fault of the file: info. A margin
+      // the operator wrote and the agent does not use as written is a warning.
       if (adjusted) {
         this.deps.notice(
           'watchdog.adjusted',
-          `watchdog.safety_margin ${this.deps.settings.safety_margin} s with ttl ${cfg.ttl} s and retry_timeout ${cfg.retry_timeout} s: using ${marginMs / 1000} s (at most ttl / 2 and retry_timeout / 2, so the agent's own demotion comes first)`,
-        );
-      }
-      const fenceAfter = ttlMs - marginMs;
-      const ownDemotion = (cfg.loop_wait + 2 * cfg.retry_timeout) * 1000;
-      if (fenceAfter < ownDemotion) {
-        this.deps.log.warn(
-          { ttl: cfg.ttl, loop_wait: cfg.loop_wait, retry_timeout: cfg.retry_timeout, safety_margin_ms: marginMs },
-          `the fence fires ${fenceAfter / 1000} s after the last renewal, before the agent's own demotion after failed renewals may start (loop_wait + 2 × retry_timeout = ${ownDemotion / 1000} s): a slow DCS can end in an immediate stop instead of a fast demotion`,
+          `watchdog.safety_margin ${this.deps.settings.safety_margin} s${this.deps.settings.safety_margin_set === true ? '' : ' (the default)'} with ttl ${cfg.ttl} s and retry_timeout ${cfg.retry_timeout} s: using ${marginMs / 1000} s (at most ttl / 2 and retry_timeout / 2, so the agent's own demotion comes first)`,
+          ...(this.deps.settings.safety_margin_set === true ? [] : (['info'] as const)),
         );
       }
     }
@@ -284,7 +310,9 @@ export class Fencing {
       return false;
     }
     const { remainingMs, deadlineMonoMs } = this.deadline(stampMono);
-    const what = [pid !== undefined ? `postmaster ${pid}` : undefined, d.dataDir ? `data directory ${d.dataDir}` : undefined].filter(Boolean).join(' and ');
+    const what = [pid !== undefined ? `postmaster ${pid}` : undefined, d.dataDir ? `data directory ${d.dataDir}` : undefined]
+      .filter(Boolean)
+      .join(' and ');
     try {
       await d.arm(pid, remainingMs, deadlineMonoMs);
     } catch (e) {
@@ -297,7 +325,11 @@ export class Fencing {
       return false;
     }
     this.failed = false;
-    this.deps.notice('watchdog.armed', `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`);
+    this.deps.notice(
+      'watchdog.armed',
+      `fence armed on ${what} (fence process ${d.pid ?? '?'}): fires ${Math.round(remainingMs)} ms from now unless the leader lock is renewed`,
+      'info',
+    );
     return true;
   }
 
@@ -306,7 +338,7 @@ export class Fencing {
     if (!d) return;
     const was = d.armed;
     await d.disarm().catch((e) => this.deps.log.warn({ err: String(e) }, 'disarming the fence failed'));
-    if (was) this.deps.notice('watchdog.disarmed', `fence disarmed: ${why}`);
+    if (was) this.deps.notice('watchdog.disarmed', `fence disarmed: ${why}`, 'info');
   }
 
   private onDeviceEvent(e: FenceEvent): void {

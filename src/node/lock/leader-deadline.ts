@@ -8,6 +8,7 @@
  *
  * All time is the node's clock (simulated in `ha simulate`).
  */
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { FAILSAFE_ROUND_RESERVE_MS, leaderDeadlineMs } from '../../domain/leader-deadline.ts';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { DynamicConfig } from '../../domain/dynamic-config.ts';
@@ -30,6 +31,7 @@ export interface LeaderDeadlineDeps {
   wake(): void;
 }
 
+/** The leader cycle's deadline for DCS calls, and the wake-up when it passes. */
 export class LeaderDeadline {
   /** Send time of the last failsafe round every member accepted in time; 0 when none since leading. */
   private failsafeSentMs = 0;
@@ -71,8 +73,8 @@ export class LeaderDeadline {
     return leaderDeadlineMs({
       lastRenewalMs: dcs.lastKeepaliveMs(),
       failsafeSentMs: this.failsafeSentMs,
-      ttlSeconds: state.config.ttl,
-      retryTimeoutSeconds: state.config.retry_timeout,
+      ttlMs: timingOf(state.config).ttlMs,
+      retryTimeoutMs: timingOf(state.config).retryTimeoutMs,
     });
   }
 

@@ -46,6 +46,7 @@ export type LockReading =
   /** The key names this member but is an incarnation we released or lost: the view is stale. */
   | 'stale';
 
+/** The leader lock as this agent holds it (see the module comment). */
 export class LeaderLock {
   private st: LockState = { kind: 'none' };
 

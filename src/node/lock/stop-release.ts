@@ -6,23 +6,21 @@
  * demotion, the agent's shutdown with its stop; the database machine reports the stop
  * (`afterStop`). The one owner of that request.
  */
-import type { Logger } from 'pino';
-import type { Dcs } from '../../dcs/dcs.ts';
 import type { PgControl } from '../../postgres/types.ts';
-import type { LeaderDuties } from '../replication/leader-duties.ts';
+import type { LeaderDuties, LeaderDutiesDeps } from '../replication/leader-duties.ts';
 import type { LeaderLock } from './leader-lock.ts';
 
 /** What the release reads and calls (HaNode wires it). */
-export interface StopReleaseDeps {
-  dcs: Pick<Dcs, 'setStatus'>;
-  pg: Pick<PgControl, 'controlData'>;
-  log: Pick<Logger, 'warn'>;
+export interface StopReleaseDeps extends Pick<LeaderDutiesDeps, 'dcs' | 'log'> {
   lock: Pick<LeaderLock, 'release'>;
+  /** The final checkpoint is read from pg_controldata and published in `status` (LeaderDuties.finalStatus). */
+  pg: Pick<PgControl, 'controlData'>;
   duties: Pick<LeaderDuties, 'finalStatus'>;
   /** Tells observers that leadership changed. */
   emitChange(): void;
 }
 
+/** The lock release asked for with a stop, carried out once the database stopped. */
 export class StopRelease {
   /** The stop in progress releases the lock when done. */
   private pending = false;

@@ -40,6 +40,10 @@ export interface MemberFacts {
   notStreamingSinceMs?: number;
   /** Why the local WAL diverged from the leader's timeline. */
   diverged?: string;
+  /** The last failed database action and why (`<action> failed: <reason>`, src/domain/database-failure.ts). */
+  failure?: string;
+  /** The last handover this leader refused (HandoverRefusals). */
+  switchoverRefused?: { reason: string; atMs: number };
 }
 
 /** The member key's value. LSNs as integer bytes. */
@@ -57,7 +61,11 @@ export function buildMemberData(f: MemberFacts): MemberData {
       ? {
           ...(p.receiveLsn !== undefined ? { receive_lsn: Number(p.receiveLsn) } : {}),
           ...(p.replayLsn !== undefined ? { replay_lsn: Number(p.replayLsn) } : {}),
-          ...(p.streaming ? { replication_state: 'streaming' as const } : p.archiveRecovery ? { replication_state: 'in archive recovery' as const } : {}),
+          ...(p.streaming
+            ? { replication_state: 'streaming' as const }
+            : p.archiveRecovery
+              ? { replication_state: 'in archive recovery' as const }
+              : {}),
         }
       : {}),
     ...(Object.keys(tags).length ? { tags } : {}),
@@ -66,5 +74,9 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(f.paused ? { pause: true } : {}),
     ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
     ...(f.diverged ? { diverged: f.diverged } : {}),
+    ...(f.failure !== undefined ? { failure: f.failure } : {}),
+    ...(f.switchoverRefused
+      ? { switchover_refused: { at: new Date(f.switchoverRefused.atMs).toISOString(), reason: f.switchoverRefused.reason } }
+      : {}),
   };
 }

@@ -10,6 +10,8 @@ import type { Dcs } from '../../dcs/dcs.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { CycleFacts } from '../cycle/trackers.ts';
 import type { ScheduledWork } from '../cycle/schedules.ts';
+import type { HandoverRefusals } from '../cycle/handover-refusal.ts';
+import type { FailureRecord } from '../local/failure-record.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { DatabaseView, NodeDeps, NodeState } from '../node-core.ts';
 import { buildMemberData } from './member-data.ts';
@@ -21,6 +23,10 @@ export interface MemberKeyDeps extends Pick<NodeDeps, 'name' | 'connUrl' | 'apiU
   /** The cycle's facts: not streaming since, divergence. */
   facts: Pick<CycleFacts, 'notStreamingSinceMs' | 'divergedReason'>;
   lock: Pick<LeaderLock, 'held'>;
+  /** The last failed database action (`failure` in the key). */
+  failures: Pick<FailureRecord, 'text'>;
+  /** The last handover this leader refused (`switchover_refused` in the key). */
+  refusals: Pick<HandoverRefusals, 'last'>;
   /** The database machine actor (throws before the node started). */
   db(): DatabaseView;
   /** The latest probe while the database runs. */
@@ -29,6 +35,7 @@ export interface MemberKeyDeps extends Pick<NodeDeps, 'name' | 'connUrl' | 'apiU
   schedules(): Pick<ScheduledWork, 'scheduledRestart'> | undefined;
 }
 
+/** This member's key, built and published when it changed. */
 export class MemberKey {
   private lastJson = '';
 
@@ -52,6 +59,8 @@ export class MemberKey {
     const snap = deps.db().getSnapshot();
     const scheduled = this.scheduledRestart();
     const probe = this.d.probe();
+    const failure = this.d.failures.text;
+    const refused = this.d.refusals.last;
     return buildMemberData({
       connUrl: deps.connUrl,
       apiUrl: deps.apiUrl,
@@ -64,6 +73,8 @@ export class MemberKey {
       paused: state.config.pause === true,
       ...(t.notStreamingSinceMs !== undefined ? { notStreamingSinceMs: t.notStreamingSinceMs } : {}),
       ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
+      ...(failure !== undefined ? { failure } : {}),
+      ...(refused ? { switchoverRefused: refused } : {}),
     });
   }
 

@@ -43,6 +43,7 @@ export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version
   discarded?(): ReceiptSummary;
 }
 
+/** The node snapshot the API and the metrics read, the same object while nothing in it changed. */
 export class SnapshotBuilder {
   private memo: { inputs: unknown[]; snapshot: NodeSnapshot } | undefined;
 
@@ -56,7 +57,25 @@ export class SnapshotBuilder {
     const snap = core.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
-    const inputs = [snap, probe, view, st.config, st.tags, t.sysid, core.lock.untilMs, deps.dcs.lastSeenMs(), st.lastLoopMs, core.schedules()?.restart.getSnapshot(), t.divergedReason, t.notStreamingSinceMs, t.ghostLeader, core.sync.current(), core.failsafe?.version, core.discarded?.(), ...fenceInputs(core)];
+    const inputs = [
+      snap,
+      probe,
+      view,
+      st.config,
+      st.tags,
+      t.sysid,
+      core.lock.untilMs,
+      deps.dcs.lastSeenMs(),
+      st.lastLoopMs,
+      core.schedules()?.restart.getSnapshot(),
+      t.divergedReason,
+      t.notStreamingSinceMs,
+      t.ghostLeader,
+      core.sync.current(),
+      core.failsafe?.version,
+      core.discarded?.(),
+      ...fenceInputs(core),
+    ];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';

@@ -15,6 +15,7 @@ import { slotNameForMember } from '../../postgres/slots.ts';
 import { slotMembers } from '../../domain/upstream.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import { isQuietPlan, QuietSlotListing } from './slot-listing.ts';
+import { dropAndCreatePhysical } from './slot-changes.ts';
 
 /** What the leader's duties read and call (HaNode wires them). */
 export interface LeaderDutiesDeps {
@@ -27,6 +28,7 @@ export interface LeaderDutiesDeps {
   now: () => number;
 }
 
+/** The leader's per-cycle duties: status, slots, history. */
 export class LeaderDuties {
   private readonly listing = new QuietSlotListing();
   private lastStatusJson = '';
@@ -92,7 +94,11 @@ export class LeaderDuties {
    * settings and role, and no permanent logical slot (their confirmed positions are read from
    * the listing every cycle).
    */
-  private async syncSlots(view: ClusterView, inRecovery: boolean, probedPhysical: string[]): Promise<{ retain: string[]; logical: Record<string, number> }> {
+  private async syncSlots(
+    view: ClusterView,
+    inRecovery: boolean,
+    probedPhysical: string[],
+  ): Promise<{ retain: string[]; logical: Record<string, number> }> {
     const { pg, name, log, now } = this.deps;
     const cfg = view.config?.value;
     const permanent = permanentSlots(cfg);
@@ -114,30 +120,26 @@ export class LeaderDuties {
       return { retain, logical };
     }
     const hasLogical = [...permanent.values()].some((p) => p.type === 'logical');
-    const key = JSON.stringify([wanted, [...permanent], cfg?.['ignore_slots'] ?? null, cfg?.['pause'] === true, inRecovery, [...probedPhysical].sort()]);
+    const key = JSON.stringify([
+      wanted,
+      [...permanent],
+      cfg?.['ignore_slots'] ?? null,
+      cfg?.['pause'] === true,
+      inRecovery,
+      [...probedPhysical].sort(),
+    ]);
     if (!hasLogical && this.listing.reusable(key, now())) return { retain, logical };
     try {
       const listedAtMs = now();
       const existing = await pg.listSlots();
       const opts = { logical: !inRecovery, dropUnknown: cfg?.['pause'] !== true };
       const plan = planSlotSync(existing, wanted, permanent, ignoreSlots(cfg), opts);
-      this.listing.listed(key, listedAtMs, isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, wanted, permanent, ignoreSlots(cfg), opts)));
-      for (const n of plan.drop) {
-        await pg.dropSlot?.(n);
-        log.info({ slot: n }, `dropped replication slot ${n}`);
-      }
-      for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
-      for (const s of plan.createLogical) {
-        try {
-          await pg.createLogicalSlot?.(s.name, s.database, s.plugin);
-          log.info({ slot: s.name, database: s.database, plugin: s.plugin }, `created permanent logical slot ${s.name}`);
-          this.lastLogicalError.delete(s.name);
-        } catch (e) {
-          const err = String(e);
-          if (this.lastLogicalError.get(s.name) !== err) log.warn({ slot: s.name, err }, `could not create permanent logical slot ${s.name}`);
-          this.lastLogicalError.set(s.name, err);
-        }
-      }
+      this.listing.listed(
+        key,
+        listedAtMs,
+        isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, wanted, permanent, ignoreSlots(cfg), opts)),
+      );
+      await this.applySlotPlan(plan);
       for (const s of existing) {
         const p = permanent.get(s.name);
         if (p?.type === 'logical' && s.type === 'logical' && s.confirmedFlush !== undefined) logical[s.name] = Number(s.confirmedFlush);
@@ -148,12 +150,33 @@ export class LeaderDuties {
     return { retain, logical };
   }
 
+  /** Carries out a slot plan: drops, physical creations, logical creations (a failed logical creation logged once per error). */
+  private async applySlotPlan(plan: ReturnType<typeof planSlotSync>): Promise<void> {
+    const { pg, log } = this.deps;
+    await dropAndCreatePhysical(pg, log, plan);
+    for (const s of plan.createLogical) {
+      try {
+        await pg.createLogicalSlot?.(s.name, s.database, s.plugin);
+        log.info({ slot: s.name, database: s.database, plugin: s.plugin }, `created permanent logical slot ${s.name}`);
+        this.lastLogicalError.delete(s.name);
+      } catch (e) {
+        const err = String(e);
+        if (this.lastLogicalError.get(s.name) !== err) log.warn({ slot: s.name, err }, `could not create permanent logical slot ${s.name}`);
+        this.lastLogicalError.set(s.name, err);
+      }
+    }
+  }
+
   /** Writes `history` from `pg_wal/<TLI>.history` of the current timeline. Logs (never throws) on failure. */
   private async writeHistory(view: ClusterView, timeline: number): Promise<void> {
     const { dcs, pg, name, log, now } = this.deps;
     try {
       const lines = parseHistoryFile(await pg.readTimelineHistory(timeline));
-      const entries = historyEntries(lines, { ...(view.history ? { previous: view.history } : {}), now: new Date(now()).toISOString(), newLeader: name });
+      const entries = historyEntries(lines, {
+        ...(view.history ? { previous: view.history } : {}),
+        now: new Date(now()).toISOString(),
+        newLeader: name,
+      });
       await dcs.setHistory(entries);
       this.historyTimeline = timeline;
       log.info({ timeline, entries: entries.length }, `wrote the history key for timeline ${timeline}`);

@@ -17,6 +17,7 @@
  * Failures are logged; the next cycle tries again.
  */
 import type { ClusterView } from '../../domain/cluster.ts';
+import { timingOf } from '../../domain/dynamic-config.ts';
 import { formatLsn } from '../../domain/lsn.ts';
 import { ignoreSlots, permanentSlots, planSlotSync, type PermanentSlot } from '../../domain/slots.ts';
 import { slotMembers } from '../../domain/upstream.ts';
@@ -28,12 +29,16 @@ import type { PgStatus } from '../../domain/pg-status.ts';
 import type { PgControl } from '../../postgres/types.ts';
 import type { DatabaseCommands, NodeState, Notice } from '../node-core.ts';
 import type { ReplicationSource } from './replication-source.ts';
+import { dropAndCreatePhysical } from './slot-changes.ts';
 
 /** What a replica's slot work reads and calls (HaNode wires it). */
 export interface ReplicaSlotsDeps {
   /** This member's name. */
   name: string;
-  pg: Pick<PgControl, 'syncSlots' | 'listSlots' | 'dropSlot' | 'createPhysicalSlot' | 'advanceSlot' | 'readPrimarySlots' | 'writeSlotState' | 'oldestWalLsn'>;
+  pg: Pick<
+    PgControl,
+    'syncSlots' | 'listSlots' | 'dropSlot' | 'createPhysicalSlot' | 'advanceSlot' | 'readPrimarySlots' | 'writeSlotState' | 'oldestWalLsn'
+  >;
   log: Pick<Logger, 'info' | 'warn'>;
   state: Readonly<Pick<NodeState, 'config' | 'tags'>>;
   source: Pick<ReplicationSource, 'followsRemote'>;
@@ -56,6 +61,7 @@ export function hasPermanentLogicalSlots(config: Record<string, unknown> | undef
   return [...permanentSlots(config).values()].some((s) => s.type === 'logical');
 }
 
+/** A running replica's slots, each cycle it follows a leader. */
 export class ReplicaSlots {
   private nextCopyAtMs = 0;
   private copyInterval = COPY_INTERVAL_MS;
@@ -99,12 +105,12 @@ export class ReplicaSlots {
         dropUnknown: cfg['pause'] !== true,
       };
       const plan = planSlotSync(existing, cascade, permanent, ignoreSlots(cfg), opts);
-      this.listing.listed(key, listedAtMs, isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, cascade, permanent, ignoreSlots(cfg), opts)));
-      for (const n of plan.drop) {
-        await pg.dropSlot?.(n);
-        log.info({ slot: n }, `dropped replication slot ${n}`);
-      }
-      for (const n of plan.createPhysical) await pg.createPhysicalSlot?.(n);
+      this.listing.listed(
+        key,
+        listedAtMs,
+        isQuietPlan(existing, plan, (inactive) => planSlotSync(inactive, cascade, permanent, ignoreSlots(cfg), opts)),
+      );
+      await dropAndCreatePhysical(pg, log, plan);
       for (const a of plan.advance) {
         try {
           await pg.advanceSlot?.(a.name, a.lsn, a.database);
@@ -123,7 +129,11 @@ export class ReplicaSlots {
    * Copies missing permanent logical slots from the primary and restarts PostgreSQL to load them
    * (at most once per COPY_INTERVAL_MS).
    */
-  private async copyLogical(view: ClusterView, wanted: { name: string; database: string; plugin: string }[], replayLsn: bigint | undefined): Promise<void> {
+  private async copyLogical(
+    view: ClusterView,
+    wanted: { name: string; database: string; plugin: string }[],
+    replayLsn: bigint | undefined,
+  ): Promise<void> {
     const deps = this.d;
     const { state, pg, log } = deps;
     const now = deps.now();
@@ -137,7 +147,9 @@ export class ReplicaSlots {
     // A slot copied before and still missing (PostgreSQL did not load it): back off, doubling up to
     // MAX_COPY_INTERVAL_MS, so a slot file the server refuses cannot restart it every cycle.
     const again = wanted.some((w) => this.copied.has(w.name));
-    this.copyInterval = again ? Math.min(this.copyInterval * 2, MAX_COPY_INTERVAL_MS) : Math.max(COPY_INTERVAL_MS, state.config.loop_wait * 5000);
+    this.copyInterval = again
+      ? Math.min(this.copyInterval * 2, MAX_COPY_INTERVAL_MS)
+      : Math.max(COPY_INTERVAL_MS, 5 * timingOf(state.config).loopWaitMs);
     this.nextCopyAtMs = now + this.copyInterval;
     const byName = new Map<string, PermanentSlot>(wanted.map((w) => [w.name, { type: 'logical', database: w.database, plugin: w.plugin }]));
     const rows = await pg.readPrimarySlots(up, [...byName.keys()]);
@@ -147,20 +159,34 @@ export class ReplicaSlots {
       const w = byName.get(r.name);
       if (!w || w.type !== 'logical' || w.database !== r.database || w.plugin !== r.plugin) continue;
       if (oldest !== undefined && r.restartLsn < oldest) {
-        this.once(`copy:${r.name}`, 'wal', `not copying logical slot ${r.name}: its restart_lsn ${formatLsn(r.restartLsn)} is older than the local WAL (${formatLsn(oldest)})`);
+        this.once(
+          `copy:${r.name}`,
+          'wal',
+          `not copying logical slot ${r.name}: its restart_lsn ${formatLsn(r.restartLsn)} is older than the local WAL (${formatLsn(oldest)})`,
+        );
         continue;
       }
       if (r.confirmedFlush > replayLsn) {
-        this.once(`copy:${r.name}`, 'replay', `not copying logical slot ${r.name} yet: its confirmed_flush ${formatLsn(r.confirmedFlush)} is ahead of the local replay ${formatLsn(replayLsn)}`);
+        this.once(
+          `copy:${r.name}`,
+          'replay',
+          `not copying logical slot ${r.name} yet: its confirmed_flush ${formatLsn(r.confirmedFlush)} is ahead of the local replay ${formatLsn(replayLsn)}`,
+        );
         continue;
       }
       await pg.writeSlotState(r.name, r.state);
       copy.push(r.name);
       this.copied.add(r.name);
-      log.info({ slot: r.name, restartLsn: formatLsn(r.restartLsn), confirmedFlush: formatLsn(r.confirmedFlush) }, `copied logical slot ${r.name} from ${up.name}`);
+      log.info(
+        { slot: r.name, restartLsn: formatLsn(r.restartLsn), confirmedFlush: formatLsn(r.confirmedFlush) },
+        `copied logical slot ${r.name} from ${up.name}`,
+      );
     }
     if (copy.length === 0) return;
-    this.d.notice('slots.copied', `copied logical slot${copy.length > 1 ? 's' : ''} ${copy.join(', ')} from ${up.name}: restarting to load ${copy.length > 1 ? 'them' : 'it'}`);
+    this.d.notice(
+      'slots.copied',
+      `copied logical slot${copy.length > 1 ? 's' : ''} ${copy.join(', ')} from ${up.name}: restarting to load ${copy.length > 1 ? 'them' : 'it'}`,
+    );
     this.d.db().send({ type: 'cmd.restart', reason: `loading logical slots copied from ${up.name}`, at: now });
   }
 

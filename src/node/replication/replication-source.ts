@@ -39,6 +39,7 @@ export type StreamSource =
    */
   | { kind: 'remote'; upstream: Upstream | undefined; configuredFor: string | undefined };
 
+/** The one owner of the clone source and of what primary_conninfo points at. */
 export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
@@ -139,6 +140,7 @@ export class ReplicationSource {
 
   /** Sets the stream; a member stream with neither an upstream nor a configured member is none. */
   private set(kind: 'member' | 'remote', upstream: Upstream | undefined, configuredFor: string | undefined): void {
-    this.stream = kind === 'member' && upstream === undefined && configuredFor === undefined ? { kind: 'none' } : { kind, upstream, configuredFor };
+    this.stream =
+      kind === 'member' && upstream === undefined && configuredFor === undefined ? { kind: 'none' } : { kind, upstream, configuredFor };
   }
 }

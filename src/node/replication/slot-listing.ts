@@ -30,6 +30,7 @@ export function isQuietPlan(
 /** How long a quiet listing is reused, ms. */
 export const SLOT_LISTING_REUSE_MS = 60_000;
 
+/** A slot listing reused while nothing it was planned from moved. */
 export class QuietSlotListing {
   private quiet: { key: string; atMs: number } | undefined;
 

@@ -21,6 +21,8 @@ import {
   syncStateOf,
   type SyncKey,
   type SyncSet,
+  type SyncSettings,
+  type SyncStep,
 } from '../../domain/sync-standby.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
 import type { Logger } from 'pino';
@@ -58,6 +60,7 @@ export interface SyncManagerDeps {
   probe(): PgStatus | undefined;
 }
 
+/** The leader's synchronous replication, one step at a time (see the module comment). */
 export class SyncManager {
   /** The set this agent wrote or found; undefined while it does not manage one (not leader, mode off). */
   private configured: SyncSet | undefined;
@@ -143,7 +146,7 @@ export class SyncManager {
     const core = this.deps;
     // Synchronous mode is ignored in a standby cluster (patroni.md §3.8): nothing is touched.
     if (standbyClusterOf(core.state.config)) return;
-    const { dcs, name } = core;
+    const { dcs } = core;
     const settings = syncSettings(core.state.config);
     if (settings.mode === 'off') {
       if (this.configured !== undefined) {
@@ -156,72 +159,17 @@ export class SyncManager {
       }
       return;
     }
-    if (this.configured === undefined) {
-      // Leading without having promoted in this process (agent restart, adopted lock): what runs
-      // is known, what came before it is not; the key grows again only once the set in force is
-      // known to hold everything (uncovered until then).
-      this.configured = parseSyncSet(probe.synchronousStandbyNames ?? '');
-      this.mark = undefined;
-      this.uncovered = [{ kind: 'unknown' }];
-    }
     let pg = probe;
     let v = view;
-    if (this.configured.kind !== 'unknown' && pg.synchronousStandbyNames !== undefined && pg.synchronousStandbyNames !== formatSyncSet(this.configured)) {
-      // The set this agent wrote is still not in force at the next round (a reload that failed
-      // or was slower than the re-probes, a value written by hand): what runs is not protected
-      // by the key's growth until the written set holds every commit again, and it is written
-      // once more. The decision alone would wait for it forever: it only steps on a set that
-      // differs from the target (CI, tests/e2e/sync-rules.test.ts).
-      const running = parseSyncSet(pg.synchronousStandbyNames);
-      if (!this.uncovered.some((u) => sameSyncSet(u, running))) this.uncovered = [...this.uncovered, running];
-      this.mark = undefined;
-      const text = formatSyncSet(this.configured);
-      core.notice('sync.standby_names', `synchronous_standby_names in force is ${JSON.stringify(pg.synchronousStandbyNames)}, not ${JSON.stringify(text)} as written: writing it again`);
+    const stale = this.staleInForce(this.adoptRunning(probe), pg);
+    if (stale !== undefined) {
       await rewrite();
-      pg = await this.probeUntil(text, pg);
+      pg = await this.probeUntil(stale, pg);
     }
     for (let n = 0; n < MAX_STEPS_PER_CYCLE; n++) {
-      const configured: SyncSet = this.configured;
-      const effective = configured.kind === 'unknown' || (pg.synchronousStandbyNames ?? '') === formatSyncSet(configured);
-      if (effective && this.mark === undefined) this.mark = pg.flushLsn ?? 0n;
-      const rows = pg.replication;
-      const flushOf = (m: string) => rows.find((r) => r.application_name.toLowerCase() === m.toLowerCase())?.flush_lsn;
-      const mark = this.mark;
-      if (effective && mark !== undefined) {
-        if (configured.kind === 'async') this.uncovered = [];
-        else if (configured.kind === 'first' || configured.kind === 'any') {
-          const holding = configured.members.filter((m) => (flushOf(m) ?? -1n) >= mark).length;
-          if (holding >= configured.num) this.uncovered = [];
-        }
-      }
-      const caughtUp =
-        effective && mark !== undefined && (configured.kind === 'first' || configured.kind === 'any')
-          ? configured.members.filter((m) => {
-              const r = rows.find((x) => x.application_name.toLowerCase() === m.toLowerCase());
-              return !!r && (r.sync_state === 'sync' || r.sync_state === 'quorum') && (r.flush_lsn ?? -1n) >= mark;
-            })
-          : [];
-      const key = v.sync ? syncKeyOf(v.sync.value) : undefined;
-      const step = decideSyncStep({
-        settings,
-        self: name,
-        key,
-        configured,
-        effective,
-        uncovered: this.uncovered,
-        caughtUp,
-        candidates: syncCandidates({ self: name, members: v.members, replication: rows, settings, inKey: key?.members ?? [] }),
-      });
-      if (step.kind === 'none') {
-        const status: SyncStatus = { standbyNames: configured.kind === 'unknown' ? (configured.text ?? '') : formatSyncSet(configured), ...(step.degraded ? { degraded: step.degraded } : {}) };
-        if (JSON.stringify(status) !== JSON.stringify(this.status)) this.status = status;
-        if (step.degraded !== this.lastDegraded) {
-          if (step.degraded) core.notice('sync.degraded', step.degraded);
-          else if (this.lastDegraded) core.notice('sync.restored', `commits wait for ${formatSyncSet(step.target)} again`);
-          this.lastDegraded = step.degraded;
-        }
-        return;
-      }
+      const configured = this.adoptRunning(pg);
+      const step = this.nextStep(configured, settings, v, pg);
+      if (step.kind === 'none') return;
       if (step.kind === 'writeKey') {
         const ok = await dcs.setSync(syncStateOf(step.key), v.sync?.revision ?? '0');
         if (!ok) {
@@ -240,6 +188,105 @@ export class SyncManager {
       core.notice('sync.standby_names', step.reason);
       await rewrite();
       pg = await this.probeUntil(formatSyncSet(step.set), pg);
+    }
+  }
+
+  /**
+   * The managed set. Leading without having promoted in this process (agent restart, adopted
+   * lock): what runs (`probe`) is known, what came before it is not; the key grows again only
+   * once the set in force is known to hold everything (uncovered until then).
+   */
+  private adoptRunning(probe: PgStatus): SyncSet {
+    if (this.configured === undefined) {
+      this.configured = parseSyncSet(probe.synchronousStandbyNames ?? '');
+      this.mark = undefined;
+      this.uncovered = [{ kind: 'unknown' }];
+    }
+    return this.configured;
+  }
+
+  /**
+   * The set this agent wrote is still not in force at the next round (a reload that failed or was
+   * slower than the re-probes, a value written by hand): what runs is not protected by the key's
+   * growth until the written set holds every commit again, and it is written once more. The
+   * decision alone would wait for it forever: it only steps on a set that differs from the target
+   * (CI, tests/e2e/sync-rules.test.ts). Returns the text to write again, undefined when in force.
+   */
+  private staleInForce(configured: SyncSet, pg: PgStatus): string | undefined {
+    if (
+      configured.kind === 'unknown' ||
+      pg.synchronousStandbyNames === undefined ||
+      pg.synchronousStandbyNames === formatSyncSet(configured)
+    )
+      return undefined;
+    const running = parseSyncSet(pg.synchronousStandbyNames);
+    if (!this.uncovered.some((u) => sameSyncSet(u, running))) this.uncovered = [...this.uncovered, running];
+    this.mark = undefined;
+    const text = formatSyncSet(configured);
+    this.deps.notice(
+      'sync.standby_names',
+      `synchronous_standby_names in force is ${JSON.stringify(pg.synchronousStandbyNames)}, not ${JSON.stringify(text)} as written: writing it again`,
+    );
+    return text;
+  }
+
+  /**
+   * One step of the managed set on the probe `pg` and the view `v`: what is in force since when
+   * (the mark), which earlier sets it now covers, which standbys caught up, then decideSyncStep.
+   * A step 'none' is settled here (status, degraded notices).
+   */
+  private nextStep(configured: SyncSet, settings: SyncSettings, v: ClusterView, pg: PgStatus): SyncStep {
+    const name = this.deps.name;
+    const effective = configured.kind === 'unknown' || (pg.synchronousStandbyNames ?? '') === formatSyncSet(configured);
+    if (effective && this.mark === undefined) this.mark = pg.flushLsn ?? 0n;
+    const rows = pg.replication;
+    const mark = this.mark;
+    const caughtUp = effective && mark !== undefined ? this.covered(configured, rows, mark) : [];
+    const key = v.sync ? syncKeyOf(v.sync.value) : undefined;
+    const step = decideSyncStep({
+      settings,
+      self: name,
+      key,
+      configured,
+      effective,
+      uncovered: this.uncovered,
+      caughtUp,
+      candidates: syncCandidates({ self: name, members: v.members, replication: rows, settings, inKey: key?.members ?? [] }),
+    });
+    if (step.kind === 'none') this.settle(configured, step);
+    return step;
+  }
+
+  /**
+   * The set in force since `mark` (the primary's flush position then): the earlier sets are
+   * covered once enough of its members hold `mark`; returns its members that are synchronous
+   * (sync or quorum) and hold `mark` (caught up).
+   */
+  private covered(configured: SyncSet, rows: PgStatus['replication'], mark: bigint): string[] {
+    const row = (m: string) => rows.find((r) => r.application_name.toLowerCase() === m.toLowerCase());
+    if (configured.kind === 'async') this.uncovered = [];
+    else if (configured.kind === 'first' || configured.kind === 'any') {
+      const holding = configured.members.filter((m) => (row(m)?.flush_lsn ?? -1n) >= mark).length;
+      if (holding >= configured.num) this.uncovered = [];
+    }
+    if (configured.kind !== 'first' && configured.kind !== 'any') return [];
+    return configured.members.filter((m) => {
+      const r = row(m);
+      return !!r && (r.sync_state === 'sync' || r.sync_state === 'quorum') && (r.flush_lsn ?? -1n) >= mark;
+    });
+  }
+
+  /** Nothing to change: the status /ha shows, and the degraded notices once per change. */
+  private settle(configured: SyncSet, step: Extract<SyncStep, { kind: 'none' }>): void {
+    const status: SyncStatus = {
+      standbyNames: configured.kind === 'unknown' ? (configured.text ?? '') : formatSyncSet(configured),
+      ...(step.degraded ? { degraded: step.degraded } : {}),
+    };
+    if (JSON.stringify(status) !== JSON.stringify(this.status)) this.status = status;
+    if (step.degraded !== this.lastDegraded) {
+      if (step.degraded) this.deps.notice('sync.degraded', step.degraded);
+      else if (this.lastDegraded) this.deps.notice('sync.restored', `commits wait for ${formatSyncSet(step.target)} again`);
+      this.lastDegraded = step.degraded;
     }
   }
 

@@ -67,7 +67,10 @@
   /** The transitions of the machine's last PATH_STEPS steps, oldest first. */
   function pathOf(m) {
     if (!m.def) return [];
-    return m.steps.slice(-PATH_STEPS).map((s) => stepTransition(m.def, s)).filter((i) => i >= 0);
+    return m.steps
+      .slice(-PATH_STEPS)
+      .map((s) => stepTransition(m.def, s))
+      .filter((i) => i >= 0);
   }
 
   /** The chart container of a machine, created when the page does not have one yet. */
@@ -115,7 +118,10 @@
     }
     for (const g of c.querySelectorAll('g[id^="edge:"]')) {
       const carried = [...g.classList].filter((k) => /^t\d+$/.test(k)).map((k) => Number(k.slice(1)));
-      g.classList.toggle('path', carried.some((i) => onPath.has(i)));
+      g.classList.toggle(
+        'path',
+        carried.some((i) => onPath.has(i)),
+      );
       g.classList.toggle('path-last', last !== undefined && carried.includes(last));
     }
   }
@@ -132,13 +138,20 @@
 
   function timeOf(iso) {
     const d = new Date(iso);
-    return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleTimeString([], { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+    return Number.isNaN(d.getTime())
+      ? String(iso)
+      : d.toLocaleTimeString([], { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
   }
 
   function transitionItem(e, fresh) {
     const li = el('li', fresh ? 'fresh' : '');
     li.dataset.seq = String(e.seq);
-    li.append(el('span', 't-time', timeOf(e.time)), el('span', 't-machine', e.machine), document.createTextNode(': ' + e.from + ' → ' + e.to + ' '), el('span', 't-event', '(' + e.event + ')'));
+    li.append(
+      el('span', 't-time', timeOf(e.time)),
+      el('span', 't-machine', e.machine),
+      document.createTextNode(': ' + e.from + ' → ' + e.to + ' '),
+      el('span', 't-event', '(' + e.event + ')'),
+    );
     if (e.reason) li.append(el('span', 't-reason', e.reason));
     return li;
   }

@@ -128,7 +128,8 @@ function keyGoneAt(w: KeyWatch, fromMs: number): number | undefined {
 
 async function assertArmed(leader: string): Promise<void> {
   await waitFor(async () => (await metric(leader, 'ha_watchdog_armed')) === 1, 20_000, `ha_watchdog_armed 1 on ${leader}`);
-  for (const n of c.nodes) if (n.name !== leader) expect(await metric(n.name, 'ha_watchdog_armed'), `${n.name} is no leader: no fence`).toBe(0);
+  for (const n of c.nodes)
+    if (n.name !== leader) expect(await metric(n.name, 'ha_watchdog_armed'), `${n.name} is no leader: no fence`).toBe(0);
 }
 
 /**
@@ -147,16 +148,23 @@ async function rejoinedAsReplica(old: string, since: number, marker: number): Pr
   );
   await waitFor(
     async () => {
-      if ((await c.get(old, '/replica')).status !== 200 || (await c.get(old, '/ha')).json()?.replication_state !== 'streaming') return false;
+      if ((await c.get(old, '/replica')).status !== 200 || (await c.get(old, '/ha')).json()?.replication_state !== 'streaming')
+        return false;
       return (await c.psql(old, `select count(*) from ha_writer where id = ${marker}`, 2000).catch(() => '')).trim() === '1';
     },
     REJOIN_BOUND_MS,
     `${old} back as a streaming replica of ${leader} holding row ${marker}`,
   ).catch((e) => {
-    throw new Error(`${String(e)}\n${c.logsMatching(LOG_RE, since).slice(-60).join('\n')}\n==== ${old} output\n${c.node(old).output.slice(-12_000)}`);
+    throw new Error(
+      `${String(e)}\n${c.logsMatching(LOG_RE, since).slice(-60).join('\n')}\n==== ${old} output\n${c.node(old).output.slice(-12_000)}`,
+    );
   });
   const lines = c.logsMatching(/./, since).filter((l) => l.includes(` ${old} `));
-  return lines.some((l) => /pg_rewind from \S+ done/.test(l)) ? 'rewound' : lines.some((l) => /bootstrap from|reinitializ/.test(l)) ? 're-cloned' : 'started as a replica (no rewind needed)';
+  return lines.some((l) => /pg_rewind from \S+ done/.test(l))
+    ? 'rewound'
+    : lines.some((l) => /bootstrap from|reinitializ/.test(l))
+      ? 're-cloned'
+      : 'started as a replica (no rewind needed)';
 }
 
 describe('fencing a frozen or dead leader agent', () => {
@@ -193,7 +201,9 @@ describe('fencing a frozen or dead leader agent', () => {
       if (gone !== undefined) expect(gone - t0, 'the postmaster was gone before the leader key expired').toBeGreaterThan(fenceMs);
       expect(failoverMs).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
       const how = await rejoinedAsReplica(old, tCont, 900_001);
-      figures.push(`(a) ${old} streaming from ${await c.leader()} ${Date.now() - tCont} ms after SIGCONT (bound ${REJOIN_BOUND_MS}): ${how}`);
+      figures.push(
+        `(a) ${old} streaming from ${await c.leader()} ${Date.now() - tCont} ms after SIGCONT (bound ${REJOIN_BOUND_MS}): ${how}`,
+      );
       const overlaps = probe!.twoPrimaries(t0 - 1000);
       expect(overlaps, `two members acknowledged writes:\n${formatTransitions(probe!.transitions(), t0)}`).toEqual([]);
       const ha = (await c.get(old, '/ha')).json();
@@ -218,13 +228,17 @@ describe('fencing a frozen or dead leader agent', () => {
     });
     await waitFor(async () => (await c.primaries()).includes(next), FAILOVER_BOUND_MS, `${next} writable`);
     const failoverMs = Date.now() - t0;
-    figures.push(`(b) SIGKILL: postmaster gone ${fenceMs} ms after the kill (bound ${PIPE_FENCE_BOUND_MS}); new primary ${next} writable after ${failoverMs} ms`);
+    figures.push(
+      `(b) SIGKILL: postmaster gone ${fenceMs} ms after the kill (bound ${PIPE_FENCE_BOUND_MS}); new primary ${next} writable after ${failoverMs} ms`,
+    );
     expect(fenceMs).toBeLessThanOrEqual(PIPE_FENCE_BOUND_MS);
     expect(failoverMs).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
     const tStart = Date.now();
     c.start(old);
     const how = await rejoinedAsReplica(old, tStart, 900_002);
-    figures.push(`(b) restarted ${old} streaming from ${await c.leader()} ${Date.now() - tStart} ms after its start (bound ${REJOIN_BOUND_MS}): ${how}`);
+    figures.push(
+      `(b) restarted ${old} streaming from ${await c.leader()} ${Date.now() - tStart} ms after its start (bound ${REJOIN_BOUND_MS}): ${how}`,
+    );
     // The restarted agent journaled what its fence did while it was gone.
     expect(c.logsMatching(/fence stopped PostgreSQL/, t0).some((l) => l.includes(old))).toBe(true);
     const overlaps = probe!.twoPrimaries(t0 - 1000);

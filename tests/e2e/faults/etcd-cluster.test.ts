@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EtcdMember } from '../../support/etcd.ts';
 import { sleep, waitFor } from '../../support/processes.ts';
 import { TestCluster } from '../support/cluster.ts';
-import { assertNoLoss, createSafetyTables, formatTransitions, startWriteProbe, startWriter, type RecordedWriter, type WriteProbe } from '../support/writer.ts';
+import {
+  assertNoLoss,
+  createSafetyTables,
+  formatTransitions,
+  startWriteProbe,
+  startWriter,
+  type RecordedWriter,
+  type WriteProbe,
+} from '../support/writer.ts';
 import { firstMiss, T } from './timing.ts';
 
 describe('3-member etcd: an agent endpoint, then the etcd leader, killed', () => {
@@ -19,7 +27,14 @@ describe('3-member etcd: an agent endpoint, then the etcd leader, killed', () =>
   let members: EtcdMember[];
 
   beforeAll(async () => {
-    cluster = await TestCluster.create({ nodes: 3, ttl: T.ttl, loopWait: T.loop_wait, retryTimeout: T.retry_timeout, etcdMembers: 3, watchdog: { mode: 'off' } });
+    cluster = await TestCluster.create({
+      nodes: 3,
+      ttl: T.ttl,
+      loopWait: T.loop_wait,
+      retryTimeout: T.retry_timeout,
+      etcdMembers: 3,
+      watchdog: { mode: 'off' },
+    });
     members = (cluster.etcd as unknown as { members: EtcdMember[] }).members;
     cluster.startAll();
     leader = await cluster.settled(120_000);

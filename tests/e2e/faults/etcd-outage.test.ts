@@ -41,10 +41,18 @@ describe('etcd outage without failsafe', () => {
     await sleep(2 * T.ttl * 1000);
     const thawedAt = Date.now();
     cluster.etcd.thaw();
-    await waitFor(() => firstSinglePrimary(probe, thawedAt), RECOVERY_BOUND_MS + 30_000, 'one primary acknowledging writes').catch(() => undefined);
+    await waitFor(() => firstSinglePrimary(probe, thawedAt), RECOVERY_BOUND_MS + 30_000, 'one primary acknowledging writes').catch(
+      () => undefined,
+    );
     const stoppedAt = firstMiss(probe, leader, frozenAt);
     const back = firstSinglePrimary(probe, thawedAt);
-    console.log('etcd frozen 2 × ttl (before settling):', JSON.stringify({ stopAcknowledgingMs: stoppedAt !== undefined ? stoppedAt - frozenAt : undefined, primaryAgainAfterThawMs: back ? back.at - thawedAt : undefined }));
+    console.log(
+      'etcd frozen 2 × ttl (before settling):',
+      JSON.stringify({
+        stopAcknowledgingMs: stoppedAt !== undefined ? stoppedAt - frozenAt : undefined,
+        primaryAgainAfterThawMs: back ? back.at - thawedAt : undefined,
+      }),
+    );
     const after = await cluster.settled(120_000, /demot|leader|DCS|deadline/);
     const report = {
       stopAcknowledgingMs: stoppedAt !== undefined ? stoppedAt - frozenAt : undefined,

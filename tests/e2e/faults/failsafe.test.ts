@@ -34,7 +34,11 @@ describe('etcd outage with failsafe_mode: true', () => {
     leader = await cluster.settled(120_000);
     await createSafetyTables(cluster, leader);
     // the leader publishes the failsafe key with every member
-    await waitFor(async () => Object.keys(JSON.parse((await cluster.etcdGet('failsafe')) ?? '{}')).length === 3, 30_000, 'the failsafe key listing 3 members');
+    await waitFor(
+      async () => Object.keys(JSON.parse((await cluster.etcdGet('failsafe')) ?? '{}')).length === 3,
+      30_000,
+      'the failsafe key listing 3 members',
+    );
     probe = startWriteProbe(cluster);
   });
 
@@ -48,12 +52,22 @@ describe('etcd outage with failsafe_mode: true', () => {
     const frozenAt = Date.now();
     cluster.etcd.freeze();
     // while frozen: the leader is active in failsafe mode, replicas accepted it
-    const active = await waitFor(async () => ((await cluster.get(leader, '/ha')).json()?.failsafe_mode_is_active === true ? Date.now() : undefined), 2 * T.ttl * 1000, 'failsafe_mode_is_active on the leader').catch((e) => {
+    const active = await waitFor(
+      async () => ((await cluster.get(leader, '/ha')).json()?.failsafe_mode_is_active === true ? Date.now() : undefined),
+      2 * T.ttl * 1000,
+      'failsafe_mode_is_active on the leader',
+    ).catch((e) => {
       cluster.etcd.thaw();
       console.log(cluster.logsMatching(/./, frozenAt - 5000).join('\n'));
       throw e;
     });
-    const replicaActive = (await Promise.all(cluster.nodes.filter((n) => n.name !== leader).map(async (n) => (await cluster.get(n.name, '/ha')).json()?.failsafe_mode_is_active === true))).every(Boolean);
+    const replicaActive = (
+      await Promise.all(
+        cluster.nodes
+          .filter((n) => n.name !== leader)
+          .map(async (n) => (await cluster.get(n.name, '/ha')).json()?.failsafe_mode_is_active === true),
+      )
+    ).every(Boolean);
     await sleep(Math.max(0, frozenAt + 2 * T.ttl * 1000 - Date.now()));
     const primaryDuringOutage = await cluster.primaries();
     const thawedAt = Date.now();
@@ -69,7 +83,12 @@ describe('etcd outage with failsafe_mode: true', () => {
       twoPrimaries: probe.twoPrimaries().length,
     };
     console.log('failsafe, etcd frozen 2 × ttl:', JSON.stringify(report), '\n' + formatTransitions(probe.transitions(), frozenAt - 500));
-    console.log(cluster.logsMatching(/failsafe|demot|lock/, frozenAt).slice(0, 40).join('\n'));
+    console.log(
+      cluster
+        .logsMatching(/failsafe|demot|lock/, frozenAt)
+        .slice(0, 40)
+        .join('\n'),
+    );
     expect(probe.twoPrimaries()).toEqual([]);
     expect(firstMiss(probe, leader, frozenAt)).toBeUndefined();
     expect(after).toBe(leader);
@@ -93,7 +112,9 @@ describe('etcd outage with failsafe_mode: true', () => {
       process.kill(pid, 'SIGCONT');
     }
     const thawedAt = Date.now();
-    await waitFor(() => firstSinglePrimary(probe, thawedAt), RECOVERY_BOUND_MS + 30_000, 'one primary acknowledging writes').catch(() => undefined);
+    await waitFor(() => firstSinglePrimary(probe, thawedAt), RECOVERY_BOUND_MS + 30_000, 'one primary acknowledging writes').catch(
+      () => undefined,
+    );
     const stoppedAt = firstMiss(probe, leader, frozenAt);
     const back = firstSinglePrimary(probe, thawedAt);
     const report = {
@@ -104,7 +125,12 @@ describe('etcd outage with failsafe_mode: true', () => {
       twoPrimaries: probe.twoPrimaries().length,
     };
     console.log('failsafe, one member unreachable:', JSON.stringify(report), '\n' + formatTransitions(probe.transitions(), frozenAt - 500));
-    console.log(cluster.logsMatching(/failsafe|demot|DCS/, frozenAt).slice(0, 30).join('\n'));
+    console.log(
+      cluster
+        .logsMatching(/failsafe|demot|DCS/, frozenAt)
+        .slice(0, 30)
+        .join('\n'),
+    );
     await cluster.settled(120_000, /failsafe|demot|leader|DCS/);
     expect(probe.twoPrimaries()).toEqual([]);
     expect(stoppedAt).toBeDefined();

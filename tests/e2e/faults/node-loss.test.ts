@@ -85,7 +85,8 @@ describe('the leader node lost, its agent started again (default configuration)'
       c.start(old);
       await waitFor(
         async () => {
-          if ((await c.get(old, '/replica')).status !== 200 || (await c.get(old, '/ha')).json()?.replication_state !== 'streaming') return false;
+          if ((await c.get(old, '/replica')).status !== 200 || (await c.get(old, '/ha')).json()?.replication_state !== 'streaming')
+            return false;
           return (await c.psql(old, `select count(*) from ha_writer where id = ${marker}`, 2000).catch(() => '')).trim() === '1';
         },
         REJOIN_BOUND_MS,
@@ -96,22 +97,45 @@ describe('the leader node lost, its agent started again (default configuration)'
       const rejoinMs = Date.now() - tRestart;
       const lines = c.logsMatching(/./, tRestart).filter((l) => l.includes(` ${old} `));
       const rewound = lines.some((l) => /pg_rewind from \S+ done/.test(l));
-      figures.push(`round ${round}: ${old} lost; ${next} writable after ${failoverMs} ms (bound ${FAILOVER_BOUND_MS}); ${old} streaming with the new row ${rejoinMs} ms after its restart (bound ${REJOIN_BOUND_MS}), ${rewound ? 'rewound' : 'no rewind needed'}`);
+      figures.push(
+        `round ${round}: ${old} lost; ${next} writable after ${failoverMs} ms (bound ${FAILOVER_BOUND_MS}); ${old} streaming with the new row ${rejoinMs} ms after its restart (bound ${REJOIN_BOUND_MS}), ${rewound ? 'rewound' : 'no rewind needed'}`,
+      );
       expect(failoverMs).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
-      expect(lines.filter((l) => /not starting: diverged/.test(l)), `${old} never stays stopped as diverged`).toEqual([]);
-      expect(lines.filter((l) => /bootstrap from|reinitializ|basebackup/i.test(l)), `${old} was not copied again`).toEqual([]);
+      expect(
+        lines.filter((l) => /not starting: diverged/.test(l)),
+        `${old} never stays stopped as diverged`,
+      ).toEqual([]);
+      expect(
+        lines.filter((l) => /bootstrap from|reinitializ|basebackup/i.test(l)),
+        `${old} was not copied again`,
+      ).toEqual([]);
       expect(probe!.twoPrimaries(tStart), `two members acknowledged writes:\n${formatTransitions(probe!.transitions(), t0)}`).toEqual([]);
       // What a rewind discarded is in its receipt, exactly (the probe's writes it acknowledged that the new leader lacks).
       const receipts = await receiptsOf(c, old);
-      const acknowledged = new Map(probe!.acknowledged().filter((a) => a.member === old).map((a) => [a.xid, `probe write at ${new Date(a.at).toISOString()}`]));
-      const problems = receiptProblems({ receipts, acknowledgedOnMember: acknowledged, onLeader: await txidsOn(c, next, old), clientRelations: await relationPaths(c, next), killedAtMs: t0 });
+      const acknowledged = new Map(
+        probe!
+          .acknowledged()
+          .filter((a) => a.member === old)
+          .map((a) => [a.xid, `probe write at ${new Date(a.at).toISOString()}`]),
+      );
+      const problems = receiptProblems({
+        receipts,
+        acknowledgedOnMember: acknowledged,
+        onLeader: await txidsOn(c, next, old),
+        clientRelations: await relationPaths(c, next),
+        killedAtMs: t0,
+      });
       expect(problems).toEqual([]);
-      if (!rewound) expect(receipts.filter((r) => Date.parse(r.at) >= t0), 'no rewind, no receipt').toEqual([]);
+      if (!rewound)
+        expect(
+          receipts.filter((r) => Date.parse(r.at) >= t0),
+          'no rewind, no receipt',
+        ).toEqual([]);
       await sleep(500);
     });
   }
 
-  it('no password in any log: the agents\' and PostgreSQL\'s own (primary_conninfo names a password file, issue 30)', async () => {
+  it("no password in any log: the agents' and PostgreSQL's own (primary_conninfo names a password file, issue 30)", async () => {
     const secrets = ['e2e-super', 'e2e-repl'];
     const pgLogs = c.nodes.map((n) => join(dirname(n.dataDir), `${n.name}.log`));
     for (const f of pgLogs) expect(existsSync(f), f).toBe(true);

@@ -99,7 +99,13 @@ describe('the leader isolated from etcd and its peers (network namespace)', () =
       twoPrimaries: p.twoPrimaries().length,
     };
     console.log('partition 2 × ttl:', JSON.stringify(report), '\n' + formatTransitions(p.transitions(), cutAt - 500));
-    if (!firstNew || stoppedAt === undefined || node1?.replication_state !== 'streaming') console.log(cc.logsMatching(LOG_RE, cutAt - 2000).slice(-60).join('\n'));
+    if (!firstNew || stoppedAt === undefined || node1?.replication_state !== 'streaming')
+      console.log(
+        cc
+          .logsMatching(LOG_RE, cutAt - 2000)
+          .slice(-60)
+          .join('\n'),
+      );
 
     expect(p.twoPrimaries(), 'two members acknowledging writes in one probe round').toEqual([]);
     expect(stoppedAt, 'the isolated leader stopped acknowledging').toBeDefined();

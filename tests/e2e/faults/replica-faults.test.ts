@@ -49,7 +49,13 @@ function thawAll(): void {
 }
 
 function cluster(nodes: number): Promise<TestCluster> {
-  return TestCluster.create({ nodes, ttl: T.ttl, loopWait: T.loop_wait, retryTimeout: T.retry_timeout, dcsExtra: ['database: { remove_data_directory_on_diverged_timelines: true }'] });
+  return TestCluster.create({
+    nodes,
+    ttl: T.ttl,
+    loopWait: T.loop_wait,
+    retryTimeout: T.retry_timeout,
+    dcsExtra: ['database: { remove_data_directory_on_diverged_timelines: true }'],
+  });
 }
 
 async function patchConfig(c: TestCluster, member: string, body: Record<string, unknown>): Promise<number> {
@@ -79,15 +85,27 @@ async function lsnBytes(c: TestCluster, member: string, expr: string): Promise<b
  */
 async function makeLag(c: TestCluster, leader: string, lagging: string): Promise<{ lagBytes: bigint; frozenPid: number }> {
   expect(await patchConfig(c, leader, { maximum_lag_on_failover: MAX_LAG })).toBe(200);
-  await waitFor(async () => (await c.get(lagging, '/config')).json()?.maximum_lag_on_failover === MAX_LAG || undefined, 30_000, 'maximum_lag_on_failover on the lagging member');
+  await waitFor(
+    async () => (await c.get(lagging, '/config')).json()?.maximum_lag_on_failover === MAX_LAG || undefined,
+    30_000,
+    'maximum_lag_on_failover on the lagging member',
+  );
   const receivers = c.postgresChildren(lagging, 'walreceiver');
   expect(receivers.length, `walreceiver of ${lagging}`).toBe(1);
   process.kill(receivers[0]!, 'SIGSTOP');
   frozen.add(receivers[0]!);
   const position = await lsnBytes(c, lagging, 'greatest(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())');
-  await c.psql(leader, `create table if not exists lag_fill (g int, pad text); insert into lag_fill select g, repeat('x', 200) from generate_series(1, 20000) g`, 30_000);
+  await c.psql(
+    leader,
+    `create table if not exists lag_fill (g int, pad text); insert into lag_fill select g, repeat('x', 200) from generate_series(1, 20000) g`,
+    30_000,
+  );
   const target = position + BigInt(8 * MAX_LAG);
-  await waitFor(async () => (await statusOptime(c)) > target || undefined, 30_000, 'the leader optime in the status key past the lag limit');
+  await waitFor(
+    async () => (await statusOptime(c)) > target || undefined,
+    30_000,
+    'the leader optime in the status key past the lag limit',
+  );
   const lag = (await statusOptime(c)) - (await lsnBytes(c, lagging, 'greatest(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())'));
   return { lagBytes: lag, frozenPid: receivers[0]! };
 }
@@ -130,19 +148,36 @@ describe('replica faults on a 3-node cluster', () => {
           const now = c.postmasterPid(replica);
           if (!now || now === pm) return undefined;
           // the new postmaster's own walreceiver, not the agent's cached view
-          return (await c.psql(replica, 'select status from pg_stat_wal_receiver', 2000).catch(() => '')).trim() === 'streaming' || undefined;
+          return (
+            (await c.psql(replica, 'select status from pg_stat_wal_receiver', 2000).catch(() => '')).trim() === 'streaming' || undefined
+          );
         },
         REPLICA_RESTART_BOUND_MS + 30_000,
         `${replica} streaming again`,
       ).catch(() => undefined);
       const streamingMs = Date.now() - killedAt;
       await sleep(T.loop_wait * 1000);
-      const report = { replica, streamingAgainMs: streamingMs, boundMs: REPLICA_RESTART_BOUND_MS, leaderEvents: watch.events.map((e) => e.value), twoPrimaries: p.twoPrimaries().length };
+      const report = {
+        replica,
+        streamingAgainMs: streamingMs,
+        boundMs: REPLICA_RESTART_BOUND_MS,
+        leaderEvents: watch.events.map((e) => e.value),
+        twoPrimaries: p.twoPrimaries().length,
+      };
       console.log('replica postmaster SIGKILL:', JSON.stringify(report));
-      if (streamingMs > REPLICA_RESTART_BOUND_MS) console.log(c.logsMatching(LOG_RE, killedAt - 1000).slice(-40).join('\n'));
+      if (streamingMs > REPLICA_RESTART_BOUND_MS)
+        console.log(
+          c
+            .logsMatching(LOG_RE, killedAt - 1000)
+            .slice(-40)
+            .join('\n'),
+        );
       expect(p.twoPrimaries()).toEqual([]);
       expect(firstMiss(p, leader, killedAt), 'the leader kept acknowledging').toBeUndefined();
-      expect(watch.events.every((e) => e.value === leader), 'the leader key never changed').toBe(true);
+      expect(
+        watch.events.every((e) => e.value === leader),
+        'the leader key never changed',
+      ).toBe(true);
       expect(c.postmasterPid(replica)).not.toBe(pm);
       expect(streamingMs).toBeLessThanOrEqual(REPLICA_RESTART_BOUND_MS);
       expect(await c.leader()).toBe(leader);
@@ -161,7 +196,11 @@ describe('replica faults on a 3-node cluster', () => {
     try {
       const lostAt = Date.now();
       await loseMember(c, leader);
-      const promoted = await waitFor(() => p.transitions().find((t) => t.at >= lostAt && t.members.length === 1), LOSS_FAILOVER_BOUND_MS + 30_000, 'a new primary').catch(() => undefined);
+      const promoted = await waitFor(
+        () => p.transitions().find((t) => t.at >= lostAt && t.members.length === 1),
+        LOSS_FAILOVER_BOUND_MS + 30_000,
+        'a new primary',
+      ).catch(() => undefined);
       // keep watching for a while after the promotion: the lagging member must never lead
       await sleep(2 * T.loop_wait * 1000);
       const report = {
@@ -179,8 +218,14 @@ describe('replica faults on a 3-node cluster', () => {
       expect(p.twoPrimaries()).toEqual([]);
       expect(promoted?.members).toEqual([upToDate]);
       expect(promoted!.at - lostAt).toBeLessThanOrEqual(LOSS_FAILOVER_BOUND_MS);
-      expect(watch.events.some((e) => e.value === lagging), 'the lagging member never held the leader key').toBe(false);
-      expect(p.transitions().some((t) => t.at >= lostAt && t.members.includes(lagging)), 'the lagging member never acknowledged a write').toBe(false);
+      expect(
+        watch.events.some((e) => e.value === lagging),
+        'the lagging member never held the leader key',
+      ).toBe(false);
+      expect(
+        p.transitions().some((t) => t.at >= lostAt && t.members.includes(lagging)),
+        'the lagging member never acknowledged a write',
+      ).toBe(false);
       expect(await c.leader()).toBe(upToDate);
     } finally {
       await watch.stop();
@@ -219,7 +264,11 @@ describe('replica faults on a 2-node cluster: the lagging replica is the only ca
     try {
       const lostAt = Date.now();
       await loseMember(c, leader);
-      const expiredAt = await waitFor(async () => ((await c.leader()) === undefined ? Date.now() : undefined), LEASE_GONE_BOUND_MS + 10_000, 'the lease gone').catch(() => undefined);
+      const expiredAt = await waitFor(
+        async () => ((await c.leader()) === undefined ? Date.now() : undefined),
+        LEASE_GONE_BOUND_MS + 10_000,
+        'the lease gone',
+      ).catch(() => undefined);
       const windowEnd = (expiredAt ?? Date.now()) + 2 * T.ttl * 1000;
       const leaderSeen: string[] = [];
       while (Date.now() < windowEnd) {
@@ -232,7 +281,11 @@ describe('replica faults on a 2-node cluster: the lagging replica is the only ca
       const refusals = c.logsMatching(/exceeds maximum replication lag/, lostAt).filter((l) => l.includes(` ${lagging} `));
       const restartAt = Date.now();
       c.start(leader);
-      const back = await waitFor(() => p.transitions().find((t) => t.at >= restartAt && t.members.length === 1), RECOVERY_BOUND_MS + 30_000, 'a primary again').catch(() => undefined);
+      const back = await waitFor(
+        () => p.transitions().find((t) => t.at >= restartAt && t.members.length === 1),
+        RECOVERY_BOUND_MS + 30_000,
+        'a primary again',
+      ).catch(() => undefined);
       const report = {
         lagging,
         lagBytes: Number(lagBytes),
@@ -247,13 +300,25 @@ describe('replica faults on a 2-node cluster: the lagging replica is the only ca
         twoPrimaries: p.twoPrimaries().length,
       };
       console.log('only the lagging replica left:', JSON.stringify(report), '\n' + formatTransitions(p.transitions(), lostAt - 500));
-      if (!back || leaderSeen.length) console.log(c.logsMatching(LOG_RE, lostAt - 1000).slice(-60).join('\n'));
+      if (!back || leaderSeen.length)
+        console.log(
+          c
+            .logsMatching(LOG_RE, lostAt - 1000)
+            .slice(-60)
+            .join('\n'),
+        );
       expect(p.twoPrimaries()).toEqual([]);
       expect(expiredAt, 'the lost leader key expired').toBeDefined();
       expect(expiredAt! - lostAt).toBeLessThanOrEqual(LEASE_GONE_BOUND_MS);
       expect(leaderSeen, 'no leader key during 2 × ttl').toEqual([]);
-      expect(p.transitions().some((t) => t.at >= lostAt && t.at < restartAt && t.members.length > 0), 'nobody acknowledged writes while the leader was lost').toBe(false);
-      expect(watch.events.some((e) => e.value === lagging), 'the lagging member never held the leader key').toBe(false);
+      expect(
+        p.transitions().some((t) => t.at >= lostAt && t.at < restartAt && t.members.length > 0),
+        'nobody acknowledged writes while the leader was lost',
+      ).toBe(false);
+      expect(
+        watch.events.some((e) => e.value === lagging),
+        'the lagging member never held the leader key',
+      ).toBe(false);
       expect(refusals.length, 'the lagging member stayed out of the race because of its lag').toBeGreaterThan(0);
       expect(back?.members).toEqual([leader]);
       expect(back!.at - restartAt).toBeLessThanOrEqual(RECOVERY_BOUND_MS);

@@ -70,7 +70,11 @@ beforeAll(async () => {
     await createSafetyTables(c, leader);
     await c.psql(leader, `create table ha_rewind (id int primary key, note text not null, txid bigint not null default ${TXID_SQL})`);
     for (const n of c.nodes) {
-      await waitFor(async () => (await c.psql(n.name, "select to_regclass('ha_rewind') is not null", 2000).catch(() => '')).trim() === 't', 30_000, `ha_rewind on ${n.name}`);
+      await waitFor(
+        async () => (await c.psql(n.name, "select to_regclass('ha_rewind') is not null", 2000).catch(() => '')).trim() === 't',
+        30_000,
+        `ha_rewind on ${n.name}`,
+      );
     }
     tStart = Date.now();
     probe = startWriteProbe(c);
@@ -141,11 +145,17 @@ describe('a primary that crashed holding WAL nobody received', () => {
 
     // 3. A new leader, with rows of its own.
     const next = await c.waitForLeader(FAILOVER_BOUND_MS, old).catch((e) => {
-      throw new Error(`no new leader within ${FAILOVER_BOUND_MS} ms of the crash: ${String(e)}\n${c.logsMatching(LOG_RE, tCrash).join('\n')}`);
+      throw new Error(
+        `no new leader within ${FAILOVER_BOUND_MS} ms of the crash: ${String(e)}\n${c.logsMatching(LOG_RE, tCrash).join('\n')}`,
+      );
     });
     await waitFor(
       async () => {
-        await c.psql(next, `insert into ha_rewind select g, 'written on the new leader' from generate_series(${NEW.from}, ${NEW.to}) g on conflict do nothing`, 2000);
+        await c.psql(
+          next,
+          `insert into ha_rewind select g, 'written on the new leader' from generate_series(${NEW.from}, ${NEW.to}) g on conflict do nothing`,
+          2000,
+        );
         return true;
       },
       20_000,
@@ -172,24 +182,48 @@ describe('a primary that crashed holding WAL nobody received', () => {
         last = sample;
       }
       // Never runs diverged: while it holds the lost rows, it is no replica to send reads to.
-      if (lost !== undefined && lost > 0 && (await c.get(old, '/replica')).status === 200) servedDiverged.push(`${hhmmss(Date.now())} ${sample}`);
-      if (doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming' && lost === 0 && fresh === NEW.to - NEW.from + 1) {
+      if (lost !== undefined && lost > 0 && (await c.get(old, '/replica')).status === 200)
+        servedDiverged.push(`${hhmmss(Date.now())} ${sample}`);
+      if (
+        doc?.state === 'running' &&
+        doc?.role === 'replica' &&
+        doc?.replication_state === 'streaming' &&
+        lost === 0 &&
+        fresh === NEW.to - NEW.from + 1
+      ) {
         rejoinedAt = Date.now();
         break;
       }
       await sleep(250);
     }
     const oldLog = c.logsMatching(/./, tRestart).filter((l) => l.includes(` ${old} `));
-    console.log(`${old} crashed at ${hhmmss(tCrash)}; ${next} elected by ${hhmmss(tElected)} (+${tElected - tCrash} ms); agent restarted at ${hhmmss(tRestart)}`);
+    console.log(
+      `${old} crashed at ${hhmmss(tCrash)}; ${next} elected by ${hhmmss(tElected)} (+${tElected - tCrash} ms); agent restarted at ${hhmmss(tRestart)}`,
+    );
     console.log(`${old} after the restart:\n  ${samples.join('\n  ')}`);
     console.log(`rejoined: ${rejoinedAt ? `+${rejoinedAt - tRestart} ms after the restart` : 'no'}`);
     console.log(`agent log lines since the crash\n${c.logsMatching(LOG_RE, tCrash).join('\n')}`);
     console.log(`writable members seen by the probe:\n${formatTransitions(probe!.transitions(), tCrash - 1000)}`);
 
     expect(rejoinedAt, `${old} a streaming replica holding the new rows and not the lost ones within ${REJOIN_BOUND_MS} ms`).toBeDefined();
-    expect.soft(oldLog.some((l) => /running pg_rewind from/.test(l)), `${old}'s log says pg_rewind`).toBe(true);
-    expect.soft(oldLog.some((l) => /pg_rewind from \S+ done/.test(l)), `${old}'s log says the rewind succeeded`).toBe(true);
-    expect.soft(oldLog.filter((l) => /bootstrap from|reinitializ|basebackup/i.test(l)), `${old} was not copied again`).toEqual([]);
+    expect
+      .soft(
+        oldLog.some((l) => /running pg_rewind from/.test(l)),
+        `${old}'s log says pg_rewind`,
+      )
+      .toBe(true);
+    expect
+      .soft(
+        oldLog.some((l) => /pg_rewind from \S+ done/.test(l)),
+        `${old}'s log says the rewind succeeded`,
+      )
+      .toBe(true);
+    expect
+      .soft(
+        oldLog.filter((l) => /bootstrap from|reinitializ|basebackup/i.test(l)),
+        `${old} was not copied again`,
+      )
+      .toEqual([]);
     expect.soft(await c.primaries(), 'the only primary').toEqual([next]);
     const other = replicas.find((r) => r !== next)!;
     expect.soft(await count(other, LOST), `${other} lacks the lost rows`).toBe(0);
@@ -202,7 +236,8 @@ describe('a primary that crashed holding WAL nobody received', () => {
     // The receipt: exactly the transactions it acknowledged (ours, the probe's) that the new leader lacks.
     const receipts = await receiptsOf(c, old);
     const acknowledged = new Map(lostXids);
-    for (const a of probe!.acknowledged()) if (a.member === old && a.at >= tFrozen - 1000) acknowledged.set(a.xid, `probe write at ${hhmmss(a.at)}`);
+    for (const a of probe!.acknowledged())
+      if (a.member === old && a.at >= tFrozen - 1000) acknowledged.set(a.xid, `probe write at ${hhmmss(a.at)}`);
     // The lost rows are not on the leader (checked above by id); the probe's rows written through the old leader may be.
     const onLeader = await txidsOn(c, next, old);
     const problems = receiptProblems({
@@ -212,11 +247,14 @@ describe('a primary that crashed holding WAL nobody received', () => {
       clientRelations: await relationPaths(c, next, ['ha_writer', 'ha_probe', 'ha_rewind']),
       killedAtMs: tCrash,
     });
-    console.log(`${old}'s receipts: ${JSON.stringify(receipts.map((r) => ({ at: r.at, action: r.action, ranges: r.ranges, counts: r.counts })))}`);
+    console.log(
+      `${old}'s receipts: ${JSON.stringify(receipts.map((r) => ({ at: r.at, action: r.action, ranges: r.ranges, counts: r.counts })))}`,
+    );
     expect(receipts.length, 'one receipt, taken before the rewind').toBe(1);
     expect(receipts[0]!.action).toBe('rewind');
     expect(problems).toEqual([]);
-    for (const xid of lostXids.keys()) expect(receipts[0]!.transactions.find((t) => t.xid === xid)?.status, `lost row's xid ${xid}`).toBe('committed');
+    for (const xid of lostXids.keys())
+      expect(receipts[0]!.transactions.find((t) => t.xid === xid)?.status, `lost row's xid ${xid}`).toBe('committed');
     expect(Object.values(receipts[0]!.relationNames ?? {}), 'relation names resolved on the leader').toContain('postgres.ha_rewind');
     const ha = (await c.get(old, '/ha')).json();
     expect(ha?.discarded).toMatchObject({ receipts: 1, committed: receipts[0]!.counts.committed });
@@ -225,7 +263,18 @@ describe('a primary that crashed holding WAL nobody received', () => {
 
   it(`the rewound node lost seconds later and started again streams again within ${REJOIN_BOUND_MS / 1000} s, without a second rewind`, async () => {
     const leader = await c.waitForLeader(10_000);
-    const rewound = c.nodes.map((n) => n.name).find((n) => n !== leader && /pg_rewind from \S+ done/.test(c.logsMatching(/./, tStart).filter((l) => l.includes(` ${n} `)).join('\n')));
+    const rewound = c.nodes
+      .map((n) => n.name)
+      .find(
+        (n) =>
+          n !== leader &&
+          /pg_rewind from \S+ done/.test(
+            c
+              .logsMatching(/./, tStart)
+              .filter((l) => l.includes(` ${n} `))
+              .join('\n'),
+          ),
+      );
     expect(rewound, 'the node the first test rewound').toBeDefined();
     await c.waitForStreaming([rewound!], 30_000);
     const t0 = Date.now();
@@ -234,8 +283,10 @@ describe('a primary that crashed holding WAL nobody received', () => {
     // agent reads it, with the tool itself).
     const cd = await readControlData(pgBinDir(), c.node(rewound!).dataDir);
     const leaderTl = Number((await c.get(leader, '/ha')).json()?.timeline ?? 0);
-    console.log(`${rewound} lost: '${cd.clusterState}', last checkpoint on timeline ${cd.checkpointTimeline}, minimum recovery point on timeline ${cd.minRecoveryTimeline}; the leader on ${leaderTl}`);
-    expect.soft(cd.checkpointTimeline, 'the restartpoint still on the old timeline (the soak\'s case)').toBeLessThan(leaderTl);
+    console.log(
+      `${rewound} lost: '${cd.clusterState}', last checkpoint on timeline ${cd.checkpointTimeline}, minimum recovery point on timeline ${cd.minRecoveryTimeline}; the leader on ${leaderTl}`,
+    );
+    expect.soft(cd.checkpointTimeline, "the restartpoint still on the old timeline (the soak's case)").toBeLessThan(leaderTl);
     await c.psql(leader, `insert into ha_rewind values (${NEW.to + 100}, 'written while the rewound node was lost')`);
     const tRestart = Date.now();
     c.start(rewound!);
@@ -251,7 +302,10 @@ describe('a primary that crashed holding WAL nobody received', () => {
     });
     const lines = c.logsMatching(/./, tRestart).filter((l) => l.includes(` ${rewound} `));
     console.log(`${rewound} lost at ${hhmmss(t0)}, streaming again ${Date.now() - tRestart} ms after its restart`);
-    expect(lines.filter((l) => /diverged|running pg_rewind|single-user|reinitializ/.test(l)), `${rewound} is not judged diverged again`).toEqual([]);
+    expect(
+      lines.filter((l) => /diverged|running pg_rewind|single-user|reinitializ/.test(l)),
+      `${rewound} is not judged diverged again`,
+    ).toEqual([]);
     expect(probe!.twoPrimaries(tStart)).toEqual([]);
   });
 });

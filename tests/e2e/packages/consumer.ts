@@ -24,7 +24,15 @@ import { dotToSvg, type ChartModel } from '@ha/machines/svg';
 
 const ok = <I>() => fromPromise<unknown, I>(async () => undefined);
 const machine = databaseMachine.provide({
-  actors: { initdb: ok(), customBootstrap: ok(), clone: ok(), start: ok<StartInput>(), stop: ok<StopInput>(), restart: ok<StartInput>(), promote: ok() },
+  actors: {
+    initdb: ok(),
+    customBootstrap: ok(),
+    clone: ok(),
+    start: ok<StartInput>(),
+    stop: ok<StopInput>(),
+    restart: ok<StartInput>(),
+    promote: ok(),
+  },
 });
 
 export async function run(): Promise<DatabaseState> {

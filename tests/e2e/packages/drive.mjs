@@ -3,7 +3,15 @@
 // browser. start -> running -> crashed -> starting with fake effects (the caller's), and the
 // restart after the crash held in `starting` until the test lets its fake start finish.
 import { createActor, fromPromise, waitFor } from 'xstate';
-import { DATABASE_STATES, Journal, databaseMachine, databaseStateNumber, renderChart, replayMachine, startJournaledActor } from '@ha/machines';
+import {
+  DATABASE_STATES,
+  Journal,
+  databaseMachine,
+  databaseStateNumber,
+  renderChart,
+  replayMachine,
+  startJournaledActor,
+} from '@ha/machines';
 
 /**
  * Runs the drive; resolves with what a test compares: the state values in order, the effects

@@ -28,10 +28,30 @@ async function openssl(args: string[], cwd: string): Promise<void> {
 }
 
 async function signed(dir: string, name: string, cn: string, caCert: string, caKey: string, ext: string): Promise<void> {
-  await openssl(['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`], dir);
+  await openssl(
+    ['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`],
+    dir,
+  );
   await writeFile(join(dir, `${name}.ext`), ext);
   await openssl(
-    ['x509', '-req', '-in', `${name}.csr`, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-days', '2', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`],
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      caCert,
+      '-CAkey',
+      caKey,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-sha256',
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.pem`,
+    ],
     dir,
   );
 }
@@ -39,7 +59,24 @@ async function signed(dir: string, name: string, cn: string, caCert: string, caK
 /** Makes the CA and the certificates in `dir` (which must exist). */
 export async function makeCerts(dir: string): Promise<TestCerts> {
   for (const ca of ['ca', 'other-ca']) {
-    await openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.pem`, '-days', '2', '-subj', `/CN=ha test ${ca}`], dir);
+    await openssl(
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        `${ca}.key`,
+        '-out',
+        `${ca}.pem`,
+        '-days',
+        '2',
+        '-subj',
+        `/CN=ha test ${ca}`,
+      ],
+      dir,
+    );
   }
   const both = 'extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\n';
   await signed(dir, 'server', 'localhost', 'ca.pem', 'ca.key', both);

@@ -80,7 +80,11 @@ export class TestCluster {
     if (opts.scope) c.scope = opts.scope;
     if (opts.etcd) c.ownEtcd = false;
     c.dir = await makeTempDir('ha-e2e-');
-    c.etcd = opts.etcd ? opts.etcd : (opts.etcdMembers ?? 1) > 1 ? await startEtcdCluster(opts.etcdMembers) : await startEtcd(opts.etcdListenHosts ? { extraHosts: opts.etcdListenHosts } : {});
+    c.etcd = opts.etcd
+      ? opts.etcd
+      : (opts.etcdMembers ?? 1) > 1
+        ? await startEtcdCluster(opts.etcdMembers)
+        : await startEtcd(opts.etcdListenHosts ? { extraHosts: opts.etcdListenHosts } : {});
     const etcdHosts = opts.etcdHosts ? opts.etcdHosts(Number(c.etcd.host.split(':').at(-1))) : (c.etcd.hosts ?? [c.etcd.host]);
     const n = opts.nodes ?? 3;
     const ports = await freePorts(n * 2);
@@ -120,7 +124,9 @@ export class TestCluster {
           '    superuser: { username: postgres, password: e2e-super }',
           '    replication: { username: replicator, password: e2e-repl }',
           ...(opts.pgHba ? [`  pg_hba: ${JSON.stringify(opts.pgHba)}`] : []),
-          ...(opts.callbacks ? [`  callbacks: ${JSON.stringify(typeof opts.callbacks === 'function' ? opts.callbacks(name) : opts.callbacks)}`] : []),
+          ...(opts.callbacks
+            ? [`  callbacks: ${JSON.stringify(typeof opts.callbacks === 'function' ? opts.callbacks(name) : opts.callbacks)}`]
+            : []),
           ...(tags ? [`tags: ${JSON.stringify(tags)}`] : []),
           ...(opts.watchdog ? [`watchdog: ${JSON.stringify(opts.watchdog)}`] : []),
           'log: { level: info }',
@@ -185,30 +191,42 @@ export class TestCluster {
   }
 
   async waitForLeader(timeoutMs = 60_000, not?: string): Promise<string> {
-    return waitFor(async () => {
-      const l = await this.leader();
-      return l && l !== not ? l : undefined;
-    }, timeoutMs, 'a leader');
+    return waitFor(
+      async () => {
+        const l = await this.leader();
+        return l && l !== not ? l : undefined;
+      },
+      timeoutMs,
+      'a leader',
+    );
   }
 
   /** Runs SQL on a node over TCP as the superuser; stdout (tuples only). */
   psql(name: string, sql: string, timeoutMs = 5000): Promise<string> {
     const n = this.node(name);
-    return run(join(pgBinDir(), 'psql'), ['-h', n.host ?? '127.0.0.1', '-p', String(n.pgPort), '-U', 'postgres', '-d', 'postgres', '-XAtq', '-c', sql], {
-      env: { ...process.env, PGPASSWORD: 'e2e-super', PGCONNECT_TIMEOUT: String(Math.ceil(timeoutMs / 1000)) },
-    });
+    return run(
+      join(pgBinDir(), 'psql'),
+      ['-h', n.host ?? '127.0.0.1', '-p', String(n.pgPort), '-U', 'postgres', '-d', 'postgres', '-XAtq', '-c', sql],
+      {
+        env: { ...process.env, PGPASSWORD: 'e2e-super', PGCONNECT_TIMEOUT: String(Math.ceil(timeoutMs / 1000)) },
+      },
+    );
   }
 
   /** Waits until every listed node runs as a streaming replica. */
   async waitForStreaming(names: string[], timeoutMs = 60_000): Promise<void> {
     for (const name of names) {
-      await waitFor(async () => (await this.get(name, '/ha')).json()?.replication_state === 'streaming' || (await this.isStreaming(name)), timeoutMs, `${name} streaming`);
+      await waitFor(
+        async () => (await this.get(name, '/ha')).json()?.replication_state === 'streaming' || (await this.isStreaming(name)),
+        timeoutMs,
+        `${name} streaming`,
+      );
     }
   }
 
   private async isStreaming(name: string): Promise<boolean> {
     try {
-      return (await this.psql(name, "select status from pg_stat_wal_receiver")).trim() === 'streaming';
+      return (await this.psql(name, 'select status from pg_stat_wal_receiver')).trim() === 'streaming';
     } catch {
       return false;
     }
@@ -281,11 +299,21 @@ export class TestCluster {
   async watchKey(k: string): Promise<KeyWatch> {
     const first = JSON.parse(await this.etcdctl(['get', '-w', 'json', this.key(k)]));
     const kv = first.kvs?.[0];
-    const events: KeyEvent[] = [{ at: Date.now(), value: kv ? Buffer.from(kv.value ?? '', 'base64').toString('utf8') : undefined, revision: Number(first.header.revision) }];
-    const child = spawn('etcdctl', ['--endpoints', this.endpoints(), 'watch', '-w', 'json', `--rev=${Number(first.header.revision) + 1}`, this.key(k)], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-      env: { ...process.env, ETCDCTL_API: '3' },
-    });
+    const events: KeyEvent[] = [
+      {
+        at: Date.now(),
+        value: kv ? Buffer.from(kv.value ?? '', 'base64').toString('utf8') : undefined,
+        revision: Number(first.header.revision),
+      },
+    ];
+    const child = spawn(
+      'etcdctl',
+      ['--endpoints', this.endpoints(), 'watch', '-w', 'json', `--rev=${Number(first.header.revision) + 1}`, this.key(k)],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+        env: { ...process.env, ETCDCTL_API: '3' },
+      },
+    );
     let buf = '';
     child.stdout?.on('data', (d) => {
       buf += d;
@@ -298,7 +326,11 @@ export class TestCluster {
           const msg = JSON.parse(line);
           for (const e of msg.Events ?? []) {
             const deleted = e.type === 1 || e.type === 'DELETE';
-            events.push({ at: Date.now(), value: deleted ? undefined : Buffer.from(e.kv?.value ?? '', 'base64').toString('utf8'), revision: Number(e.kv?.mod_revision ?? 0) });
+            events.push({
+              at: Date.now(),
+              value: deleted ? undefined : Buffer.from(e.kv?.value ?? '', 'base64').toString('utf8'),
+              revision: Number(e.kv?.mod_revision ?? 0),
+            });
           }
         } catch {
           /* a partial or foreign line: ignored */
@@ -331,7 +363,9 @@ export class TestCluster {
 
   /** Names of the members whose GET /primary answers 200 (asked in parallel, 2 s timeout each). */
   async primaries(): Promise<string[]> {
-    const answers = await Promise.all(this.nodes.map(async (n) => ((await this.get(n.name, '/primary')).status === 200 ? n.name : undefined)));
+    const answers = await Promise.all(
+      this.nodes.map(async (n) => ((await this.get(n.name, '/primary')).status === 200 ? n.name : undefined)),
+    );
     return answers.filter((x): x is string => x !== undefined);
   }
 
@@ -389,7 +423,10 @@ export class TestCluster {
           const t = Number(j.time ?? 0);
           if (t < sinceMs || !re.test(String(j.msg ?? ''))) continue;
           const { level: _l, time: _t, pid: _p, hostname: _h, member: _m, msg, ...rest } = j;
-          out.push({ t, line: `${new Date(t).toISOString().slice(11, 23)} ${n.name} ${msg}${Object.keys(rest).length ? ' ' + JSON.stringify(rest) : ''}` });
+          out.push({
+            t,
+            line: `${new Date(t).toISOString().slice(11, 23)} ${n.name} ${msg}${Object.keys(rest).length ? ' ' + JSON.stringify(rest) : ''}`,
+          });
         } catch {
           /* not JSON */
         }

@@ -56,7 +56,11 @@ export async function createNetLab(): Promise<NetLab> {
     isolate: async () => void (await ip(['-n', hub, 'link', 'set', nodeHub, 'down'])),
     heal: async () => void (await ip(['-n', hub, 'link', 'set', nodeHub, 'up'])),
     async destroy() {
-      for (const a of [['netns', 'del', ns], ['netns', 'del', hub], ['link', 'del', rootEnd]]) {
+      for (const a of [
+        ['netns', 'del', ns],
+        ['netns', 'del', hub],
+        ['link', 'del', rootEnd],
+      ]) {
         await ip(a).catch(() => undefined);
       }
     },
@@ -103,7 +107,11 @@ export async function createPartitionCluster(lab: NetLab): Promise<TestCluster> 
 /** Starts node1 alone until it leads, then the others; resolves when the cluster settled. */
 export async function startWithNode1Leading(c: TestCluster): Promise<void> {
   c.start('node1');
-  await waitFor(async () => ((await c.leader()) === 'node1' && (await c.get('node1', '/primary')).status === 200) || undefined, 120_000, 'node1 leading');
+  await waitFor(
+    async () => ((await c.leader()) === 'node1' && (await c.get('node1', '/primary')).status === 200) || undefined,
+    120_000,
+    'node1 leading',
+  );
   c.start('node2');
   c.start('node3');
   const l = await c.settled(120_000, PARTITION_LOG_RE);

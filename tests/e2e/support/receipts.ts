@@ -25,7 +25,12 @@ export async function receiptsOf(c: TestCluster, member: string): Promise<Receip
 export async function txidsOn(c: TestCluster, member: string, writer: string): Promise<Set<number>> {
   const sql = `select txid from ${WRITER_TABLE} where member = '${writer}' union all select txid from ${PROBE_TABLE} where node = '${writer}'`;
   const out = await c.psql(member, sql, 10_000);
-  return new Set(out.split('\n').filter((l) => l.trim() !== '').map(Number));
+  return new Set(
+    out
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map(Number),
+  );
 }
 
 /** `tablespace/database/relfilenode` of `tables` on `member`, as receipts name relations. */
@@ -61,18 +66,23 @@ export interface ReceiptCheck {
 export function receiptProblems(x: ReceiptCheck): string[] {
   const problems: string[] = [];
   const committed = new Map<number, { receipt: Receipt; relations: string[] }>();
-  for (const r of x.receipts) for (const t of r.transactions) if (t.status === 'committed') committed.set(t.xid, { receipt: r, relations: t.relations });
+  for (const r of x.receipts)
+    for (const t of r.transactions) if (t.status === 'committed') committed.set(t.xid, { receipt: r, relations: t.relations });
   for (const [xid, what] of x.acknowledgedOnMember) {
-    if (!x.onLeader.has(xid) && !committed.has(xid)) problems.push(`${what} (xid ${xid}) was acknowledged, is not on the leader, and no receipt lists it`);
+    if (!x.onLeader.has(xid) && !committed.has(xid))
+      problems.push(`${what} (xid ${xid}) was acknowledged, is not on the leader, and no receipt lists it`);
   }
   for (const [xid, c] of committed) {
     if (x.onLeader.has(xid)) problems.push(`the receipt of ${c.receipt.at} lists xid ${xid} as discarded, but the leader holds its row`);
     const t = c.receipt.transactions.find((y) => y.xid === xid);
     const inFlight = x.killedAtMs !== undefined && t?.at !== undefined && Math.abs(Date.parse(t.at) - x.killedAtMs) <= 2000;
     if (!x.acknowledgedOnMember.has(xid) && !inFlight && c.relations.some((rel) => x.clientRelations.has(rel))) {
-      problems.push(`the receipt of ${c.receipt.at} lists xid ${xid}, which wrote the clients' tables (${c.relations.join(' ')}), but no client saw it acknowledged`);
+      problems.push(
+        `the receipt of ${c.receipt.at} lists xid ${xid}, which wrote the clients' tables (${c.relations.join(' ')}), but no client saw it acknowledged`,
+      );
     }
-    if (x.acknowledgedSync?.has(xid)) problems.push(`synchronous mode: the receipt of ${c.receipt.at} lists xid ${xid}, which the cluster acknowledged`);
+    if (x.acknowledgedSync?.has(xid))
+      problems.push(`synchronous mode: the receipt of ${c.receipt.at} lists xid ${xid}, which the cluster acknowledged`);
   }
   return problems;
 }

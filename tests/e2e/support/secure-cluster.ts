@@ -153,7 +153,13 @@ export class SecureCluster {
     name: string,
     method: string,
     path: string,
-    o: { body?: unknown; auth?: { username: string; password: string }; clientCert?: boolean | 'rogue'; localAddress?: string; timeoutMs?: number } = {},
+    o: {
+      body?: unknown;
+      auth?: { username: string; password: string };
+      clientCert?: boolean | 'rogue';
+      localAddress?: string;
+      timeoutMs?: number;
+    } = {},
   ): Promise<Answer> {
     const n = this.node(name);
     const payload = o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body);

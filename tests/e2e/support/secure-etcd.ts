@@ -48,11 +48,7 @@ export async function startSecureEtcd(opts: { tls?: TestCerts; rootPassword?: st
   const tlsArgs = opts.tls
     ? ['--client-cert-auth', '--trusted-ca-file', opts.tls.ca, '--cert-file', opts.tls.serverCert, '--key-file', opts.tls.serverKey]
     : [];
-  const child = spawn(
-    'etcd',
-    [...singleNodeEtcdArgs(dir, url, peer!), ...tlsArgs],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const child = spawn('etcd', [...singleNodeEtcdArgs(dir, url, peer!), ...tlsArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr += d));
   const pid = child.pid!;

@@ -140,7 +140,9 @@ export interface RecordedWriter {
 export function startWriter(cluster: TestCluster, opts: { timeoutMs?: number; recheckMs?: number } = {}): RecordedWriter {
   const timeoutMs = opts.timeoutMs ?? 1000;
   const recheckMs = opts.recheckMs ?? 1000;
-  const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-writer', timeoutMs, n.host ?? '127.0.0.1')]));
+  const conns = new Map(
+    cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-writer', timeoutMs, n.host ?? '127.0.0.1')]),
+  );
   const records: WriteRecord[] = [];
   const byMember: Record<string, number> = {};
   let failed = 0;
@@ -169,7 +171,9 @@ export function startWriter(cluster: TestCluster, opts: { timeoutMs?: number; re
       const member = target;
       const id = nextId++;
       try {
-        const rows = await conns.get(member)!.query(`insert into ${WRITER_TABLE} (id, member) values ($1, $2) returning txid::text as xid`, [id, member]);
+        const rows = await conns
+          .get(member)!
+          .query(`insert into ${WRITER_TABLE} (id, member) values ($1, $2) returning txid::text as xid`, [id, member]);
         records.push({ id, member, at: Date.now(), xid: Number(rows[0]?.['xid']) });
         byMember[member] = (byMember[member] ?? 0) + 1;
       } catch (e) {
@@ -224,12 +228,16 @@ export interface WriteProbe {
  * every member's answer (bounded by `timeoutMs`, default 1000). A round where two members
  * acknowledged with overlapping [sent, acknowledged] intervals is recorded as two primaries.
  */
-export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: number; timeoutMs?: number; viaSocket?: boolean } = {}): WriteProbe {
+export function startWriteProbe(
+  cluster: TestCluster,
+  opts: { intervalMs?: number; timeoutMs?: number; viaSocket?: boolean } = {},
+): WriteProbe {
   const intervalMs = opts.intervalMs ?? 100;
   const timeoutMs = opts.timeoutMs ?? 1000;
   // viaSocket (network-namespace tests): each member's unix socket (the agent's default socket_dir,
   // `<dirname(data_dir)>/.<name>-sock`), a path no network fault cuts; else TCP to its host.
-  const host = (n: (typeof cluster.nodes)[number]) => (opts.viaSocket ? join(dirname(n.dataDir), `.${n.name}-sock`) : (n.host ?? '127.0.0.1'));
+  const host = (n: (typeof cluster.nodes)[number]) =>
+    opts.viaSocket ? join(dirname(n.dataDir), `.${n.name}-sock`) : (n.host ?? '127.0.0.1');
   const conns = new Map(cluster.nodes.map((n) => [n.name, new MemberConnection(n.pgPort, 'ha-e2e-probe', timeoutMs, host(n))]));
   const doubles: TwoPrimaries[] = [];
   const changes: { at: number; members: string[] }[] = [];
@@ -254,7 +262,9 @@ export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: numbe
         }),
       );
       count++;
-      const ok = results.filter((r): r is { member: string; interval: [number, number] } => r !== undefined).sort((a, b) => a.member.localeCompare(b.member));
+      const ok = results
+        .filter((r): r is { member: string; interval: [number, number] } => r !== undefined)
+        .sort((a, b) => a.member.localeCompare(b.member));
       const key = ok.map((r) => r.member).join(',');
       if (key !== last || changes.length === 0) {
         changes.push({ at, members: ok.map((r) => r.member) });
@@ -289,9 +299,7 @@ export function startWriteProbe(cluster: TestCluster, opts: { intervalMs?: numbe
 export function formatTransitions(t: { at: number; members: string[] }[], fromMs = 0): string {
   const first = t.findIndex((x) => x.at >= fromMs);
   const shown = first < 0 ? t.slice(-1) : t.slice(Math.max(0, first - 1));
-  return shown
-    .map((x) => `${new Date(x.at).toISOString().slice(11, 23)} [${x.members.join(',')}]`)
-    .join('\n');
+  return shown.map((x) => `${new Date(x.at).toISOString().slice(11, 23)} [${x.members.join(',')}]`).join('\n');
 }
 
 /** What `assertNoLoss` checked. */
@@ -304,18 +312,25 @@ export interface NoLossReport {
 
 async function idsOn(cluster: TestCluster, member: string): Promise<Set<number>> {
   const out = await cluster.psql(member, `select id from ${WRITER_TABLE}`, 5000);
-  return new Set(out.split('\n').filter((l) => l.trim() !== '').map(Number));
+  return new Set(
+    out
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map(Number),
+  );
 }
 
 function describeIds(ids: number[], records: WriteRecord[]): string {
   const byId = new Map(records.map((r) => [r.id, r]));
-  return ids
-    .slice(0, 20)
-    .map((id) => {
-      const r = byId.get(id);
-      return r ? `${id} (acknowledged by ${r.member} at ${new Date(r.at).toISOString().slice(11, 23)})` : String(id);
-    })
-    .join(', ') + (ids.length > 20 ? `, … (${ids.length} in all)` : '');
+  return (
+    ids
+      .slice(0, 20)
+      .map((id) => {
+        const r = byId.get(id);
+        return r ? `${id} (acknowledged by ${r.member} at ${new Date(r.at).toISOString().slice(11, 23)})` : String(id);
+      })
+      .join(', ') + (ids.length > 20 ? `, … (${ids.length} in all)` : '')
+  );
 }
 
 /**
@@ -372,7 +387,10 @@ export async function assertNoLoss(
         lastErr = String(e);
       }
       if (Date.now() > deadline) {
-        if (!read) throw new Error(`${m} could not be read within ${timeoutMs} ms (${lastErr}): its ${acked.length} acknowledged writes are unverified`);
+        if (!read)
+          throw new Error(
+            `${m} could not be read within ${timeoutMs} ms (${lastErr}): its ${acked.length} acknowledged writes are unverified`,
+          );
         throw new Error(
           `${m} still lacks ${missing.length} of ${acked.length} acknowledged writes after ${timeoutMs} ms: ${describeIds(missing, records)}${lastErr ? ` (last error: ${lastErr})` : ''}`,
         );

@@ -14,7 +14,10 @@ describe('fileJournalSink', () => {
     const j = new Journal({ sink: fileJournalSink(path), now: () => 0 });
     j.append({ machine: 'm', kind: 'event', event: { type: 'x' } });
     j.append({ machine: 'm', kind: 'event', event: { type: 'y' } });
-    const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.event.type)).toEqual(['x', 'y']);
     expect(j.path).toBe(path);
   });

@@ -8,7 +8,14 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal } from '@ha/machines';
-import { callbackFor, CallbackRunner, withReloadHook, type CallbackCommands, type CallbackSpawner, type DbPhase } from '../../../src/node/local/callbacks.ts';
+import {
+  callbackFor,
+  CallbackRunner,
+  withReloadHook,
+  type CallbackCommands,
+  type CallbackSpawner,
+  type DbPhase,
+} from '../../../src/node/local/callbacks.ts';
 import { systemClock } from '../../../src/node/clock.ts';
 import { isAlive, waitFor } from '../../support/processes.ts';
 import { makeTempDir, removeTempDir } from '../../support/tmp.ts';
@@ -51,12 +58,36 @@ describe('callbackFor', () => {
   const p = (value: string, role = 'replica'): DbPhase => ({ value, role });
   it.each([
     ['start as replica, first ever', p('starting'), p('running'), undefined, { action: 'on_start', role: 'replica' }],
-    ['start in the role last announced', p('starting', 'primary'), p('running', 'primary'), 'primary', { action: 'on_start', role: 'primary' }],
-    ['bootstrap (initdb) → running primary', p('initdb', 'uninitialized'), p('running', 'primary'), undefined, { action: 'on_start', role: 'primary' }],
-    ['adopted at agent start (pg.found)', p('stopped', 'uninitialized'), p('running', 'primary'), undefined, { action: 'on_start', role: 'primary' }],
+    [
+      'start in the role last announced',
+      p('starting', 'primary'),
+      p('running', 'primary'),
+      'primary',
+      { action: 'on_start', role: 'primary' },
+    ],
+    [
+      'bootstrap (initdb) → running primary',
+      p('initdb', 'uninitialized'),
+      p('running', 'primary'),
+      undefined,
+      { action: 'on_start', role: 'primary' },
+    ],
+    [
+      'adopted at agent start (pg.found)',
+      p('stopped', 'uninitialized'),
+      p('running', 'primary'),
+      undefined,
+      { action: 'on_start', role: 'primary' },
+    ],
     ['a demoted primary starts as a replica', p('starting'), p('running'), 'primary', { action: 'on_role_change', role: 'replica' }],
     ['promotion of a running replica', p('running'), p('running', 'primary'), 'replica', { action: 'on_role_change', role: 'primary' }],
-    ['stop (demotion: the role it had)', p('stopping', 'primary'), p('stopped', 'replica'), 'primary', { action: 'on_stop', role: 'primary' }],
+    [
+      'stop (demotion: the role it had)',
+      p('stopping', 'primary'),
+      p('stopped', 'replica'),
+      'primary',
+      { action: 'on_stop', role: 'primary' },
+    ],
     ['stop before a re-clone', p('stopping'), p('creating_replica'), 'replica', { action: 'on_stop', role: 'replica' }],
     ['restart', p('restarting', 'primary'), p('running', 'primary'), 'primary', { action: 'on_restart', role: 'primary' }],
   ])('%s', (_n, prev, next, announced, expected) => {
@@ -83,7 +114,12 @@ describe('CallbackRunner with a real program', () => {
     await waitFor(async () => ((await lines(out)).length >= 2 ? true : undefined), 5000, 'on_role_change recorded');
     expect(await lines(out)).toEqual(['on_start replica demo', 'extra word on_role_change primary demo']);
     const ev = events(journal);
-    expect(ev[0]).toMatchObject({ type: 'ha.callback.started', action: 'on_start', role: 'replica', command: `${record} on_start replica demo` });
+    expect(ev[0]).toMatchObject({
+      type: 'ha.callback.started',
+      action: 'on_start',
+      role: 'replica',
+      command: `${record} on_start replica demo`,
+    });
     expect(ev[1]).toMatchObject({ type: 'ha.callback.exited', action: 'on_start', code: 0 });
   });
 
@@ -97,30 +133,45 @@ describe('CallbackRunner with a real program', () => {
     const [stopPid, reloadPid] = (await lines(slowTxt)).map((l) => Number(l.split(' ')[0]));
     r.fire('on_role_change', 'replica');
     await waitFor(async () => (events(journal).some((e) => e['type'] === 'ha.callback.killed') ? true : undefined), 5000, 'kill journaled');
-    expect(events(journal).find((e) => e['type'] === 'ha.callback.killed')).toMatchObject({ action: 'on_stop', reason: 'callback on_stop killed: superseded by on_role_change' });
+    expect(events(journal).find((e) => e['type'] === 'ha.callback.killed')).toMatchObject({
+      action: 'on_stop',
+      reason: 'callback on_stop killed: superseded by on_role_change',
+    });
     await waitFor(async () => (!isAlive(stopPid!) ? true : undefined), 5000, 'on_stop gone');
     expect(isAlive(reloadPid!)).toBe(true); // other lane untouched
     r.fire('on_reload', 'replica'); // kills the previous on_reload
     await waitFor(async () => (!isAlive(reloadPid!) ? true : undefined), 5000, 'first on_reload gone');
     r.stopAll();
-    await waitFor(async () => (events(journal).filter((e) => e['type'] === 'ha.callback.killed').length >= 3 ? true : undefined), 5000, 'all killed');
+    await waitFor(
+      async () => (events(journal).filter((e) => e['type'] === 'ha.callback.killed').length >= 3 ? true : undefined),
+      5000,
+      'all killed',
+    );
   });
 
   it('a call running past the timeout is killed', async () => {
     const { r, journal } = runner({ on_restart: [slow] }, { timeoutMs: 300 });
     r.fire('on_restart', 'primary');
     await waitFor(async () => (events(journal).some((e) => e['type'] === 'ha.callback.killed') ? true : undefined), 5000, 'timeout kill');
-    expect(events(journal).find((e) => e['type'] === 'ha.callback.killed')).toMatchObject({ action: 'on_restart', reason: 'callback on_restart killed: timed out after 0.3 s' });
+    expect(events(journal).find((e) => e['type'] === 'ha.callback.killed')).toMatchObject({
+      action: 'on_restart',
+      reason: 'callback on_restart killed: timed out after 0.3 s',
+    });
   });
 
   it('a program that cannot be started is journaled as failed; a non-zero exit as exited with its code', async () => {
     const { r, journal } = runner({ on_start: [join(dir, 'missing.sh')], on_stop: ['/bin/sh', '-c', 'exit 3', 'sh'] });
     r.fire('on_start', 'replica');
     await waitFor(async () => (events(journal).some((e) => e['type'] === 'ha.callback.failed') ? true : undefined), 5000, 'failure');
-    expect(events(journal).find((e) => e['type'] === 'ha.callback.failed')?.['reason']).toMatch(/could not be started: spawn .*missing\.sh ENOENT/);
+    expect(events(journal).find((e) => e['type'] === 'ha.callback.failed')?.['reason']).toMatch(
+      /could not be started: spawn .*missing\.sh ENOENT/,
+    );
     r.fire('on_stop', 'replica');
     await waitFor(async () => (events(journal).some((e) => e['type'] === 'ha.callback.exited') ? true : undefined), 5000, 'exit');
-    expect(events(journal).find((e) => e['type'] === 'ha.callback.exited')).toMatchObject({ code: 3, reason: 'callback on_stop ended with exit code 3' });
+    expect(events(journal).find((e) => e['type'] === 'ha.callback.exited')).toMatchObject({
+      code: 3,
+      reason: 'callback on_stop ended with exit code 3',
+    });
   });
 });
 
@@ -133,14 +184,36 @@ describe('CallbackRunner.observe (injected spawner)', () => {
     };
     const all: CallbackCommands = { on_start: ['x'], on_stop: ['x'], on_restart: ['x'], on_reload: ['x'], on_role_change: ['x'] };
     const { r: old } = runner(all, { spawn });
-    for (const [value, role] of [['stopped', 'uninitialized'], ['initdb', 'uninitialized'], ['running', 'primary'], ['restarting', 'primary'], ['running', 'primary'], ['stopping', 'primary'], ['stopped', 'replica'], ['starting', 'replica'], ['running', 'replica']] as const) {
+    for (const [value, role] of [
+      ['stopped', 'uninitialized'],
+      ['initdb', 'uninitialized'],
+      ['running', 'primary'],
+      ['restarting', 'primary'],
+      ['running', 'primary'],
+      ['stopping', 'primary'],
+      ['stopped', 'replica'],
+      ['starting', 'replica'],
+      ['running', 'replica'],
+    ] as const) {
       old.observe({ value, role });
     }
     old.reloaded();
-    expect(calls).toEqual(['on_start primary demo', 'on_restart primary demo', 'on_stop primary demo', 'on_role_change replica demo', 'on_reload replica demo']);
+    expect(calls).toEqual([
+      'on_start primary demo',
+      'on_restart primary demo',
+      'on_stop primary demo',
+      'on_role_change replica demo',
+      'on_reload replica demo',
+    ]);
     calls.length = 0;
     const { r: next } = runner(all, { spawn });
-    for (const [value, role] of [['stopped', 'uninitialized'], ['creating_replica', 'uninitialized'], ['starting', 'uninitialized'], ['running', 'replica'], ['running', 'primary']] as const) {
+    for (const [value, role] of [
+      ['stopped', 'uninitialized'],
+      ['creating_replica', 'uninitialized'],
+      ['starting', 'uninitialized'],
+      ['running', 'replica'],
+      ['running', 'primary'],
+    ] as const) {
       next.observe({ value, role });
     }
     expect(calls).toEqual(['on_start replica demo', 'on_role_change primary demo']);

@@ -44,7 +44,13 @@ describe('ConfigApplier with use_db_rewind', () => {
     const applier = new ConfigApplier(deps);
     applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true } }));
     expect(rewinds.failure).toBeDefined();
-    applier.applyDynamic(viewWith({ ...timing, maximum_lag_on_failover: 5, database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: false } }));
+    applier.applyDynamic(
+      viewWith({
+        ...timing,
+        maximum_lag_on_failover: 5,
+        database: { use_db_rewind: true, remove_data_directory_on_rewind_failure: false },
+      }),
+    );
     expect(rewinds.failure).toBeUndefined();
   });
 });

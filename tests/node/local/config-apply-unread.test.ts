@@ -22,13 +22,23 @@ function fakeCore() {
 }
 
 let revision = 100;
-const viewWith = (config: Record<string, unknown>): ClusterView => ({ members: [], config: { value: config, revision: String(revision++) } });
+const viewWith = (config: Record<string, unknown>): ClusterView => ({
+  members: [],
+  config: { value: config, revision: String(revision++) },
+});
 
 describe('ConfigApplier: stored keys the agent does not read', () => {
   it('are reported once, not obeyed, and the settings it reads are applied', () => {
     const { core, notices, state } = fakeCore();
     const applier = new ConfigApplier(core);
-    const stored = { ttl: 30, loop_wait: 5, retry_timeout: 10, loop_wiat: 1, master_start_timeout: 0, database: { pg_ident: ['m a b'], parameters: { work_mem: '8MB' } } };
+    const stored = {
+      ttl: 30,
+      loop_wait: 5,
+      retry_timeout: 10,
+      loop_wiat: 1,
+      master_start_timeout: 0,
+      database: { pg_ident: ['m a b'], parameters: { work_mem: '8MB' } },
+    };
     applier.applyDynamic(viewWith(stored));
     expect(notices).toEqual([
       [
@@ -54,7 +64,9 @@ describe('ConfigApplier: stored keys the agent does not read', () => {
   it("reads a document of the reference's dialect, with the reference's defaults", () => {
     const { core, notices, state } = fakeCore();
     const applier = new ConfigApplier(core);
-    applier.applyDynamic(viewWith({ ttl: 30, loop_wait: 10, retry_timeout: 10, postgresql: { use_slots: false, parameters: { max_connections: 150 } } }));
+    applier.applyDynamic(
+      viewWith({ ttl: 30, loop_wait: 10, retry_timeout: 10, postgresql: { use_slots: false, parameters: { max_connections: 150 } } }),
+    );
     expect(notices).toEqual([]);
     expect(state.config.database).toEqual({
       use_slots: false,
@@ -65,7 +77,10 @@ describe('ConfigApplier: stored keys the agent does not read', () => {
     });
     applier.applyDynamic(viewWith({ ttl: 30, loop_wait: 10, retry_timeout: 10, postgresql: { use_pg_rewind: true, use_slots: 'no' } }));
     expect(notices).toEqual([
-      ['config.rejected', 'dynamic configuration in the DCS is invalid, keeping the last good one: postgresql.use_slots: must be true or false, got "no"'],
+      [
+        'config.rejected',
+        'dynamic configuration in the DCS is invalid, keeping the last good one: postgresql.use_slots: must be true or false, got "no"',
+      ],
     ]);
     expect(state.config.database.use_slots).toBe(false);
   });

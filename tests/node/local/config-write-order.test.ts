@@ -101,12 +101,25 @@ describe('SyncManager: the written set not in force is written again', () => {
   function fixture(running: { names: string }) {
     let key: SyncState = { leader: 'a', sync_standby: 'b', quorum: 0 };
     let rev = 1;
-    const view = (): ClusterView => ({ members: [member('a', { role: 'primary' }), member('b')], sync: { value: key, revision: String(rev) } });
+    const view = (): ClusterView => ({
+      members: [member('a', { role: 'primary' }), member('b')],
+      sync: { value: key, revision: String(rev) },
+    });
     const probe = (): PgStatus =>
       pgStatus({
         flushLsn: 100n,
         synchronousStandbyNames: running.names,
-        replication: [{ usename: 'replicator', application_name: 'b', client_addr: null, state: 'streaming', sync_state: running.names === '' ? 'async' : 'sync', sync_priority: 1, flush_lsn: 100n }],
+        replication: [
+          {
+            usename: 'replicator',
+            application_name: 'b',
+            client_addr: null,
+            state: 'streaming',
+            sync_state: running.names === '' ? 'async' : 'sync',
+            sync_priority: 1,
+            flush_lsn: 100n,
+          },
+        ],
       });
     const notices: string[] = [];
     const deps: SyncManagerDeps = {
@@ -147,7 +160,10 @@ describe('SyncManager: the written set not in force is written again', () => {
       running.names = 'FIRST 1 ("b")';
     });
     expect(rewrites).toBe(1);
-    expect(f.notices.some((n) => /in force is "", not "FIRST 1 \(\\"b\\"\)" as written: writing it again/.test(n)), f.notices.join('\n')).toBe(true);
+    expect(
+      f.notices.some((n) => /in force is "", not "FIRST 1 \(\\"b\\"\)" as written: writing it again/.test(n)),
+      f.notices.join('\n'),
+    ).toBe(true);
     // In force again: nothing more is written.
     await f.sync.run(f.view(), f.probe(), rewrite);
     expect(rewrites).toBe(1);

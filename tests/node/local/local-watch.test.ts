@@ -6,7 +6,11 @@ import { pgStatus } from '../fixtures.ts';
 /** The PgControl the watch reads. */
 type WatchedPg = LocalWatchDeps['pg'];
 
-function fakePg(o: { pid?: () => number | undefined; probe?: () => Promise<PgStatus>; dataDirProblem?: () => string | undefined }): WatchedPg {
+function fakePg(o: {
+  pid?: () => number | undefined;
+  probe?: () => Promise<PgStatus>;
+  dataDirProblem?: () => string | undefined;
+}): WatchedPg {
   return {
     postmasterPid: async () => (o.pid ? o.pid() : 42),
     probe: o.probe ?? (async () => pgStatus()),
@@ -22,7 +26,15 @@ describe('LocalWatch', () => {
     let alive = true;
     const died = vi.fn();
     const state = { value: 'running', promoting: false };
-    const w = new LocalWatch({ pg: fakePg({ pid: () => (alive ? 42 : undefined) }), database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+    const w = new LocalWatch({
+      pg: fakePg({ pid: () => (alive ? 42 : undefined) }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => {
+        died();
+        state.value = 'crashed';
+      },
+    });
     w.start();
     await vi.advanceTimersByTimeAsync(300);
     expect(died).not.toHaveBeenCalled();
@@ -79,7 +91,12 @@ describe('LocalWatch', () => {
     let fail = false;
     const state = { value: 'running', promoting: false };
     const w = new LocalWatch({
-      pg: fakePg({ probe: async () => { if (fail) throw new Error('down'); return pgStatus({ inRecovery: true, timeline: 3 }); } }),
+      pg: fakePg({
+        probe: async () => {
+          if (fail) throw new Error('down');
+          return pgStatus({ inRecovery: true, timeline: 3 });
+        },
+      }),
       database: () => state,
       probeTimeoutMs: () => 100,
       onDied: () => {},
@@ -178,7 +195,12 @@ describe('LocalWatch', () => {
   it("keeps a replica's newest timeline once its WAL receiver is gone (the probe then has the restartpoint's)", async () => {
     let reported = pgStatus({ inRecovery: true, timeline: 2, streaming: true });
     const state = { value: 'running', promoting: false };
-    const w = new LocalWatch({ pg: fakePg({ probe: async () => reported }), database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: async () => reported }),
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => undefined,
+    });
     await w.probeOnce();
     expect(w.probe?.timeline).toBe(2);
     reported = pgStatus({ inRecovery: true, timeline: 1, streaming: false });
@@ -221,7 +243,15 @@ describe('LocalWatch', () => {
       const died = vi.fn();
       const state = { value: 'running', promoting: false };
       const f = watchedPg({ pid: () => (alive ? 42 : undefined) });
-      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      const w = new LocalWatch({
+        pg: f.pg,
+        database: () => state,
+        probeTimeoutMs: () => 100,
+        onDied: () => {
+          died();
+          state.value = 'crashed';
+        },
+      });
       expect(w.eventDriven).toBe(true);
       w.start();
       await vi.advanceTimersByTimeAsync(0);
@@ -242,7 +272,15 @@ describe('LocalWatch', () => {
       const died = vi.fn();
       const state = { value: 'running', promoting: false };
       const f = watchedPg({ pid: () => (alive ? 42 : undefined) });
-      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      const w = new LocalWatch({
+        pg: f.pg,
+        database: () => state,
+        probeTimeoutMs: () => 100,
+        onDied: () => {
+          died();
+          state.value = 'crashed';
+        },
+      });
       w.start();
       await vi.advanceTimersByTimeAsync(100);
       f.serverClose();
@@ -278,7 +316,15 @@ describe('LocalWatch', () => {
       const pidCalls = vi.fn();
       const state = { value: 'running', promoting: false };
       const f = watchedPg({ pid: () => (pidCalls(), alive ? 42 : undefined), failOpen: () => true });
-      const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => { died(); state.value = 'crashed'; } });
+      const w = new LocalWatch({
+        pg: f.pg,
+        database: () => state,
+        probeTimeoutMs: () => 100,
+        onDied: () => {
+          died();
+          state.value = 'crashed';
+        },
+      });
       w.start();
       await vi.advanceTimersByTimeAsync(3000);
       expect(pidCalls).toHaveBeenCalledTimes(3);
@@ -337,7 +383,13 @@ describe('LocalWatch with a watch connection and a data directory watch', () => 
     vi.useFakeTimers();
     const state = { value: 'running', promoting: false };
     const f = eventPg({ pid: () => 42, problem: () => undefined });
-    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined, onDataDirGone: () => undefined });
+    const w = new LocalWatch({
+      pg: f.pg,
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => undefined,
+      onDataDirGone: () => undefined,
+    });
     w.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(f.conns).toHaveLength(1);
@@ -437,7 +489,13 @@ describe('LocalWatch with a watch connection and a data directory watch', () => 
     vi.useFakeTimers();
     const state = { value: 'running', promoting: false };
     const f = eventPg({ pid: () => 42, problem: () => undefined, failDirWatch: () => true });
-    const w = new LocalWatch({ pg: f.pg, database: () => state, probeTimeoutMs: () => 100, onDied: () => undefined, onDataDirGone: () => undefined });
+    const w = new LocalWatch({
+      pg: f.pg,
+      database: () => state,
+      probeTimeoutMs: () => 100,
+      onDied: () => undefined,
+      onDataDirGone: () => undefined,
+    });
     w.start();
     await vi.advanceTimersByTimeAsync(5000);
     expect(f.pidCalls).toHaveBeenCalledTimes(5);
@@ -466,7 +524,13 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('probeStartedAfter: waits out a probe started earlier and starts a new one, or joins one started since', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: m.probe }),
+      database: () => running,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+      probeEveryMs: 0,
+    });
     const early = w.probeOnce(); // in flight since t = 0
     await vi.advanceTimersByTimeAsync(50);
     let done = false;
@@ -496,7 +560,13 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('runs no background probe', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: m.probe }),
+      database: () => running,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+      probeEveryMs: 0,
+    });
     w.start();
     await vi.advanceTimersByTimeAsync(30_000);
     expect(m.started()).toBe(0);
@@ -506,7 +576,13 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('answers at once while the last probe started at most 1 s ago, else probes once for every concurrent reader', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: m.probe }),
+      database: () => running,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+      probeEveryMs: 0,
+    });
     // No probe yet: the first reader starts one, the others (and the HA cycle's probeNow) share it.
     const a = w.fresh();
     const b = w.fresh();
@@ -541,7 +617,13 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('bounds the wait: readers answer from what is known 1 s after the probe started; a failed probe counts as one', async () => {
     vi.useFakeTimers();
     const m = manualProbe();
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: m.probe }),
+      database: () => running,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+      probeEveryMs: 0,
+    });
     const first = w.fresh()!;
     m.settle(2);
     await first;
@@ -577,7 +659,13 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
     vi.useFakeTimers();
     const m = manualProbe();
     const state = { value: 'stopped', promoting: false };
-    const w = new LocalWatch({ pg: fakePg({ probe: m.probe }), database: () => state, probeTimeoutMs: () => 2000, onDied: () => {}, probeEveryMs: 0 });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: m.probe }),
+      database: () => state,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+      probeEveryMs: 0,
+    });
     expect(w.fresh()).toBeUndefined();
     state.value = 'running';
     expect(w.fresh()).toBeInstanceOf(Promise);
@@ -591,7 +679,12 @@ describe('LocalWatch probe on demand (probeEveryMs: 0)', () => {
   it('keeps a background probe when asked (the simulator): readers never wait', async () => {
     vi.useFakeTimers();
     let n = 0;
-    const w = new LocalWatch({ pg: fakePg({ probe: async () => pgStatus({ inRecovery: false, timeline: ++n }) }), database: () => running, probeTimeoutMs: () => 2000, onDied: () => {} });
+    const w = new LocalWatch({
+      pg: fakePg({ probe: async () => pgStatus({ inRecovery: false, timeline: ++n }) }),
+      database: () => running,
+      probeTimeoutMs: () => 2000,
+      onDied: () => {},
+    });
     w.start();
     for (let i = 0; i < 5; i++) {
       await vi.advanceTimersByTimeAsync(1000);

@@ -4,14 +4,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DiscardPlan, WalRecord } from '../../../src/domain/discarded.ts';
-import { describe as describeReceipt, FileReceiptStore, MemoryReceiptStore, ReceiptKeeper, type ReceiptKeeperDeps, type ReceiptStore } from '../../../src/node/local/receipts.ts';
+import {
+  describe as describeReceipt,
+  FileReceiptStore,
+  MemoryReceiptStore,
+  ReceiptKeeper,
+  type ReceiptKeeperDeps,
+  type ReceiptStore,
+} from '../../../src/node/local/receipts.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const plan: DiscardPlan = { action: 'rewind', leader: 'n2', leaderTimeline: 2, reason: 'diverged from leader n2: local WAL (ends at 800) goes past the switch point (500) of timeline 1', ranges: [{ timeline: 1, fromLsn: 500n, toLsn: 800n }] };
+const plan: DiscardPlan = {
+  action: 'rewind',
+  leader: 'n2',
+  leaderTimeline: 2,
+  reason: 'diverged from leader n2: local WAL (ends at 800) goes past the switch point (500) of timeline 1',
+  ranges: [{ timeline: 1, fromLsn: 500n, toLsn: 800n }],
+};
 
 const records: WalRecord[] = [
   { rmgr: 'Heap', totalBytes: 59, xid: 900, lsn: 520n, description: 'INSERT off 1, blkref #0: rel 1663/5/16384 blk 0' },
@@ -53,7 +66,7 @@ function keeper(store: ReceiptStore, pg: ReceiptKeeperDeps['pg']) {
 }
 
 describe('ReceiptKeeper', () => {
-  it('decodes the plan\'s ranges, keeps the receipt, journals it and counts it', async () => {
+  it("decodes the plan's ranges, keeps the receipt, journals it and counts it", async () => {
     const store = new MemoryReceiptStore();
     const { pg, calls } = fakePg({ names: { '1663/5/16384': 'postgres.public.t' } });
     const { k, notices, changes } = keeper(store, pg);
@@ -66,7 +79,11 @@ describe('ReceiptKeeper', () => {
     expect(r?.relationNames).toEqual({ '1663/5/16384': 'postgres.public.t' });
     expect(store.receipts).toHaveLength(1);
     expect(k.summary()).toEqual({ receipts: 1, transactions: 2, committed: 1, lastAt: '2026-11-27T04:00:00.000Z', location: 'memory' });
-    expect(notices).toEqual([expect.stringMatching(/^discarded: the rewind from n2 discards 300 bytes of WAL \(timeline 1 0\/1F4–0\/320\): 2 transactions, 1 committed, 0 aborted, 1 unfinished; receipt: memory #1$/)]);
+    expect(notices).toEqual([
+      expect.stringMatching(
+        /^discarded: the rewind from n2 discards 300 bytes of WAL \(timeline 1 0\/1F4–0\/320\): 2 transactions, 1 committed, 0 aborted, 1 unfinished; receipt: memory #1$/,
+      ),
+    ]);
     expect(changes()).toBeGreaterThan(0);
   });
 
@@ -121,7 +138,11 @@ describe('FileReceiptStore', () => {
     expect(files).toEqual(['2026-11-27T04-00-00-000Z-tl2.json', '2026-11-27T04-00-00-000Z-tl3.json']);
     expect(statSync(join(store.location, files[0]!)).mode & 0o777).toBe(0o600);
     expect(statSync(store.location).mode & 0o777).toBe(0o700);
-    expect(JSON.parse(readFileSync(join(store.location, files[0]!), 'utf8'))).toMatchObject({ member: 'n1', leaderTimeline: 2, counts: { committed: 1 } });
+    expect(JSON.parse(readFileSync(join(store.location, files[0]!), 'utf8'))).toMatchObject({
+      member: 'n1',
+      leaderTimeline: 2,
+      counts: { committed: 1 },
+    });
     expect((await store.list()).map((r) => r.leaderTimeline)).toEqual([2, 3]);
   });
 

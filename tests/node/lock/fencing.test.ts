@@ -41,29 +41,42 @@ class FakeDevice implements FenceDevice {
   }
 }
 
-function setup(mode: WatchdogMode, opts: { pid?: number; dataDir?: string } = {}) {
+function setup(
+  mode: WatchdogMode,
+  opts: { pid?: number; dataDir?: string; marginSet?: true; timing?: { ttl: number; loop_wait: number; retry_timeout: number } } = {},
+) {
   const device = new FakeDevice();
   device.dataDir = opts.dataDir;
   let mono = 1000;
   const world = { held: false, primary: false, pid: opts.pid as number | undefined, paused: false, pidReads: 0 };
   const notices: string[] = [];
+  /** Every notice and warning with its level: `warn watchdog.armed`, `info watchdog.adjusted`, `warn log: <text>`. */
+  const lines: string[] = [];
+  const log = pino({ level: 'silent' });
+  log.warn = ((_o: unknown, text?: string) => void lines.push(`warn log: ${text ?? String(_o)}`)) as typeof log.warn;
   const fencing = new Fencing({
-    settings: { mode, safety_margin: 5 },
+    settings: { mode, safety_margin: 5, ...(opts.marginSet ? { safety_margin_set: true } : {}) },
     device,
-    config: () => ({ ...withDefaults({ ttl: 10, loop_wait: 2, retry_timeout: 10 }), ...(world.paused ? { pause: true } : {}) }),
+    config: () => ({
+      ...withDefaults(opts.timing ?? { ttl: 10, loop_wait: 2, retry_timeout: 10 }),
+      ...(world.paused ? { pause: true } : {}),
+    }),
     postmasterPid: async () => (world.pidReads++, world.pid),
     lockHeld: () => world.held,
     primaryRunning: () => world.primary,
-    notice: (type) => notices.push(type),
-    log: pino({ level: 'silent' }),
+    notice: (type, _text, level) => {
+      notices.push(type);
+      lines.push(`${level ?? 'warn'} ${type}`);
+    },
+    log,
     mono: () => mono,
   });
-  return { device, fencing, world, notices, advance: (ms: number) => (mono += ms) };
+  return { device, fencing, world, notices, lines, advance: (ms: number) => (mono += ms) };
 }
 
 describe('Fencing', () => {
-  it('arms before the race with now + ttl − margin, feeds each renewal with its send time + ttl − margin, and disarms after a lost race', async () => {
-    const { device, fencing, world, notices, advance } = setup('automatic', { pid: 77 });
+  it('required: arms before the race with now + ttl − margin, feeds each renewal with its send time + ttl − margin, and disarms after a lost race', async () => {
+    const { device, fencing, world, notices, advance } = setup('required', { pid: 77 });
     expect(await fencing.beforeAcquire()).toBe(true);
     expect(device.calls).toEqual(['arm 77 5000 6000']);
     world.held = true;
@@ -76,6 +89,52 @@ describe('Fencing', () => {
     await fencing.sync();
     expect(device.calls.at(-1)).toBe('disarm');
     expect(notices).toEqual(['watchdog.armed', 'watchdog.disarmed']);
+  });
+
+  it("automatic: a lost race arms nothing; a won race arms once, on the acquire's send time, before the promotion (afterAcquire)", async () => {
+    const { device, fencing, world, notices, advance } = setup('automatic', { pid: 77 });
+    // Lost: the race's loser neither arms nor disarms (the demo's "armed … disarmed" 3 ms apart).
+    expect(await fencing.beforeAcquire()).toBe(true);
+    await fencing.sync();
+    expect(device.calls).toEqual([]);
+    expect(notices).toEqual([]);
+    // Won: the acquire's send time, then the lock is held; armed once before afterAcquire resolves.
+    expect(await fencing.beforeAcquire()).toBe(true);
+    const sent = fencing.stamp();
+    advance(200);
+    world.held = true;
+    fencing.renewed(sent);
+    await fencing.afterAcquire();
+    expect(device.armed).toBe(true);
+    expect(device.calls).toEqual(['arm 77 4800 6000']);
+    await fencing.sync();
+    expect(device.calls).toEqual(['arm 77 4800 6000']);
+    expect(notices).toEqual(['watchdog.armed']);
+  });
+
+  it('routine arming and disarming, and the default margin fitted to the timing, are info; an adjusted margin the operator wrote, a warning', async () => {
+    // ttl 10, retry_timeout 3 (the demo's): the default 5 s becomes 1.5 s.
+    const timing = { ttl: 10, loop_wait: 2, retry_timeout: 3 };
+    const byDefault = setup('automatic', { pid: 77, timing });
+    byDefault.world.held = true;
+    byDefault.fencing.renewed(byDefault.fencing.stamp());
+    await byDefault.fencing.afterAcquire();
+    byDefault.world.held = false;
+    await byDefault.fencing.sync();
+    expect(byDefault.lines).toEqual(['info watchdog.adjusted', 'info watchdog.armed', 'info watchdog.disarmed']);
+    const written = setup('automatic', { pid: 77, timing, marginSet: true });
+    written.world.held = true;
+    written.fencing.renewed(written.fencing.stamp());
+    await written.fencing.afterAcquire();
+    expect(written.lines).toEqual(['warn watchdog.adjusted', 'info watchdog.armed']);
+  });
+
+  it("the reference's timing (ttl 30, loop_wait 10, retry_timeout 10, margin 5, as examples/) arms without a warning: the agent's own deadline (ttl − retry_timeout) comes before the fence (ttl − margin)", async () => {
+    const { fencing, world, lines } = setup('automatic', { pid: 77, timing: { ttl: 30, loop_wait: 10, retry_timeout: 10 } });
+    world.held = true;
+    fencing.renewed(fencing.stamp());
+    await fencing.afterAcquire();
+    expect(lines).toEqual(['info watchdog.armed']);
   });
 
   it('keeps the fence armed, unfed, while a lost lock leaves the primary running, and disarms once it stopped', async () => {
@@ -199,10 +258,10 @@ describe('Fencing', () => {
 
   it('armed on the data directory while leading: sync reads no postmaster pid and changes nothing; armed on a pid it still checks', async () => {
     const dir = setup('automatic', { pid: 77, dataDir: '/data' });
-    expect(await dir.fencing.beforeAcquire()).toBe(true);
     dir.world.held = true;
     dir.world.primary = true;
     dir.fencing.renewed(dir.fencing.stamp());
+    await dir.fencing.afterAcquire();
     const calls = dir.device.calls.length;
     const reads = dir.world.pidReads;
     dir.world.pid = undefined; // even with no postmaster: armed on the directory it stays armed
@@ -211,7 +270,7 @@ describe('Fencing', () => {
     expect(dir.world.pidReads).toBe(reads);
     expect(dir.device.calls.length).toBe(calls);
     expect(dir.device.armed).toBe(true);
-    const pid = setup('automatic', { pid: 77 });
+    const pid = setup('required', { pid: 77 });
     expect(await pid.fencing.beforeAcquire()).toBe(true);
     pid.world.held = true;
     pid.world.pid = undefined;

@@ -40,7 +40,10 @@ function setup(over: { pause?: boolean } = {}) {
   let lastKeepalive = 1_000_000;
   let deadlineFn: (() => number) | undefined;
   let wakes = 0;
-  const db: { value: string; context: { role: Role; promoting: boolean } } = { value: 'running', context: { role: 'primary', promoting: false } };
+  const db: { value: string; context: { role: Role; promoting: boolean } } = {
+    value: 'running',
+    context: { role: 'primary', promoting: false },
+  };
   const lock = { held: true };
   const state = { config: withDefaults({ ttl: 10, loop_wait: 2, retry_timeout: 3, ...(over.pause ? { pause: true } : {}) }) };
   const deps: LeaderDeadlineDeps = {
@@ -52,11 +55,20 @@ function setup(over: { pause?: boolean } = {}) {
     now: () => clock.now(),
     wake: () => void wakes++,
   };
-  return { d: new LeaderDeadline(deps), state, clock, db, lock, deadline: () => deadlineFn?.(), wakes: () => wakes, renew: (at: number) => (lastKeepalive = at) };
+  return {
+    d: new LeaderDeadline(deps),
+    state,
+    clock,
+    db,
+    lock,
+    deadline: () => deadlineFn?.(),
+    wakes: () => wakes,
+    renew: (at: number) => (lastKeepalive = at),
+  };
 }
 
 describe('LeaderDeadline', () => {
-  it('moves its timer at every renewal as a ref\'d timer (an unref\'d one left an empty wake-up per cycle), stopped by stop()', () => {
+  it("moves its timer at every renewal as a ref'd timer (an unref'd one left an empty wake-up per cycle), stopped by stop()", () => {
     const s = setup();
     for (let i = 0; i < 3; i++) {
       s.d.begin();

@@ -23,7 +23,15 @@ function setup() {
   const store = new InMemoryStore({ now: clock.now, expiryCheckMs: 0 });
   stores.push(store);
   const client = async (name: string) => {
-    const dcs = new InMemoryDcs({ store, namespace: 'service', scope: 'demo', name, ttlSeconds: TTL_S, retryTimeoutMs: 1000, now: clock.now });
+    const dcs = new InMemoryDcs({
+      store,
+      namespace: 'service',
+      scope: 'demo',
+      name,
+      ttlSeconds: TTL_S,
+      retryTimeoutMs: 1000,
+      now: clock.now,
+    });
     await dcs.start({ watch: false });
     return dcs;
   };

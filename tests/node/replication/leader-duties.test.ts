@@ -18,7 +18,13 @@ afterEach(() => {
 });
 
 /** Member data as an agent publishes it (version is required by the codec). */
-const member = (role: 'primary' | 'replica', api_url: string, conn_url: string) => ({ role, state: 'running' as const, api_url, conn_url, version: '4.0.0' });
+const member = (role: 'primary' | 'replica', api_url: string, conn_url: string) => ({
+  role,
+  state: 'running' as const,
+  api_url,
+  conn_url,
+  version: '4.0.0',
+});
 
 /** A primary's slots in memory; every call recorded. */
 function fakePg() {

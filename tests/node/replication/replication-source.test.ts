@@ -11,7 +11,10 @@ import { member } from '../fixtures.ts';
 
 const view: ClusterView = {
   leader: { name: 'a', leaseId: '1', revision: '1', createRevision: '1' },
-  members: [member('a', { role: 'primary', conn_url: 'postgres://10.0.0.1:5432/postgres' }), member('b', { conn_url: 'postgres://10.0.0.2:5433/postgres' })],
+  members: [
+    member('a', { role: 'primary', conn_url: 'postgres://10.0.0.1:5432/postgres' }),
+    member('b', { conn_url: 'postgres://10.0.0.2:5433/postgres' }),
+  ],
 };
 const sc: StandbyClusterConfig = { host: 'remote.example', port: 6432 };
 const A = { host: '10.0.0.1', port: 5432, name: 'a' };

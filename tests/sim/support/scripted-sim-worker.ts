@@ -35,7 +35,9 @@ serveSchedules(parentPort!, async (seed): Promise<ScheduleSummary> => {
     }, 0);
     await sleep(60_000);
   }
-  const violations = script.failing?.includes(seed) ? [{ invariant: 'single-writer' as const, atMs: seed, message: `seed ${seed} broke it` }] : [];
+  const violations = script.failing?.includes(seed)
+    ? [{ invariant: 'single-writer' as const, atMs: seed, message: `seed ${seed} broke it` }]
+    : [];
   return {
     faultCounts: { heal: 1 },
     violations,

@@ -99,11 +99,7 @@ export function toDot(model: ChartModel, opts: DotOptions = {}): string {
   const nodeOf = (id: string): string => (clusters.has(id) ? anchorName(id) : id);
   const fontSize = opts.fontSize ?? 11;
 
-  const lines: string[] = [
-    `digraph ${q(model.id)} {`,
-    `  compound=true;`,
-    `  rankdir=${opts.rankdir ?? 'LR'};`,
-  ];
+  const lines: string[] = [`digraph ${q(model.id)} {`, `  compound=true;`, `  rankdir=${opts.rankdir ?? 'LR'};`];
   const rankOf = new Map<string, number>();
   (opts.ranks ?? []).forEach((set, k) => set.forEach((id) => byId.has(id) && rankOf.set(id, k)));
   if (rankOf.size > 0) lines.push('  newrank=true;');

@@ -63,11 +63,7 @@ export function isChartFormat(s: string): s is ChartFormat {
  *   opts.dotToSvg` when it is missing, and whatever the renderer throws (Graphviz errors); for
  *   `dot` and `svg`, Error `chart layout: …` when `opts.layout`'s groups do not fit the machine.
  */
-export async function renderChart(
-  machine: AnyStateMachine,
-  format: ChartFormat,
-  opts: RenderChartOptions = {},
-): Promise<string> {
+export async function renderChart(machine: AnyStateMachine, format: ChartFormat, opts: RenderChartOptions = {}): Promise<string> {
   const model = chartModel(machine);
   const highlight = opts.highlight ?? [];
   const dotOptions = { ...opts.layout, highlight, ...(opts.path ? { path: opts.path } : {}) };

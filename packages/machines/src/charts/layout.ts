@@ -110,7 +110,8 @@ export function indexGroups(model: ChartModel, groups: readonly ChartGroup[] = [
   const groupOf = new Map<string, string>();
   for (const g of groups) {
     for (const m of g.members) {
-      if (!stateById.has(m) && !byId.has(m)) throw new Error(`chart layout: group '${g.id}' names '${m}', which is neither a state of '${model.id}' nor a group`);
+      if (!stateById.has(m) && !byId.has(m))
+        throw new Error(`chart layout: group '${g.id}' names '${m}', which is neither a state of '${model.id}' nor a group`);
       if (groupOf.has(m)) throw new Error(`chart layout: '${m}' is in group '${groupOf.get(m)}' and in group '${g.id}'`);
       groupOf.set(m, g.id);
     }
@@ -206,7 +207,8 @@ export function drawnEdges(model: ChartModel, layout: ChartLayout = {}): DrawnEd
         else kept.push(it);
       }
       for (const list of bundled.values()) {
-        for (const it of list) kept.push({ ...it, source: `${GROUP_PREFIX}${gid}`, bundle: signature(model.transitions[it.index]!, it.target) });
+        for (const it of list)
+          kept.push({ ...it, source: `${GROUP_PREFIX}${gid}`, bundle: signature(model.transitions[it.index]!, it.target) });
       }
       items = kept;
     }

@@ -6,7 +6,15 @@ import type { ChartModel } from './model.ts';
 import type { ChartGroup, ChartLayout } from './layout.ts';
 
 /** What every preset shares: top to bottom, one edge per pair of states, group boxes carry shared transitions. */
-const READABLE: ChartLayout = { rankdir: 'TB', mergeEdges: true, bundleGroups: true, fontSize: 12, nodesep: 0.4, ranksep: 0.3, labelWidth: 22 };
+const READABLE: ChartLayout = {
+  rankdir: 'TB',
+  mergeEdges: true,
+  bundleGroups: true,
+  fontSize: 12,
+  nodesep: 0.4,
+  ranksep: 0.3,
+  labelWidth: 22,
+};
 
 /** `database.<key>` for each key. */
 const db = (...keys: string[]): string[] => keys.map((k) => `database.${k}`);

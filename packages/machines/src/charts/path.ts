@@ -46,8 +46,7 @@ function depth(id: string): number {
 export function stepTransition(model: ChartModel, step: ChartStep): number {
   const before = new Set(activeIdsOfName(model.id, step.from));
   const after = new Set(activeIdsOfName(model.id, step.to));
-  const fits = (t: ChartTransition): boolean =>
-    before.has(t.source) && t.targets.length > 0 && t.targets.every((id) => after.has(id));
+  const fits = (t: ChartTransition): boolean => before.has(t.source) && t.targets.length > 0 && t.targets.every((id) => after.has(id));
   let best = -1;
   for (const eventless of [false, true]) {
     model.transitions.forEach((t, i) => {

@@ -20,10 +20,12 @@ let vizPromise: Promise<Viz> | undefined;
  * (~1 MB of JS with the WASM inlined) is imported at the first render, not when the agent starts.
  */
 function viz(): Promise<Viz> {
-  vizPromise ??= import('@viz-js/viz').then((m) => m.instance()).catch((err: unknown) => {
-    vizPromise = undefined; // let a later call retry
-    throw err;
-  });
+  vizPromise ??= import('@viz-js/viz')
+    .then((m) => m.instance())
+    .catch((err: unknown) => {
+      vizPromise = undefined; // let a later call retry
+      throw err;
+    });
   return vizPromise;
 }
 

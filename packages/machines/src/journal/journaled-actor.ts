@@ -48,7 +48,8 @@ export function startJournaledActor<M extends AnyStateMachine>(machine: M, opts:
     inspect: (ie) => {
       if (ie.type === '@xstate.event' && root && ie.actorRef === root) {
         lastEvent = ie.event.type;
-        if (ie.event.type !== 'xstate.init') journal.append({ machine: name, kind: 'event', event: toJournalValue(ie.event) as Record<string, unknown> });
+        if (ie.event.type !== 'xstate.init')
+          journal.append({ machine: name, kind: 'event', event: toJournalValue(ie.event) as Record<string, unknown> });
       }
     },
   });

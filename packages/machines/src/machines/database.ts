@@ -111,7 +111,8 @@ function notProvided(name: string) {
 /** Message of an error event's payload; a journaled error is `{ message }`, so replay gives the same text. */
 function errorText(e: unknown): string {
   if (e instanceof Error) return e.message;
-  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string')
+    return (e as { message: string }).message;
   return String(e);
 }
 
@@ -312,7 +313,10 @@ export const databaseMachine = setup({
     },
     stop_failed: {
       on: {
-        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+        'cmd.stop': {
+          target: 'stopping',
+          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))],
+        },
         'cmd.start': { target: 'starting', actions: ['note', assign(({ event }) => ({ startRole: event.role }))] },
         'pg.died': { target: 'crashed', actions: 'note' },
       },
@@ -334,7 +338,10 @@ export const databaseMachine = setup({
         'cmd.clone': { target: 'creating_replica', actions: 'note' },
         'cmd.reinitialize': { target: 'creating_replica', actions: 'note' },
         'cmd.rewind': { target: 'creating_replica', actions: ['note', 'byRewind'] },
-        'cmd.stop': { target: 'stopping', actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))] },
+        'cmd.stop': {
+          target: 'stopping',
+          actions: ['note', assign(({ event }) => ({ stopMode: event.mode, afterStop: { kind: 'none' } as AfterStop }))],
+        },
       },
     },
   },
@@ -346,4 +353,12 @@ export type DatabaseActor = ActorRefFrom<typeof databaseMachine>;
 export type DatabaseSnapshot = SnapshotFrom<typeof databaseMachine>;
 
 /** States in which an effect is in progress (the HA loop waits for it). */
-export const BUSY_STATES = ['initdb', 'custom_bootstrap', 'bootstrap_starting', 'creating_replica', 'starting', 'restarting', 'stopping'] as const;
+export const BUSY_STATES = [
+  'initdb',
+  'custom_bootstrap',
+  'bootstrap_starting',
+  'creating_replica',
+  'starting',
+  'restarting',
+  'stopping',
+] as const;

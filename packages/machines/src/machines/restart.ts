@@ -95,9 +95,7 @@ export const restartMachine = setup({
     planStale: ({ context, event }) => decidePlan(context, event) === 'stale',
   },
   actions: {
-    recordRequest: assign(({ event }) =>
-      event.type === 'restart.scheduled' ? { request: { ...event.request }, reason: undefined } : {},
-    ),
+    recordRequest: assign(({ event }) => (event.type === 'restart.scheduled' ? { request: { ...event.request }, reason: undefined } : {})),
     markStale: assign({ reason: STALE }),
     markCancelled: assign({ reason: 'cancelled' }),
     recordFailure: assign(({ event }) => (event.type === 'restart.failed' ? { reason: event.reason } : {})),

@@ -99,10 +99,8 @@ export const switchoverMachine = setup({
     tags: {} as 'execute',
   },
   guards: {
-    requestDueNow: ({ context, event }) =>
-      event.type === 'switchover.requested' && decideRequest(event, context.loopWaitMs) === 'runNow',
-    requestStale: ({ context, event }) =>
-      event.type === 'switchover.requested' && decideRequest(event, context.loopWaitMs) === 'stale',
+    requestDueNow: ({ context, event }) => event.type === 'switchover.requested' && decideRequest(event, context.loopWaitMs) === 'runNow',
+    requestStale: ({ context, event }) => event.type === 'switchover.requested' && decideRequest(event, context.loopWaitMs) === 'stale',
     planDue: ({ context, event }) => decidePlan(context, event) === 'runNow',
     planStale: ({ context, event }) => decidePlan(context, event) === 'stale',
   },
@@ -117,9 +115,7 @@ export const switchoverMachine = setup({
     markStale: assign({ reason: STALE }),
     markCancelled: assign({ reason: 'cancelled' }),
     recordFailure: assign(({ event }) => (event.type === 'switchover.failed' ? { reason: event.reason } : {})),
-    recordSuccess: assign(({ event }) =>
-      event.type === 'switchover.succeeded' ? { newLeader: event.newLeader } : {},
-    ),
+    recordSuccess: assign(({ event }) => (event.type === 'switchover.succeeded' ? { newLeader: event.newLeader } : {})),
     forgetPlan: assign({ request: undefined, reason: undefined, newLeader: undefined }),
     setLoopWait: assign(({ context, event }) =>
       event.type === 'config.loopWaitChanged' ? { loopWaitMs: event.loopWaitMs } : { loopWaitMs: context.loopWaitMs },
