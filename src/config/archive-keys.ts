@@ -25,7 +25,8 @@ export const OneLineCommand = v.pipe(
   v.check((s) => !/[\n\r\0]/.test(s), 'must be one line (no line breaks)'),
 );
 
-const APPLY_DELAY = (i: { input: unknown }) => `must be milliseconds (an integer >= 0) or a duration such as "5min", got ${JSON.stringify(i.input)}`;
+const APPLY_DELAY = (i: { input: unknown }) =>
+  `must be milliseconds (an integer >= 0) or a duration such as "5min", got ${JSON.stringify(i.input)}`;
 
 /** `recovery_min_apply_delay`: milliseconds, or a duration text with PostgreSQL's units. */
 const ApplyDelay = v.union([NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+\s*(us|ms|s|min|h|d)?$/, APPLY_DELAY))], APPLY_DELAY);
@@ -72,22 +73,34 @@ export const BootstrapRecoveryConf = v.pipe(
     v.strictObject(
       {
         restore_command: v.optional(OneLineCommand),
-        recovery_target: v.optional(v.picklist(['immediate'], (i) => `must be immediate (the end of the backup), got ${JSON.stringify(i.input)}`)),
+        recovery_target: v.optional(
+          v.picklist(['immediate'], (i) => `must be immediate (the end of the backup), got ${JSON.stringify(i.input)}`),
+        ),
         recovery_target_time: v.optional(OneLineCommand),
         recovery_target_lsn: v.optional(
-          v.pipe(v.string((i) => `must be an LSN such as "0/3000028", got ${i.received}`), v.regex(/^[0-9A-Fa-f]{1,8}\/[0-9A-Fa-f]{1,8}$/, 'must be an LSN such as "0/3000028"')),
+          v.pipe(
+            v.string((i) => `must be an LSN such as "0/3000028", got ${i.received}`),
+            v.regex(/^[0-9A-Fa-f]{1,8}\/[0-9A-Fa-f]{1,8}$/, 'must be an LSN such as "0/3000028"'),
+          ),
         ),
         recovery_target_name: v.optional(OneLineCommand),
-        recovery_target_xid: v.optional(v.union([NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+$/, 'must be a transaction id'))], 'must be a transaction id')),
+        recovery_target_xid: v.optional(
+          v.union([NonNegativeInteger, v.pipe(v.string(), v.regex(/^\d+$/, 'must be a transaction id'))], 'must be a transaction id'),
+        ),
         recovery_target_inclusive: v.optional(Bool),
-        recovery_target_timeline: v.optional(v.union([NonNegativeInteger, v.picklist(['latest', 'current'])], 'must be latest, current or a timeline number')),
+        recovery_target_timeline: v.optional(
+          v.union([NonNegativeInteger, v.picklist(['latest', 'current'])], 'must be latest, current or a timeline number'),
+        ),
         recovery_target_action: v.optional(TargetAction),
       },
       mappingMessage,
     ),
   ),
   v.check(
-    (o) => ['recovery_target', 'recovery_target_time', 'recovery_target_lsn', 'recovery_target_name', 'recovery_target_xid'].filter((k) => (o as Record<string, unknown>)[k] !== undefined).length <= 1,
+    (o) =>
+      ['recovery_target', 'recovery_target_time', 'recovery_target_lsn', 'recovery_target_name', 'recovery_target_xid'].filter(
+        (k) => (o as Record<string, unknown>)[k] !== undefined,
+      ).length <= 1,
     'names more than one recovery target (recovery_target, _time, _lsn, _name, _xid): PostgreSQL takes one',
   ),
 );
@@ -96,24 +109,40 @@ export const BootstrapRecoveryConf = v.pipe(
 export type BootstrapRecoveryConfig = v.InferOutput<typeof BootstrapRecoveryConf>;
 
 /** A value passed to a method's command as `--<key>=<value>`. */
-const ArgumentValue = v.union([v.string(), v.number(), v.boolean()], (i) => `must be a string, number or boolean (passed as --key=value), got ${i.received}`);
+const ArgumentValue = v.union(
+  [v.string(), v.number(), v.boolean()],
+  (i) => `must be a string, number or boolean (passed as --key=value), got ${i.received}`,
+);
 
 /** The option keys of a replica creation method section (never passed to the command). */
 export const REPLICA_METHOD_OPTIONS = ['command', 'keep_data', 'no_leader', 'no_params'] as const;
 
 /**
+ * `no_leader` of a method: only `false`. The agent clones only while a leader (or a standby
+ * cluster's remote) runs, so a method that could make a replica with none would never be asked
+ * to: `true` is refused rather than accepted and ignored.
+ */
+const NoLeader = v.pipe(
+  Bool,
+  v.check(
+    (b) => b === false,
+    'true is not honoured yet: the agent creates replicas only while a leader runs (docs/backups.md "Not yet"); remove the key',
+  ),
+);
+
+/**
  * One replica creation method, `database.<name>` (patroni.md §3.10): `command` run through
  * /bin/sh as the PostgreSQL OS user with `--scope= --role=replica --datadir= --connstring=`
  * unless `no_params`; `keep_data`: the data directory is not emptied first (pgBackRest's delta
- * restore); `no_leader`: the method needs no running leader (it restores from a repository).
- * Every other key is passed as `--<key>=<value>`.
+ * restore); `no_leader`: refused when true (NoLeader). Every other key is passed as
+ * `--<key>=<value>`.
  */
 export const ReplicaMethodSection = mapping(
   v.objectWithRest(
     {
       command: OneLineCommand,
       keep_data: v.optional(Bool),
-      no_leader: v.optional(Bool),
+      no_leader: v.optional(NoLeader),
       no_params: v.optional(Bool),
     },
     ArgumentValue,
@@ -146,9 +175,14 @@ export const CreateReplicaMethods = v.pipe(
  * is an unknown key), with a valid section; every listed method but `basebackup` needs its
  * section; `basebackup` takes no section (pg_basebackup runs with the agent's options).
  */
-export function replicaMethodIssues(section: Record<string, unknown>, known: readonly string[]): { key: string | undefined; message: string }[] {
+export function replicaMethodIssues(
+  section: Record<string, unknown>,
+  known: readonly string[],
+): { key: string | undefined; message: string }[] {
   const out: { key: string | undefined; message: string }[] = [];
-  const listed = Array.isArray(section['create_replica_methods']) ? section['create_replica_methods'].filter((m): m is string => typeof m === 'string') : [];
+  const listed = Array.isArray(section['create_replica_methods'])
+    ? section['create_replica_methods'].filter((m): m is string => typeof m === 'string')
+    : [];
   for (const key of Object.keys(section)) {
     if (known.includes(key)) continue;
     if (key === BUILTIN_REPLICA_METHOD) {
@@ -156,7 +190,13 @@ export function replicaMethodIssues(section: Record<string, unknown>, known: rea
       continue;
     }
     if (!listed.includes(key)) {
-      out.push({ key, message: isMapping(section[key]) && 'command' in section[key] ? 'unknown key (a replica creation method section: name it in create_replica_methods)' : 'unknown key' });
+      out.push({
+        key,
+        message:
+          isMapping(section[key]) && 'command' in section[key]
+            ? 'unknown key (a replica creation method section: name it in create_replica_methods)'
+            : 'unknown key',
+      });
       continue;
     }
     const r = v.safeParse(ReplicaMethodSection, section[key]);

@@ -15,8 +15,10 @@ const OTHER_DCS = 'not implemented: the only DCS is etcd v3 (section etcd3)';
 const CLUSTER_WIDE =
   "a cluster-wide setting here: set it in bootstrap.dcs's database (postgresql) section for a new cluster, or change the cluster's with PATCH /config or hactl edit-config; a member's file does not override the dynamic configuration";
 /** Why a recovery target is refused for replicas. */
-const REPLICA_TARGET =
-  "not honoured for replicas: a replica that stops at a recovery target stops following its leader; a point-in-time restore is a custom bootstrap method's recovery_conf (docs/backups.md)";
+const REPLICA_TARGET = 'not honoured for replicas: a replica that stops at a recovery target stops following its leader';
+/** Why a custom bootstrap method's recovery options are refused (a restore to a point in time: not built yet). */
+const BOOTSTRAP_RECOVERY =
+  'not implemented: the agent does not yet run a targeted recovery after a custom bootstrap (a restore to a point in time, docs/backups.md "Not yet")';
 /** Why TLS and GSS options of the agent's database connections are refused. */
 const CONNECTION_OPTION = "not implemented: the agent's database connections take a username and a password only";
 /** Why log options other than the level are refused. */
@@ -47,6 +49,8 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'etcd3.port': 'not implemented: give host:port in etcd3.hosts',
   'etcd3.retry_timeout': 'a cluster-wide setting here: retry_timeout in bootstrap.dcs, or PATCH /config',
   'bootstrap.users': 'not implemented: create the roles once the cluster runs (the reference deprecated bootstrap.users too)',
+  'bootstrap.*.recovery_conf': BOOTSTRAP_RECOVERY,
+  'bootstrap.*.keep_existing_recovery_conf': BOOTSTRAP_RECOVERY,
   'bootstrap.post_bootstrap': 'not implemented: no program runs after the bootstrap',
   'bootstrap.post_init': 'not implemented: no program runs after the bootstrap',
   'database.proxy_address': 'not implemented: members publish no address of a connection pooler',
@@ -76,10 +80,13 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'database.recovery_conf.recovery_target_xid': REPLICA_TARGET,
   'database.recovery_conf.recovery_target_inclusive': REPLICA_TARGET,
   'database.recovery_conf.recovery_target_action': REPLICA_TARGET,
-  'database.recovery_conf.recovery_target_timeline': 'not implemented: replicas always follow the latest timeline (recovery_target_timeline = latest)',
+  'database.recovery_conf.recovery_target_timeline':
+    'not implemented: replicas always follow the latest timeline (recovery_target_timeline = latest)',
   'database.recovery_conf.recovery_end_command': 'not implemented: no program runs at the end of recovery',
-  'database.recovery_conf.primary_conninfo': "not implemented: the agent writes primary_conninfo itself, from the leader's (or replicatefrom member's) address",
-  'database.recovery_conf.primary_slot_name': 'not implemented: the agent names the slot after the member (use_slots), or standby_cluster.primary_slot_name',
+  'database.recovery_conf.primary_conninfo':
+    "not implemented: the agent writes primary_conninfo itself, from the leader's (or replicatefrom member's) address",
+  'database.recovery_conf.primary_slot_name':
+    'not implemented: the agent names the slot after the member (use_slots), or standby_cluster.primary_slot_name',
   'database.recovery_conf.standby_mode': 'not implemented: replicas always run in standby mode (standby.signal)',
   'database.pre_promote': 'not implemented: no program runs before a promotion (the fence guards it: docs/ha.md "Fencing")',
   'database.before_stop': 'not implemented: no program runs before PostgreSQL stops',

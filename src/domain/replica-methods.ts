@@ -46,12 +46,21 @@ export interface ReplicaMethodSectionLike {
   [arg: string]: unknown;
 }
 
+/** A member's methods: `create_replica_methods` and the sections they name (ha.yml `database`). */
+export interface ReplicaMethodsConfig {
+  list: string[];
+  sections: Record<string, ReplicaMethodSectionLike>;
+}
+
 /**
  * The methods of `names`, each read from `sections` (basebackup needs none). A name without a
  * section is left out and reported in `missing` (a standby cluster's list names methods the
  * dynamic configuration cannot check against every member's file).
  */
-export function resolveMethods(names: readonly string[], sections: Readonly<Record<string, ReplicaMethodSectionLike>>): { methods: ReplicaMethod[]; missing: string[] } {
+export function resolveMethods(
+  names: readonly string[],
+  sections: Readonly<Record<string, ReplicaMethodSectionLike>>,
+): { methods: ReplicaMethod[]; missing: string[] } {
   const methods: ReplicaMethod[] = [];
   const missing: string[] = [];
   for (const name of names) {
@@ -69,7 +78,14 @@ export function resolveMethods(names: readonly string[], sections: Readonly<Reco
       if (['command', 'keep_data', 'no_leader', 'no_params'].includes(k)) continue;
       if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') args[k] = v;
     }
-    methods.push({ name, command: s.command, keepData: s.keep_data === true, noLeader: s.no_leader === true, noParams: s.no_params === true, args });
+    methods.push({
+      name,
+      command: s.command,
+      keepData: s.keep_data === true,
+      noLeader: s.no_leader === true,
+      noParams: s.no_params === true,
+      args,
+    });
   }
   return { methods, missing };
 }
@@ -88,11 +104,19 @@ export interface MethodPlan {
  * @param opts.basebackupOnly an operator's reinitialize `from-leader`
  * @param opts.missing names without a section (skipped, with why)
  */
-export function planMethods(methods: readonly ReplicaMethod[], opts: { hasSource: boolean; basebackupOnly?: boolean; missing?: readonly string[] }): MethodPlan {
-  const skipped = (opts.missing ?? []).map((name) => ({ name, reason: `this member's configuration has no section database.${name} with its command` }));
+export function planMethods(
+  methods: readonly ReplicaMethod[],
+  opts: { hasSource: boolean; basebackupOnly?: boolean; missing?: readonly string[] },
+): MethodPlan {
+  const skipped = (opts.missing ?? []).map((name) => ({
+    name,
+    reason: `this member's configuration has no section database.${name} with its command`,
+  }));
   if (opts.basebackupOnly) {
     const bb: ReplicaMethod = { name: BASEBACKUP, keepData: false, noLeader: false, noParams: false, args: {} };
-    return opts.hasSource ? { tries: [bb], skipped: [] } : { tries: [], skipped: [{ name: BASEBACKUP, reason: 'no running member to copy from' }] };
+    return opts.hasSource
+      ? { tries: [bb], skipped: [] }
+      : { tries: [], skipped: [{ name: BASEBACKUP, reason: 'no running member to copy from' }] };
   }
   const tries: ReplicaMethod[] = [];
   for (const m of methods) {

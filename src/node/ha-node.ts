@@ -36,7 +36,8 @@ import { ScheduledWork } from './cycle/schedules.ts';
 import type { AdminOutcome } from './local/admin.ts';
 import { isBusy } from './local/busy.ts';
 import { withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
-import { databaseMachineWithEffects } from './local/effects.ts';
+import { databaseMachineWithEffects, type BootstrapPlan } from './local/effects.ts';
+import { BASEBACKUP, type ReplicaMethodsConfig } from '../domain/replica-methods.ts';
 import type { ReceiptStore, ReceiptSummary } from './local/receipts.ts';
 import type { FailsafePost } from './lock/failsafe.ts';
 import type { WatchdogSettings } from './lock/fencing.ts';
@@ -60,6 +61,12 @@ export interface HaNodeOptions {
   initdbOptions: string[];
   /** Custom bootstrap command (bootstrap.method naming a section with `command`). */
   customBootstrapCommand?: string;
+  /** The custom bootstrap method in full (`no_params`, its other keys as `--key=value`); absent: `customBootstrapCommand` with --scope and --datadir. */
+  customBootstrap?: BootstrapPlan;
+  /** database.recovery_conf: restore_command, … of every replica (docs/backups.md "The WAL archive"). Default none. */
+  recoveryConf?: Record<string, string | number>;
+  /** database.create_replica_methods and their sections (docs/backups.md "Replica creation"). Default `[basebackup]`. */
+  replicaMethods?: ReplicaMethodsConfig;
   /** database.parameters of the local file (the dynamic configuration's win). */
   localParameters: Record<string, string | number | boolean>;
   dcs: Dcs;
@@ -128,6 +135,7 @@ export class HaNode {
   private stopping = false;
   /** Wakes the loop when a new leader first runs as primary (the replicas follow it at once). */
   private readonly leaderReady: LeaderReadyWatch;
+  private readonly customBootstrap: BootstrapPlan | undefined;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
   constructor(opts: HaNodeOptions) {
@@ -156,7 +164,10 @@ export class HaNode {
       config: sanitizeDynamicConfig(opts.bootstrapDcs, withDefaults(opts.bootstrapDcs)).config,
       tags: opts.tags,
       localParameters: opts.localParameters,
+      ...(opts.recoveryConf ? { recoveryConf: opts.recoveryConf } : {}),
+      ...(opts.replicaMethods ? { replicaMethods: opts.replicaMethods } : {}),
     });
+    this.customBootstrap = opts.customBootstrap;
     this.parts = buildParts(
       this.deps,
       this.state,
@@ -209,7 +220,15 @@ export class HaNode {
       memberName: this.deps.name,
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
+      customBootstrap: () => this.customBootstrap,
       cloneSource: () => p.source.cloneFrom,
+      // The built-in pg_basebackup alone (the default list, a reinitialize from-leader, a standby
+      // cluster's bootstrap) keeps the clone's own path; any other list runs the methods in order.
+      replicaMethods: () => {
+        const list = this.state.replicaMethods.list;
+        if (p.source.cloneBasebackupOnly || (list.length === 1 && list[0] === BASEBACKUP)) return undefined;
+        return (from) => p.replicas.create({ from });
+      },
       rewound: (outcome) => p.rewinds.ended(outcome),
       configure: (role) => p.config.write(role),
       afterStop: () => p.release.afterStop(),
@@ -334,9 +353,13 @@ export class HaNode {
     this.parts.loop.wake();
   }
 
-  /** Applies a re-read local configuration (POST /reload): tags and local parameters. */
-  applyLocalConfig(tags: Tags, parameters: Record<string, string | number | boolean>): void {
-    this.parts.config.applyLocal(tags, parameters);
+  /** Applies a re-read local configuration (POST /reload): tags, local parameters and, when given, the archive settings. */
+  applyLocalConfig(
+    tags: Tags,
+    parameters: Record<string, string | number | boolean>,
+    archive?: { recoveryConf: Record<string, string | number>; replicaMethods: ReplicaMethodsConfig },
+  ): void {
+    this.parts.config.applyLocal(tags, parameters, archive);
   }
 
   /** Replaces the callback programs (POST /reload); calls already running go on. */

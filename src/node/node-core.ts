@@ -5,6 +5,7 @@
  * (their own interfaces, often Picks of these); node-parts.ts wires them. No I/O here: this file
  * only names things.
  */
+import { BASEBACKUP, type ReplicaMethodsConfig } from '../domain/replica-methods.ts';
 import type { Logger } from 'pino';
 import type { Actor } from 'xstate';
 import type { Dcs } from '../dcs/dcs.ts';
@@ -58,6 +59,17 @@ export class NodeState {
   tags: Tags;
   /** database.parameters of ha.yml (POST /reload replaces them). Writer: local/config-apply.ts. */
   localParameters: Record<string, string | number | boolean>;
+  /**
+   * database.recovery_conf of ha.yml (restore_command, archive_cleanup_command,
+   * recovery_min_apply_delay), written for every replica (docs/backups.md "The WAL archive").
+   * POST /reload replaces it. Writer: local/config-apply.ts.
+   */
+  recoveryConf: Record<string, string | number>;
+  /**
+   * database.create_replica_methods and the method sections of ha.yml (docs/backups.md "Replica
+   * creation"). POST /reload replaces them. Writer: local/config-apply.ts.
+   */
+  replicaMethods: ReplicaMethodsConfig;
   /** This agent won the `initialize` race in this process lifetime. Writer: cycle/executor.ts. */
   initializedByMe = false;
   /** Stopped by this agent's demotion and not started since. Writer: cycle/executor.ts. */
@@ -65,10 +77,18 @@ export class NodeState {
   /** Epoch ms of the last completed HA cycle; 0 before the first. Writer: node-parts.ts (the loop's afterCycle). */
   lastLoopMs = 0;
 
-  constructor(init: { config: DynamicConfig; tags: Tags; localParameters: Record<string, string | number | boolean> }) {
+  constructor(init: {
+    config: DynamicConfig;
+    tags: Tags;
+    localParameters: Record<string, string | number | boolean>;
+    recoveryConf?: Record<string, string | number>;
+    replicaMethods?: ReplicaMethodsConfig;
+  }) {
     this.config = init.config;
     this.tags = init.tags;
     this.localParameters = init.localParameters;
+    this.recoveryConf = init.recoveryConf ?? {};
+    this.replicaMethods = init.replicaMethods ?? { list: [BASEBACKUP], sections: {} };
   }
 }
 

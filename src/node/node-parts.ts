@@ -20,6 +20,7 @@ import { ConfigApplier } from './local/config-apply.ts';
 import { LocalWatch } from './local/local-watch.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from './local/receipts.ts';
 import { RewindRecord } from './local/rewind-record.ts';
+import { ReplicaCreator } from './local/replica-creation.ts';
 import { FailureRecord } from './local/failure-record.ts';
 import { HandoverRefusals } from './cycle/handover-refusal.ts';
 import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
@@ -164,7 +165,7 @@ function buildLock(c: Ctx) {
   return { fencing, lock, duties, release };
 }
 
-/** local/: the probe and crash watcher, the rewind record, the failure record, the receipts. */
+/** local/: the probe and crash watcher, the rewind record, the failure record, the receipts, the replica creator. */
 function buildLocal(c: Ctx) {
   const { state, opts, hooks } = c;
   const watch = new LocalWatch({
@@ -196,7 +197,16 @@ function buildLocal(c: Ctx) {
     leaderUpstream: (leader) => upstreamOf(c.dcs.view(), leader),
     changed: c.emitChange,
   });
-  return { watch, rewinds, failures, receipts };
+  // The replica creation methods of ha.yml, read at each clone (docs/backups.md "Replica creation").
+  const replicas = new ReplicaCreator({
+    scope: c.scope,
+    pg: c.pg,
+    methods: () => state.replicaMethods,
+    notice: c.notice,
+    now: c.now,
+    log: c.log,
+  });
+  return { watch, rewinds, failures, receipts, replicas };
 }
 
 /** replication/: synchronous replication, the replication source, the replica's slots. */

@@ -8,7 +8,9 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { dirname, join } from 'node:path';
 import type { Hono } from 'hono';
 import { pino, type Logger } from 'pino';
-import type { AgentConfig } from '../../config/index.ts';
+import type { AgentConfig, CustomBootstrapMethod } from '../../config/index.ts';
+import type { ReplicaMethodsConfig } from '../../domain/replica-methods.ts';
+import type { BootstrapPlan } from '../local/effects.ts';
 import { parseHostPort } from '../../config/index.ts';
 import { createDcs, type Dcs } from '../../dcs/index.ts';
 import { etcdBackendOf } from '../../dcs/etcd-settings.ts';
@@ -110,7 +112,7 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
       log.warn('restapi.certfile was added or removed: TLS on or off takes effect at the next start');
     }
     security = nextSecurity;
-    node.applyLocalConfig(next.tags, next.database.parameters);
+    node.applyLocalConfig(next.tags, next.database.parameters, archiveSettings(next));
     node.setCallbacks(next.database.callbacks ?? {});
   };
   const reload = async () => {
@@ -222,6 +224,29 @@ interface NodeWiring {
   fence?: ProcessFence;
 }
 
+/**
+ * The archive settings of `config` as the node takes them: database.recovery_conf (written for
+ * every replica) and the replica creation methods (docs/backups.md).
+ */
+function archiveSettings(config: AgentConfig): { recoveryConf: Record<string, string | number>; replicaMethods: ReplicaMethodsConfig } {
+  const recoveryConf: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(config.database.recovery_conf)) if (v !== undefined) recoveryConf[k] = v;
+  return {
+    recoveryConf,
+    replicaMethods: { list: config.database.create_replica_methods, sections: config.database.replica_methods },
+  };
+}
+
+/** A custom bootstrap method section as it runs: `no_params`, and every other key but the options as `--key=value`. */
+function bootstrapPlan(name: string, m: CustomBootstrapMethod): BootstrapPlan {
+  const args: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(m)) {
+    if (['command', 'no_params', 'keep_existing_recovery_conf', 'recovery_conf'].includes(k)) continue;
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') args[k] = v;
+  }
+  return { name, command: m.command, ...(m.no_params ? { noParams: true } : {}), ...(Object.keys(args).length ? { args } : {}) };
+}
+
 /** The HA node of `config`. */
 function haNode(config: AgentConfig, w: NodeWiring): HaNode {
   const connect = parseHostPort(config.database.connect_address);
@@ -236,9 +261,13 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
     bootstrapDcs: config.bootstrap.dcs as unknown as Record<string, unknown>,
     initdbOptions: config.bootstrap.initdb,
     ...(method !== 'initdb' && config.bootstrap.methods[method]
-      ? { customBootstrapCommand: config.bootstrap.methods[method].command }
+      ? {
+          customBootstrapCommand: config.bootstrap.methods[method].command,
+          customBootstrap: bootstrapPlan(method, config.bootstrap.methods[method]),
+        }
       : {}),
     localParameters: config.database.parameters,
+    ...archiveSettings(config),
     // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
     receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
     ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),

@@ -109,7 +109,7 @@ export class AdminCommands {
     const plan = core.facts.discardPlan;
     // A stopped member whose WAL diverged: the receipt of what the re-clone throws away, first.
     if (plan && s.value !== 'running') await core.receipts?.take({ ...plan, action: 'reinitialize' });
-    core.source.reinitializeFrom(view, from, view.leader.name);
+    core.source.reinitializeFrom(view, from, view.leader.name, opts.fromLeader);
     db.send({ type: 'cmd.reinitialize', reason: `reinitialize requested through the API (from ${from})`, at: core.now() });
     return { ok: true };
   }

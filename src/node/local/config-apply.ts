@@ -40,7 +40,7 @@ export interface ConfigApplierDeps {
   /** The server's settings catalogue; undefined: parameters are written as given. */
   settingsCatalogue?: SettingsCatalogue;
   /** The node's configuration facts: this module is their one writer (config, tags, local parameters). */
-  state: Pick<NodeState, 'config' | 'tags' | 'localParameters'>;
+  state: Pick<NodeState, 'config' | 'tags' | 'localParameters'> & Partial<Pick<NodeState, 'recoveryConf' | 'replicaMethods'>>;
   /** Logs and journals a node notice (`config.*`, `parameters.dropped`). */
   notice(type: string, text: string): void;
   /** Runs the HA cycle now. */
@@ -163,12 +163,21 @@ export class ConfigApplier {
   }
 
   /**
-   * Applies a re-read local configuration (POST /reload): tags and local parameters. Parameters
-   * are written and PostgreSQL reloaded; those needing a restart show as pending_restart.
+   * Applies a re-read local configuration (POST /reload): tags, local parameters and, when given,
+   * the archive settings (database.recovery_conf, the replica creation methods). Parameters are
+   * written and PostgreSQL reloaded; those needing a restart show as pending_restart.
    */
-  applyLocal(tags: Tags, parameters: Record<string, string | number | boolean>): void {
+  applyLocal(
+    tags: Tags,
+    parameters: Record<string, string | number | boolean>,
+    archive?: Pick<NodeState, 'recoveryConf' | 'replicaMethods'>,
+  ): void {
     this.d.state.tags = tags;
     this.d.state.localParameters = parameters;
+    if (archive) {
+      this.d.state.recoveryConf = archive.recoveryConf;
+      this.d.state.replicaMethods = archive.replicaMethods;
+    }
     this.reconfigureRunning('applying the reloaded configuration failed');
     this.d.wake();
   }
@@ -176,7 +185,9 @@ export class ConfigApplier {
   /**
    * What PostgreSQL is configured with for `role`: local parameters, then the dynamic ones (which
    * win), minus those the server's catalogue refuses (noticed once per distinct set); a replica
-   * gets its upstream and, with use_slots, its slot name.
+   * gets its upstream, with use_slots its slot name, and database.recovery_conf (restore_command,
+   * … : docs/backups.md "The WAL archive"; the standby leader takes standby_cluster's instead, as
+   * the reference, patroni.md §3.9).
    */
   configureOptions(role: 'primary' | 'replica'): ConfigureOptions {
     const { state } = this.d;
@@ -210,6 +221,7 @@ export class ConfigApplier {
         parameters,
       };
     }
+    if (role === 'replica' && state.recoveryConf) Object.assign(parameters, state.recoveryConf);
     return {
       role,
       ...(role === 'replica' && this.d.source.upstream ? { upstream: this.d.source.upstream } : {}),

@@ -7,16 +7,17 @@
  * directory is emptied (a half-restored directory is never started) and the clone rejects with
  * every reason. Progress goes to the ProgressTracker.
  */
-import { BASEBACKUP, methodCommandLine, planMethods, resolveMethods, type ReplicaMethod, type ReplicaMethodSectionLike } from '../../domain/replica-methods.ts';
+import {
+  BASEBACKUP,
+  methodCommandLine,
+  planMethods,
+  resolveMethods,
+  type ReplicaMethod,
+  type ReplicaMethodsConfig,
+} from '../../domain/replica-methods.ts';
 import type { PgControl, Upstream } from '../../postgres/types.ts';
 import type { Notice } from '../node-core.ts';
 import type { ProgressTracker } from './progress.ts';
-
-/** This member's methods: `create_replica_methods` and the sections they name. */
-export interface ReplicaMethodsConfig {
-  list: string[];
-  sections: Record<string, ReplicaMethodSectionLike>;
-}
 
 /** What one clone is (the replication source says). */
 export interface CloneRequest {
@@ -74,19 +75,27 @@ export class ReplicaCreator {
       const t0 = this.d.now();
       try {
         await this.run(m, req.from);
-        this.d.log.info({ method: m.name, ms: this.d.now() - t0, ...(req.from ? { source: req.from.name } : {}) }, `replica created by method ${m.name}`);
+        this.d.log.info(
+          { method: m.name, ms: this.d.now() - t0, ...(req.from ? { source: req.from.name } : {}) },
+          `replica created by method ${m.name}`,
+        );
         return;
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
         failures.push(`${m.name}: ${why}`);
-        notice('clone.methodFailed', `replica creation method ${m.name} failed after ${Math.round((this.d.now() - t0) / 1000)} s: ${why}${next ? `; falling back to ${next}` : ''}`);
+        notice(
+          'clone.methodFailed',
+          `replica creation method ${m.name} failed after ${Math.round((this.d.now() - t0) / 1000)} s: ${why}${next ? `; falling back to ${next}` : ''}`,
+        );
       } finally {
         this.d.progress?.end();
       }
     }
     await pg.removeData().catch(() => undefined);
     throw new ReplicaCreationError(
-      tries.length === 0 ? `no replica creation method could run: ${failures.join('; ') || 'none configured'}` : `every replica creation method failed: ${failures.join('; ')}`,
+      tries.length === 0
+        ? `no replica creation method could run: ${failures.join('; ') || 'none configured'}`
+        : `every replica creation method failed: ${failures.join('; ')}`,
     );
   }
 
@@ -111,6 +120,7 @@ export class ReplicaCreator {
       env: { HA_ROLE: 'replica', ...(connstring !== undefined ? { HA_CONNSTRING: connstring } : {}) },
       ...(onOutput ? { onOutput } : {}),
     });
-    if (!(await pg.hasData())) throw new Error(`${m.command.split(/\s+/)[0]} exited 0 but left no cluster in the data directory (no PG_VERSION)`);
+    if (!(await pg.hasData()))
+      throw new Error(`${m.command.split(/\s+/)[0]} exited 0 but left no cluster in the data directory (no PG_VERSION)`);
   }
 }

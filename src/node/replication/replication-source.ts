@@ -43,10 +43,20 @@ export type StreamSource =
 export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
+  private builtinOnly = false;
 
   /** Where the next clone, re-clone or pg_rewind copies from (the database machine's clone effect reads it). */
   get cloneFrom(): Upstream | undefined {
     return this.clone;
+  }
+
+  /**
+   * The next clone runs pg_basebackup alone, not this member's create_replica_methods: an
+   * operator's reinitialize `from-leader`, or a standby cluster's bootstrap from its remote
+   * (standby_cluster.create_replica_methods is basebackup only). docs/backups.md "Replica creation".
+   */
+  get cloneBasebackupOnly(): boolean {
+    return this.builtinOnly;
   }
 
   /** What primary_conninfo points at now. */
@@ -77,6 +87,7 @@ export class ReplicationSource {
   /** The next clone copies from `member` (a clone, or the leader for a re-clone); returns its upstream, undefined when `view` does not know it. */
   cloneFromMember(view: ClusterView, member: string | undefined): Upstream | undefined {
     this.clone = upstreamOf(view, member);
+    this.builtinOnly = false;
     return this.clone;
   }
 
@@ -84,6 +95,7 @@ export class ReplicationSource {
   cloneFromRemote(sc: StandbyClusterConfig): void {
     this.pointAtRemote(sc);
     this.clone = this.upstream;
+    this.builtinOnly = true;
   }
 
   /**
@@ -132,9 +144,13 @@ export class ReplicationSource {
     this.set(this.stream.kind === 'remote' ? 'remote' : 'member', this.upstream, member);
   }
 
-  /** An operator's re-clone (POST /reinitialize): copies from `from`, then streams from `leader`. */
-  reinitializeFrom(view: ClusterView, from: string, leader: string): void {
+  /**
+   * An operator's re-clone (POST /reinitialize): copies from `from`, then streams from `leader`;
+   * `basebackupOnly` (`from-leader`): by pg_basebackup alone.
+   */
+  reinitializeFrom(view: ClusterView, from: string, leader: string, basebackupOnly = false): void {
     this.clone = upstreamOf(view, from);
+    this.builtinOnly = basebackupOnly;
     this.set(this.stream.kind === 'remote' ? 'remote' : 'member', upstreamOf(view, leader), leader);
   }
 
