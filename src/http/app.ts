@@ -44,6 +44,7 @@ const ROUTE_METHODS: ReadonlyMap<string, readonly string[]> = new Map<string, re
   ['/restart', ['POST', 'DELETE']],
   ['/reload', ['POST']],
   ['/reinitialize', ['POST']],
+  ['/backup', ['POST']],
   ['/failsafe', ['POST']],
   ['/discarded', ['GET']],
 ]);

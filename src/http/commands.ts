@@ -15,6 +15,9 @@ import type { ScheduledRestartData } from '../domain/member.ts';
 /** Outcome of a long-running command: done, or refused/failed with a message for the 503 body. */
 export type CommandOutcome = { ok: true } | { ok: false; reason: string };
 
+/** Outcome of POST /backup: done after `ms` milliseconds, or the reason it was not. */
+export type BackupOutcome = { ok: true; ms: number } | { ok: false; reason: string };
+
 /** Options of POST /reinitialize (body keys `force`, `from-leader`/`from_leader`). */
 export interface ReinitializeOptions {
   /** Cancel a running recovery task first (the reference's `force: true`). */
@@ -75,6 +78,13 @@ export interface NodeCommands {
    * (`{ok: true}`) or with the reason it did not (`reinitialize already in progress`, …).
    */
   reinitialize(opts: ReinitializeOptions): Promise<CommandOutcome>;
+  /**
+   * Runs this member's backup commands (ha.yml `backup`; docs/backups.md "Backups"): `create`
+   * first when `opts.create`, then `command`; awaited. Resolves `{ok: true}` when both exit 0,
+   * else with the reason (no section, one already running, the command's failure). Optional: a
+   * node without it answers POST /backup with 404.
+   */
+  backup?(opts: { create: boolean }): Promise<BackupOutcome>;
   /**
    * POST /failsafe from the leader (patroni.md §3.7): accept it as leader for ttl, or refuse
    * (`500 Running as a leader`, `502` with failsafe mode off, `400` for a bad body). Synchronous.

@@ -1,6 +1,6 @@
 /**
  * POST /restart, DELETE /restart, POST /reload, POST /reinitialize (seed 000 "Restart, reload,
- * reinitialize"; patroni.md §1.9). Body parsing and the restart conditions come from
+ * reinitialize"; patroni.md §1.9), and POST /backup (ours, docs/backups.md "Backups"). Body parsing and the restart conditions come from
  * src/domain/restart-conditions.ts; the timestamp from src/domain/schedule.ts.
  *
  * Our decisions (docs/api.md):
@@ -8,7 +8,10 @@
  * - a restart that throws → 503 `restart failed` (reference: 400);
  * - POST /reload waits for the node to re-read its file: 200 `reloaded`; a file that cannot be
  *   read or is invalid → 500 `reload failed: <reason>` (reference: always 202 `reload scheduled`);
- * - POST /reinitialize rejects unknown keys and non-boolean values with 400.
+ * - POST /reinitialize rejects unknown keys and non-boolean values with 400;
+ * - POST /backup (body `{"create": bool}`, optional) runs the member's backup commands and answers
+ *   when they end: 200 `backup done in N s`; 404 without a `backup` section; 503 with the reason
+ *   (one running, the command's exit status and output tail) when it fails; 400 for another key.
  */
 import type { Hono } from 'hono';
 import type { ScheduledRestartData } from '../domain/member.ts';
@@ -101,5 +104,26 @@ export function registerRestartRoutes(app: Hono, deps: ResolvedDeps): void {
       (e) => `reinitialize failed: ${errorText(e)}`,
     );
     return outcome.ok ? message(200, 'reinitialize started') : refuse('refused', outcome.reason);
+  });
+
+  app.post('/backup', async (c) => {
+    const body = await readJsonObject(c, false);
+    if (!body.ok) return body.response;
+    let create = false;
+    for (const [key, value] of Object.entries(body.value)) {
+      if (key !== 'create') return refuse('invalid_request', `Unknown option for backup: ${key}`);
+      if (typeof value !== 'boolean') return refuse('invalid_request', `${key} must be true or false`);
+      create = value;
+    }
+    const run = deps.commands.backup;
+    if (!run) return refuse('not_found', 'this agent runs no backups');
+    const outcome = await orFail(
+      () => run.call(deps.commands, { create }),
+      'command_failed',
+      (e) => `backup failed: ${errorText(e)}`,
+    );
+    if (outcome.ok) return message(200, `backup done in ${(outcome.ms / 1000).toFixed(1)} s`);
+    if (outcome.reason.startsWith('no backup section')) return refuse('not_found', outcome.reason);
+    return refuse('command_failed', outcome.reason);
   });
 }

@@ -27,6 +27,7 @@ import { VERSION } from '../../version.ts';
 import { buildApiSecurity, type ApiSecurity } from './api-security.ts';
 import { nodeCommands } from './commands.ts';
 import { FileReceiptStore } from '../local/receipts.ts';
+import { BackupRunner } from '../local/backup.ts';
 import { HaNode } from '../ha-node.ts';
 import { Journal } from '@ha/machines';
 import { fileJournalSink } from './journal-file.ts';
@@ -103,6 +104,17 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     ...(fence ? { fence } : {}),
   });
   let server: ServerType | undefined;
+  // POST /backup runs the backup section in force (a reload replaces it).
+  let backupConfig = config.backup;
+  const backups = new BackupRunner({
+    pg,
+    config: () => backupConfig,
+    notice: (type, text, level) => {
+      log[level ?? 'warn']({ notice: type }, text);
+      journal.append({ machine: 'ha', kind: 'event', event: { type: `ha.${type}`, reason: text, at: Date.now() } });
+    },
+    now: () => Date.now(),
+  });
   const applyConfig = async (next: AgentConfig): Promise<void> => {
     const nextSecurity = await buildApiSecurity(next);
     if (nextSecurity.serverTls && security.serverTls && server) {
@@ -114,13 +126,14 @@ export async function startAgent(config: AgentConfig, opts: AgentOptions = {}): 
     security = nextSecurity;
     node.applyLocalConfig(next.tags, next.database.parameters, archiveSettings(next));
     node.setCallbacks(next.database.callbacks ?? {});
+    backupConfig = next.backup;
   };
   const reload = async () => {
     if (!opts.reloadConfig) return;
     await applyConfig(await opts.reloadConfig());
   };
   const app = nodeApp(node, journal, {
-    commands: nodeCommands(node, dcs, reload, fetchStatus),
+    commands: { ...nodeCommands(node, dcs, reload, fetchStatus), backup: (o) => backups.run(o) },
     settingsCatalogue: () => settingsCatalogue,
     guard: () => security.policy,
   });
