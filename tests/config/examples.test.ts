@@ -39,3 +39,20 @@ describe('examples/secure-three-nodes', () => {
     await expect(loadConfig('examples/secure-three-nodes/node1.yml', {})).rejects.toThrow(/restapi\.authentication\.password/);
   });
 });
+
+describe('examples/pgbackrest', () => {
+  it.each(['node1', 'node2'])(
+    '%s.yml validates: archiving, restore_command, the pgBackRest method before basebackup, the backup section',
+    async (name) => {
+      const c = await loadConfig(`examples/pgbackrest/${name}.yml`, {});
+      const conf = `--config=/var/tmp/ha-pgbr/${name}.pgbackrest.conf --stanza=pgbr`;
+      expect(c.database.parameters).toMatchObject({ archive_mode: 'on', archive_command: `pgbackrest ${conf} archive-push %p` });
+      expect(c.database.recovery_conf).toEqual({ restore_command: `pgbackrest ${conf} archive-get %f "%p"` });
+      expect(c.database.create_replica_methods).toEqual(['pgbackrest', 'basebackup']);
+      expect(c.database.replica_methods).toEqual({
+        pgbackrest: { command: `pgbackrest ${conf} --delta --type=standby restore`, keep_data: true, no_params: true },
+      });
+      expect(c.backup).toEqual({ create: `pgbackrest ${conf} stanza-create`, command: `pgbackrest ${conf} backup` });
+    },
+  );
+});
