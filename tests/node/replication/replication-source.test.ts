@@ -87,4 +87,17 @@ describe('ReplicationSource', () => {
     expect(s.cloneFrom).toEqual(B);
     expect(s.state).toEqual({ kind: 'member', upstream: A, configuredFor: 'a' });
   });
+
+  it('says when the next clone is pg_basebackup alone: a reinitialize from-leader and a standby cluster bootstrap, not a plain clone (docs/backups.md)', () => {
+    const s = new ReplicationSource();
+    expect(s.cloneBasebackupOnly).toBe(false);
+    s.reinitializeFrom(view, 'a', 'a', true);
+    expect(s.cloneBasebackupOnly).toBe(true);
+    s.cloneFromMember(view, 'b');
+    expect(s.cloneBasebackupOnly).toBe(false);
+    s.cloneFromRemote(sc);
+    expect(s.cloneBasebackupOnly).toBe(true);
+    s.reinitializeFrom(view, 'b', 'a');
+    expect(s.cloneBasebackupOnly).toBe(false);
+  });
 });
