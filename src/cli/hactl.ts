@@ -29,6 +29,7 @@ import {
   ROLE_FILTERS,
   runFlushRestart,
   runFlushSwitchover,
+  runBackup,
   runReinit,
   runReload,
   runRestart,
@@ -250,6 +251,27 @@ function buildProgram(): Command {
       const { cluster, rest } = await splitClusterArgs(cmd, args);
       return withSession(cmd, cluster, (s) =>
         runReinit(s, { members: rest, fromLeader: o.fromLeader === true, wait: o.wait === true, force: o.force === true }),
+      );
+    });
+
+  program
+    .command('backup')
+    .argument('[args...]', '[CLUSTER] [MEMBER]: the member to run it on (default: a running replica, else the leader)')
+    .description("run the member's backup commands (ha.yml backup; POST /backup) and wait for them")
+    .option('--create', 'run backup.create first (e.g. pgBackRest stanza-create)')
+    .option('--timeout <seconds>', 'how long to wait for the backup (default 21600)')
+    .action(async (args: string[], o: { create?: boolean; timeout?: string }, cmd: Command) => {
+      const { cluster, rest } = await splitClusterArgs(cmd, args);
+      if (rest.length > 1) throw usageError('backup takes at most one MEMBER');
+      const timeout = o.timeout === undefined ? undefined : Number(o.timeout);
+      if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0))
+        throw usageError('--timeout must be a number of seconds > 0');
+      return withSession(cmd, cluster, (s) =>
+        runBackup(s, {
+          ...(rest[0] !== undefined ? { member: rest[0] } : {}),
+          create: o.create === true,
+          ...(timeout !== undefined ? { timeoutMs: timeout * 1000 } : {}),
+        }),
       );
     });
 

@@ -1,6 +1,7 @@
 /**
  * Commands that act on members through their REST API, one member at a time, printing one line
- * per member as the answers come: `restart`, `reload`, `reinit`, `flush` (patroni.md §5).
+ * per member as the answers come: `restart`, `reload`, `reinit`, `flush` (patroni.md §5), and
+ * `backup` (ours, docs/backups.md "Backups").
  * A member that cannot be reached is reported by name; any failure makes the command exit 1
  * after all members were tried.
  */
@@ -202,6 +203,47 @@ export async function runReinit(s: Session, o: ReinitOptions): Promise<void> {
     }
   }
   if (failed.length > 0) throw failedOn('reinitialize', failed);
+}
+
+/** Options of `backup`. */
+export interface BackupOptions {
+  /** The member to run it on; absent: a running replica (the first by name), else the leader. */
+  member?: string;
+  /** Run the member's `backup.create` first (pgBackRest's stanza-create). */
+  create: boolean;
+  /** How long to wait for the backup, ms (default 6 h). */
+  timeoutMs?: number;
+}
+
+/**
+ * The member `backup` runs on: the named one; else a running replica (least load on the primary,
+ * the first by name; pgBackRest needs `backup-standby` for it), else the leader.
+ * @throws CtlError when the named member does not exist or the cluster has no member.
+ */
+export function backupMember(view: ClusterView, scope: string, name: string | undefined): Member {
+  if (name !== undefined) return findMember(view, scope, name);
+  const all = requireMembers(view, scope);
+  const leader = view.leader?.name;
+  const replicas = all.filter((m) => m.name !== leader && m.data.state === 'running').sort((a, b) => (a.name < b.name ? -1 : 1));
+  return replicas[0] ?? leaderMember(view) ?? all[0]!;
+}
+
+/** Runs `backup`: POST /backup on one member, waiting for it to end; exits 1 when it failed. */
+export async function runBackup(s: Session, o: BackupOptions): Promise<void> {
+  const view = await readView(s);
+  const m = backupMember(view, s.scope, o.member);
+  s.io.out(`Running the backup on member ${m.name}${o.create ? ' (creating the stanza first)' : ''}`);
+  const r = await callMember(m, 'POST', '/backup', o.create ? { create: true } : {}, o.timeoutMs ?? 6 * 3600_000);
+  if (!r.reachable) {
+    s.io.out(`Failed: ${unreachableText(m, r.error)}`);
+    throw failedOn('backup', [m.name]);
+  }
+  if (r.status === 200) {
+    s.io.out(`Success: ${r.text} on member ${m.name}`);
+    return;
+  }
+  s.io.out(`Failed: backup on member ${m.name}, status code=${r.status}, (${r.text})`);
+  throw failedOn('backup', [m.name]);
 }
 
 /** Runs `flush restart` (DELETE /restart on members with a scheduled restart). */
