@@ -7,6 +7,7 @@ import type { ClusterView } from './cluster.ts';
 import type { DynamicConfig } from './dynamic-config.ts';
 import type { ScheduledRestartData, Tags } from './member.ts';
 import type { PgStatus } from './pg-status.ts';
+import type { OperationProgress } from './progress.ts';
 import type { DatabaseState, Role } from './states.ts';
 
 export interface NodeSnapshot {
@@ -75,4 +76,6 @@ export interface NodeSnapshot {
    * them, the last one's time (ISO 8601) and where they are kept.
    */
   discarded?: { receipts: number; transactions: number; committed: number; lastAt?: string; location: string };
+  /** The long operation under way (a clone by a replica creation method, a rewind), when one is (docs/backups.md "Progress"). */
+  progress?: OperationProgress;
 }

@@ -19,6 +19,7 @@ import { unreadKeys } from '../config/dynamic-keys.ts';
 import { lsnToNumber } from './lsn.ts';
 import type { ScheduledRestartData, Tags } from './member.ts';
 import type { NodeSnapshot } from './snapshot.ts';
+import { progressText } from './progress.ts';
 import type { ReplicationRow } from './pg-status.ts';
 import type { DatabaseState, Role } from './states.ts';
 import { nodeFacts, type NodeFacts } from './node-facts.ts';
@@ -77,6 +78,21 @@ export interface StatusDocument {
    * they are kept (GET /discarded and `hactl discarded` print them).
    */
   discarded?: { receipts: number; transactions: number; committed: number; last_at?: string; location: string };
+  /**
+   * Ours: the long operation under way (docs/backups.md "Progress"): a clone (`basebackup` or a
+   * replica creation method), a rewind; bytes and percent when the tool reports them (or the data
+   * directory's size, sampled), `started_at` ISO 8601, `text` one line for people.
+   */
+  progress?: {
+    operation: string;
+    method: string;
+    phase: string;
+    bytes_done?: number;
+    bytes_total?: number;
+    percent?: number;
+    started_at: string;
+    text: string;
+  };
   /**
    * Ours: the keys of the dynamic configuration in the DCS this agent does not read (unknown, or
    * the reference's and not implemented), dot path -> why; kept in the DCS, not obeyed. Absent
@@ -168,6 +184,19 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
       committed: d.committed,
       ...(d.lastAt ? { last_at: d.lastAt } : {}),
       location: d.location,
+    };
+  }
+  if (s.progress) {
+    const p = s.progress;
+    doc.progress = {
+      operation: p.operation,
+      method: p.method,
+      phase: p.phase,
+      ...(p.bytesDone !== undefined ? { bytes_done: p.bytesDone } : {}),
+      ...(p.bytesTotal !== undefined ? { bytes_total: p.bytesTotal } : {}),
+      ...(p.percent !== undefined ? { percent: Math.floor(p.percent) } : {}),
+      started_at: new Date(p.startedAtMs).toISOString(),
+      text: progressText(p),
     };
   }
   const ignored = ignoredConfigKeys(s.cluster.config?.value);

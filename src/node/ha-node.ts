@@ -37,6 +37,7 @@ import type { AdminOutcome } from './local/admin.ts';
 import { isBusy } from './local/busy.ts';
 import { withReloadHook, type CallbackCommands, type CallbackSpawner } from './local/callbacks.ts';
 import { databaseMachineWithEffects, type BootstrapPlan } from './local/effects.ts';
+import { directoryBytes, ProgressTracker } from './local/progress.ts';
 import { BASEBACKUP, type ReplicaMethodsConfig } from '../domain/replica-methods.ts';
 import type { ReceiptStore, ReceiptSummary } from './local/receipts.ts';
 import type { FailsafePost } from './lock/failsafe.ts';
@@ -67,6 +68,12 @@ export interface HaNodeOptions {
   recoveryConf?: Record<string, string | number>;
   /** database.create_replica_methods and their sections (docs/backups.md "Replica creation"). Default `[basebackup]`. */
   replicaMethods?: ReplicaMethodsConfig;
+  /**
+   * Track the progress of clones and rewinds and show it in GET /ha (docs/backups.md "Progress"):
+   * the tools' own progress output, else the data directory's size sampled every 5 s. Default off
+   * (the simulator); the agent turns it on.
+   */
+  trackProgress?: boolean;
   /** database.parameters of the local file (the dynamic configuration's win). */
   localParameters: Record<string, string | number | boolean>;
   dcs: Dcs;
@@ -136,6 +143,7 @@ export class HaNode {
   /** Wakes the loop when a new leader first runs as primary (the replicas follow it at once). */
   private readonly leaderReady: LeaderReadyWatch;
   private readonly customBootstrap: BootstrapPlan | undefined;
+  private readonly progress: ProgressTracker | undefined;
   private readonly changeListeners = new Set<(c: NodeChange) => void>();
 
   constructor(opts: HaNodeOptions) {
@@ -168,10 +176,13 @@ export class HaNode {
       ...(opts.replicaMethods ? { replicaMethods: opts.replicaMethods } : {}),
     });
     this.customBootstrap = opts.customBootstrap;
+    this.progress = opts.trackProgress
+      ? new ProgressTracker({ now: () => clock.now(), dataBytes: () => directoryBytes(opts.pg.dataDir) })
+      : undefined;
     this.parts = buildParts(
       this.deps,
       this.state,
-      { ...opts, rawPg: opts.pg },
+      { ...opts, rawPg: opts.pg, ...(this.progress ? { progress: this.progress } : {}) },
       {
         actor: () => this.db,
         schedules: () => this.schedules,
@@ -221,6 +232,7 @@ export class HaNode {
       initdbOptions: () => this.deps.initdbOptions,
       customBootstrapCommand: () => this.deps.customBootstrapCommand,
       customBootstrap: () => this.customBootstrap,
+      ...(this.progress ? { progress: this.progress } : {}),
       cloneSource: () => p.source.cloneFrom,
       // The built-in pg_basebackup alone (the default list, a reinitialize from-leader, a standby
       // cluster's bootstrap) keeps the clone's own path; any other list runs the methods in order.

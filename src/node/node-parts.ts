@@ -21,6 +21,7 @@ import { LocalWatch } from './local/local-watch.ts';
 import { MemoryReceiptStore, ReceiptKeeper, type ReceiptStore } from './local/receipts.ts';
 import { RewindRecord } from './local/rewind-record.ts';
 import { ReplicaCreator } from './local/replica-creation.ts';
+import type { ProgressTracker } from './local/progress.ts';
 import { FailureRecord } from './local/failure-record.ts';
 import { HandoverRefusals } from './cycle/handover-refusal.ts';
 import { Failsafe, type FailsafePost } from './lock/failsafe.ts';
@@ -72,6 +73,8 @@ export interface PartsOptions {
   callbacks?: CallbackCommands;
   spawnCallback?: CallbackSpawner;
   callbackTimeoutMs?: number;
+  /** The progress of long operations, shown in GET /ha (the agent's; the simulator tracks none). */
+  progress?: ProgressTracker;
 }
 
 /** What every builder hands on: the injected deps, the node's facts and the node-wide services. */
@@ -205,6 +208,7 @@ function buildLocal(c: Ctx) {
     notice: c.notice,
     now: c.now,
     log: c.log,
+    ...(opts.progress ? { progress: opts.progress } : {}),
   });
   return { watch, rewinds, failures, receipts, replicas };
 }
@@ -258,6 +262,7 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
     facts: trackers.facts,
     started: () => c.hooks.actor() !== undefined,
     discarded: () => b.receipts.summary(),
+    ...(c.opts.progress ? { progress: () => c.opts.progress?.current() } : {}),
   });
   const gather = new CycleGather({
     ...c,

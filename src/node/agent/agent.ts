@@ -281,6 +281,7 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
       : {}),
     localParameters: config.database.parameters,
     ...archiveSettings(config),
+    trackProgress: true,
     // Receipts of discarded transactions beside the data directory: a re-clone does not touch them (docs/ha.md "Receipts").
     receiptStore: new FileReceiptStore(join(dirname(config.database.data_dir), `${config.name}.discarded`)),
     ...(config.database.callbacks ? { callbacks: config.database.callbacks } : {}),

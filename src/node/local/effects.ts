@@ -260,7 +260,16 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         }
         if (!from) throw new Error('no member to clone from');
         if (await pg.hasData()) await pg.removeData();
-        await pg.basebackup(from);
+        if (!progress) {
+          await pg.basebackup(from);
+          return;
+        }
+        progress.begin('clone', 'basebackup', `copying from ${from.name}`);
+        try {
+          await pg.basebackup(from, { onOutput: (text) => progress.output(text) });
+        } finally {
+          progress.end();
+        }
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await dropStalePromotion(pg);

@@ -14,6 +14,7 @@ import type { Failsafe } from '../lock/failsafe.ts';
 import type { Fencing } from '../lock/fencing.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ReceiptSummary } from '../local/receipts.ts';
+import type { OperationProgress } from '../../domain/progress.ts';
 import type { DatabaseView, NodeDeps, NodeState } from '../node-core.ts';
 import type { SyncManager } from '../replication/sync-manager.ts';
 import { effectiveTags } from './member-data.ts';
@@ -41,6 +42,8 @@ export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version
   failsafe?: Pick<Failsafe, 'version' | 'leaderUntilMs' | 'active'>;
   /** The receipts of discarded transactions kept so far (src/node/local/receipts.ts). */
   discarded?(): ReceiptSummary;
+  /** The long operation under way (src/node/local/progress.ts), when the node tracks them. */
+  progress?(): OperationProgress | undefined;
 }
 
 /** The node snapshot the API and the metrics read, the same object while nothing in it changed. */
@@ -74,12 +77,14 @@ export class SnapshotBuilder {
       core.sync.current(),
       core.failsafe?.version,
       core.discarded?.(),
+      core.progress?.(),
       ...fenceInputs(core),
     ];
     const memo = this.memo;
     if (memo && memo.inputs.every((v, i) => v === inputs[i])) return memo.snapshot;
     const running = snap?.value === 'running';
     const discarded = core.discarded?.();
+    const progress = core.progress?.();
     const scheduled = core.memberKey.scheduledRestart();
     const snapshot: NodeSnapshot = {
       name: deps.name,
@@ -105,6 +110,7 @@ export class SnapshotBuilder {
       ...(core.failsafe?.active() ? { failsafeActive: true } : {}),
       ...(discarded && discarded.receipts > 0 ? { discarded } : {}),
       ...(scheduled ? { scheduledRestart: scheduled } : {}),
+      ...(progress ? { progress } : {}),
     };
     this.memo = { inputs, snapshot };
     return snapshot;
