@@ -63,6 +63,12 @@ export interface ClusterOptions {
   scope?: string;
   /** Node names are `<namePrefix>1…` (default `node`). */
   namePrefix?: string;
+  /** More `database.parameters` of a node (merged over `fsync: off, shared_buffers: 16MB`). */
+  parameters?: (node: TestNode) => Record<string, string | number>;
+  /** More lines under `database:` of a node, each `key: value` (e.g. recovery_conf, create_replica_methods). */
+  databaseExtra?: (node: TestNode) => string[];
+  /** More top-level lines of a node's file (e.g. `backup: {…}`). */
+  topExtra?: (node: TestNode) => string[];
   /** Use this (another cluster's) etcd instead of starting one; destroy() leaves it running. */
   etcd?: EtcdServer & { hosts?: string[]; urls?: string[] };
 }
@@ -119,16 +125,18 @@ export class TestCluster {
           'database:',
           `  listen: "${host}:${node.pgPort}"`,
           `  data_dir: ${node.dataDir}`,
-          '  parameters: { fsync: "off", shared_buffers: "16MB" }',
+          `  parameters: ${JSON.stringify({ fsync: 'off', shared_buffers: '16MB', ...(opts.parameters?.(node) ?? {}) })}`,
           '  authentication:',
           '    superuser: { username: postgres, password: e2e-super }',
           '    replication: { username: replicator, password: e2e-repl }',
           ...(opts.pgHba ? [`  pg_hba: ${JSON.stringify(opts.pgHba)}`] : []),
+          ...(opts.databaseExtra?.(node) ?? []).map((l) => `  ${l}`),
           ...(opts.callbacks
             ? [`  callbacks: ${JSON.stringify(typeof opts.callbacks === 'function' ? opts.callbacks(name) : opts.callbacks)}`]
             : []),
           ...(tags ? [`tags: ${JSON.stringify(tags)}`] : []),
           ...(opts.watchdog ? [`watchdog: ${JSON.stringify(opts.watchdog)}`] : []),
+          ...(opts.topExtra?.(node) ?? []),
           'log: { level: info }',
         ].join('\n'),
       );
