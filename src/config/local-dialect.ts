@@ -267,7 +267,8 @@ export function translateFile(raw: Doc): FileTranslation {
   if (isMapping(db)) {
     // The reference's older name of create_replica_methods (docs/backups.md "Replica creation").
     if (Object.hasOwn(db, 'create_replica_method')) {
-      if (Object.hasOwn(db, 'create_replica_methods')) problems.push('database.create_replica_method: give create_replica_methods or create_replica_method, not both');
+      if (Object.hasOwn(db, 'create_replica_methods'))
+        problems.push('database.create_replica_method: give create_replica_methods or create_replica_method, not both');
       else run({ op: 'rename', path: ['database', 'create_replica_method'], to: 'create_replica_methods' });
       if (Object.hasOwn(db, 'create_replica_method')) run({ op: 'delete', path: ['database', 'create_replica_method'] });
     }

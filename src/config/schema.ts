@@ -11,7 +11,14 @@ import { DynamicConfigSchema } from './dynamic-schema.ts';
 import { Bool, HbaLines, isMapping, mapping, HostPortString, NonEmptyString, NonNegativeInteger, Parameters } from './fields.ts';
 import { InitdbOptionSchema } from './initdb.ts';
 import { CALLBACK_NAMES, splitCommandLine, type CallbackName } from './command-line.ts';
-import { BackupSection, BootstrapRecoveryConf, CreateReplicaMethods, OneLineCommand, ReplicaRecoveryConf, replicaMethodIssues } from './archive-keys.ts';
+import {
+  BackupSection,
+  BootstrapRecoveryConf,
+  CreateReplicaMethods,
+  OneLineCommand,
+  ReplicaRecoveryConf,
+  replicaMethodIssues,
+} from './archive-keys.ts';
 
 const mappingMessage = (i: { received: string }) => `must be a mapping, got ${i.received}`;
 
@@ -277,7 +284,9 @@ const Database = v.pipe(
     if (!dataset.typed) return;
     const value = dataset.value as Record<string, unknown>;
     for (const p of replicaMethodIssues(value, Object.keys(DatabaseEntries))) {
-      const [first, ...rest] = (p.key ?? '').split('.').map((key) => ({ type: 'object' as const, origin: 'value' as const, input: value, key, value: undefined }));
+      const [first, ...rest] = (p.key ?? '')
+        .split('.')
+        .map((key) => ({ type: 'object' as const, origin: 'value' as const, input: value, key, value: undefined }));
       addIssue(p.key === undefined || !first ? { message: p.message } : { message: p.message, path: [first, ...rest] });
     }
   }),

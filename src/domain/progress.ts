@@ -78,7 +78,9 @@ export function formatBytes(n: number): string {
  * One line for `hactl list`: `clone pgbackrest: restoring 45%`, `clone basebackup: copying 1.2
  * GB / 5.0 GB (24%)`, `bootstrap pitr: replaying WAL to the recovery target`.
  */
-export function progressText(p: Pick<OperationProgress, 'operation' | 'method' | 'phase' | 'bytesDone' | 'bytesTotal' | 'percent'>): string {
+export function progressText(
+  p: Pick<OperationProgress, 'operation' | 'method' | 'phase' | 'bytesDone' | 'bytesTotal' | 'percent'>,
+): string {
   const parts = [`${p.operation} ${p.method}: ${p.phase}`];
   if (p.bytesDone !== undefined && p.bytesTotal !== undefined) parts.push(`${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)}`);
   else if (p.bytesDone !== undefined) parts.push(formatBytes(p.bytesDone));

@@ -185,7 +185,9 @@ describe("a file of the reference's dialect", () => {
       {},
     );
     expect(c.etcd3.hosts).toEqual(['10.0.0.1:2379']);
-    expect(problemsOf(() => parseConfig(`${PATRONI_YAML}  create_replica_methods: [wal_e, basebackup]\n  use_unix_socket: false\n`, {}))).toEqual([
+    expect(
+      problemsOf(() => parseConfig(`${PATRONI_YAML}  create_replica_methods: [wal_e, basebackup]\n  use_unix_socket: false\n`, {})),
+    ).toEqual([
       'postgresql.use_unix_socket: only true is implemented: the agent always connects to its PostgreSQL through the unix socket in socket_dir, got false',
       'postgresql.create_replica_methods: names wal_e, which has no section wal_e (with its command) in this section',
     ]);
