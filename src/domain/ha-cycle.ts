@@ -872,18 +872,23 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
 /**
  * The WAL of the stopped data directory that the leader's history does not hold (discardedRanges
  * on the local lineage: its newest timeline, where its WAL ends, its history and promotion
- * marker); undefined when nothing is past the fork or pg_controldata could not be read.
+ * marker, and a same-number fork seen by position while it ran); undefined when nothing is past
+ * the fork or pg_controldata could not be read.
  */
 function discardPlan(i: CycleInput, leader: string, action: DiscardPlan['action'], reason: string): DiscardPlan | undefined {
   const l = i.local;
   if (!l) return undefined;
   const leaderTl = leaderTimeline(i.view);
+  // A fork on the leader's own timeline number seen by position while this data directory ran.
+  const fork = i.sameNumberFork;
+  const otherLineage = fork !== undefined && fork.leader === leader && fork.timeline === leaderTl && l.timeline === fork.timeline;
   const ranges = discardedRanges(
     {
       timeline: l.timeline,
       ...(l.walEndLsn !== undefined ? { endLsn: l.walEndLsn } : {}),
       ...(l.history ? { history: l.history } : {}),
       ...(l.promotedBy !== undefined ? { promotedBy: l.promotedBy } : {}),
+      ...(otherLineage ? { otherLineage } : {}),
     },
     leaderTl,
     currentHistory(i.view) ?? i.view.history ?? [],
