@@ -635,7 +635,9 @@ function asReplica(i: CycleInput, leader: string): CycleDecision {
  * may have sent WAL, as far as this member knows: when the leader key went (a primary stops
  * before its key goes) and, in failsafe mode, when the POST /failsafe calls binding this member
  * end (a primary on failsafe runs on without its key until its calls stop being accepted:
- * finding 20, docs/simulation.md). Peers are fetched after `nowMs`, the cycle's start.
+ * finding 20, docs/simulation.md). Peers are fetched after `nowMs`, the cycle's start. A peer's
+ * vote also counts only when its WAL position was read after that instant (`votesReadAfterMs`,
+ * finding 30).
  */
 function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   // Synchronous mode is ignored in a standby cluster (patroni.md §3.8).
@@ -645,12 +647,14 @@ function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter(
     (t): t is number => t !== undefined,
   );
-  const settledAtMs = lastWal.length > 0 ? Math.max(...lastWal) + VOTE_SETTLE_MS : i.nowMs;
+  const lastWalMs = lastWal.length > 0 ? Math.max(...lastWal) : undefined;
+  const settledAtMs = lastWalMs !== undefined ? lastWalMs + VOTE_SETTLE_MS : i.nowMs;
   return {
     sync: {
       mode,
       key: syncKeyOf(i.view.sync.value),
       ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}),
+      ...(mode === 'quorum' && lastWalMs !== undefined ? { votesReadAfterMs: lastWalMs } : {}),
     },
   };
 }

@@ -247,6 +247,7 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
     ...b,
     facts: trackers.facts,
     started: () => c.hooks.actor() !== undefined,
+    probedAtMs: () => watch.probedAtMs,
     discarded: () => b.receipts.summary(),
   });
   const gather = new CycleGather({
