@@ -191,35 +191,41 @@ function socketDirOfReference(db: Doc): { dir?: string; problem?: string } {
   return { dir: posix.resolve(typeof dataDir === 'string' ? dataDir : '/', dirs[0]!) };
 }
 
-/**
- * Translates a parsed member configuration file (either dialect) into the native document, with
- * the operations that did it and the problems found (module docstring). Never throws.
- */
-export function translateFile(raw: Doc): FileTranslation {
-  const doc = structuredClone(raw);
-  const ops: FileOp[] = [];
-  const problems: string[] = [];
-  const run = (op: FileOp) => {
-    ops.push(op);
-    applyFileOp(doc, op);
-  };
+/** What the phases of translateFile share: the document being translated, how an operation is applied, the problems found. */
+interface Translation {
+  doc: Doc;
+  run: (op: FileOp) => void;
+  problems: string[];
+}
+
+/** Phase 1: the section's name (`postgresql` → `database`); returns the file's dialect. */
+function translateSectionName(raw: Doc, t: Translation): ConfigDialect {
+  const { run, problems } = t;
   const written = writtenDialect(raw);
-  const dialect: ConfigDialect = written === 'patroni' ? 'patroni' : 'native';
   if (written === 'both') {
     problems.push("(root): postgresql (the reference's name) and database name the same section: write one");
     run({ op: 'delete', path: ['postgresql'] });
   } else if (written === 'patroni') {
     run({ op: 'rename', path: ['postgresql'], to: 'database' });
   }
+  return written === 'patroni' ? 'patroni' : 'native';
+}
 
+/** Phase 2: mappings written empty (`key:` with nothing under it) are dropped. */
+function dropEmptyMappings(t: Translation): void {
+  const { doc, run } = t;
   for (const path of EMPTY_MAPPINGS) {
     const parent = getIn(doc, path.slice(0, -1));
     if (isMapping(parent) && Object.hasOwn(parent, path[path.length - 1]!) && parent[path[path.length - 1]!] === null)
       run({ op: 'delete', path });
   }
+}
 
-  // bootstrap.dcs: its keys, then its dialect.
+/** Phase 3: bootstrap.dcs, its keys, then its dialect; returns that dialect. */
+function translateBootstrapDcs(t: Translation): ConfigDialect {
+  const { doc, run, problems } = t;
   let dcsDialect: ConfigDialect = 'native';
+  // bootstrap.dcs: its keys, then its dialect.
   const dcs = getIn(doc, ['bootstrap', 'dcs']);
   if (isMapping(dcs)) {
     const dcsWritten = writtenDialect(dcs);
@@ -254,7 +260,12 @@ export function translateFile(raw: Doc): FileTranslation {
       }
     }
   }
+  return dcsDialect;
+}
 
+/** Phase 4: keys of the reference implemented under another shape (etcd3.host, replica methods, unix sockets, the socket directory). */
+function reshapeReferenceKeys(t: Translation, dialect: ConfigDialect): void {
+  const { doc, run, problems } = t;
   // Keys of the reference implemented under another shape.
   const etcd3 = getIn(doc, ['etcd3']);
   if (isMapping(etcd3) && Object.hasOwn(etcd3, 'host')) {
@@ -289,7 +300,11 @@ export function translateFile(raw: Doc): FileTranslation {
     if (socket.dir !== undefined) run({ op: 'set', path: ['database', 'socket_dir'], value: socket.dir });
     if (socket.dir !== undefined || socket.problem) run({ op: 'delete', path: ['database', 'parameters', 'unix_socket_directories'] });
   }
+}
 
+/** Phase 5: keys of the reference not implemented are problems, and dropped. */
+function dropUnimplemented(t: Translation): void {
+  const { doc, run, problems } = t;
   // Keys of the reference not implemented.
   for (const section of walkedSections(doc)) {
     const s = getIn(doc, section);
@@ -301,6 +316,28 @@ export function translateFile(raw: Doc): FileTranslation {
       run({ op: 'delete', path: [...section, key] });
     }
   }
+}
 
+/**
+ * Translates a parsed member configuration file (either dialect) into the native document, with
+ * the operations that did it and the problems found (module docstring). Never throws.
+ */
+export function translateFile(raw: Doc): FileTranslation {
+  const doc = structuredClone(raw);
+  const ops: FileOp[] = [];
+  const problems: string[] = [];
+  const t: Translation = {
+    doc,
+    problems,
+    run: (op: FileOp) => {
+      ops.push(op);
+      applyFileOp(doc, op);
+    },
+  };
+  const dialect = translateSectionName(raw, t);
+  dropEmptyMappings(t);
+  const dcsDialect = translateBootstrapDcs(t);
+  reshapeReferenceKeys(t, dialect);
+  dropUnimplemented(t);
   return { doc, ops, problems: problems.map((p) => fileProblem(p, dialect, dcsDialect)), dialect, dcsDialect };
 }

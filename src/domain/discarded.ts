@@ -40,6 +40,11 @@ export interface LocalLineage {
   history?: HistoryLine[];
   /** The member whose promotion made `timeline` here (the promotion marker), when known. */
   promotedBy?: string;
+  /**
+   * `timeline` here has the leader's number but was made by another promotion, as the divergence
+   * check saw by position (WAL past the leader's own on that timeline: ha-cycle's sameNumberFork).
+   */
+  otherLineage?: boolean;
 }
 
 interface Piece {
@@ -77,7 +82,7 @@ function leaderPieces(history: HistoryEntry[], leaderTimeline: number): Piece[] 
  * match): the first timeline the leader does not have at that place, or the earlier of the two
  * ends of a shared timeline where they differ, is the fork. A local newest timeline with the
  * leader's number and start, made by another member's promotion (the marker, against the
- * `history` entry's new leader), forks where it starts.
+ * `history` entry's new leader, or `otherLineage`: seen by position), forks where it starts.
  */
 export function forkPoint(local: LocalLineage, leaderTimeline: number, history: HistoryEntry[]): bigint | undefined {
   const mine = localPieces(local);
@@ -90,6 +95,9 @@ export function forkPoint(local: LocalLineage, leaderTimeline: number, history: 
     if (last) {
       // An unknown end (m.to undefined) counts as past every point: the verdict said diverged.
       if (r.to !== undefined && (m.to === undefined || m.to > r.to)) return r.to;
+      // Seen by position (finding 29): the whole local timeline past its start (its local
+      // history's switch point, equal to the leader's here) is another promotion's.
+      if (local.otherLineage && m.timeline > 1 && (m.to === undefined || m.to > m.from)) return m.from;
       if (m.timeline > 1 && local.promotedBy !== undefined) {
         const made = history.find((e) => e[0] === m.timeline - 1);
         if (made && made[4] !== undefined && made[4] !== local.promotedBy && (m.to === undefined || m.to > m.from)) return m.from;

@@ -635,7 +635,9 @@ function asReplica(i: CycleInput, leader: string): CycleDecision {
  * may have sent WAL, as far as this member knows: when the leader key went (a primary stops
  * before its key goes) and, in failsafe mode, when the POST /failsafe calls binding this member
  * end (a primary on failsafe runs on without its key until its calls stop being accepted:
- * finding 20, docs/simulation.md). Peers are fetched after `nowMs`, the cycle's start.
+ * finding 20, docs/simulation.md). Peers are fetched after `nowMs`, the cycle's start. A peer's
+ * vote also counts only when its WAL position was read after that instant (`votesReadAfterMs`,
+ * finding 30).
  */
 function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   // Synchronous mode is ignored in a standby cluster (patroni.md §3.8).
@@ -645,12 +647,14 @@ function syncRule(i: CycleInput): { sync?: SyncRaceRule } {
   const lastWal = [i.noLeaderSinceMs, i.config.failsafe_mode === true ? i.failsafeBoundUntilMs : undefined].filter(
     (t): t is number => t !== undefined,
   );
-  const settledAtMs = lastWal.length > 0 ? Math.max(...lastWal) + VOTE_SETTLE_MS : i.nowMs;
+  const lastWalMs = lastWal.length > 0 ? Math.max(...lastWal) : undefined;
+  const settledAtMs = lastWalMs !== undefined ? lastWalMs + VOTE_SETTLE_MS : i.nowMs;
   return {
     sync: {
       mode,
       key: syncKeyOf(i.view.sync.value),
       ...(mode === 'quorum' && i.nowMs < settledAtMs ? { votesSettleInMs: settledAtMs - i.nowMs } : {}),
+      ...(mode === 'quorum' && lastWalMs !== undefined ? { votesReadAfterMs: lastWalMs } : {}),
     },
   };
 }
@@ -872,18 +876,23 @@ function diverged(i: CycleInput, leader: string, reason: string, running: boolea
 /**
  * The WAL of the stopped data directory that the leader's history does not hold (discardedRanges
  * on the local lineage: its newest timeline, where its WAL ends, its history and promotion
- * marker); undefined when nothing is past the fork or pg_controldata could not be read.
+ * marker, and a same-number fork seen by position while it ran); undefined when nothing is past
+ * the fork or pg_controldata could not be read.
  */
 function discardPlan(i: CycleInput, leader: string, action: DiscardPlan['action'], reason: string): DiscardPlan | undefined {
   const l = i.local;
   if (!l) return undefined;
   const leaderTl = leaderTimeline(i.view);
+  // A fork on the leader's own timeline number seen by position while this data directory ran.
+  const fork = i.sameNumberFork;
+  const otherLineage = fork !== undefined && fork.leader === leader && fork.timeline === leaderTl && l.timeline === fork.timeline;
   const ranges = discardedRanges(
     {
       timeline: l.timeline,
       ...(l.walEndLsn !== undefined ? { endLsn: l.walEndLsn } : {}),
       ...(l.history ? { history: l.history } : {}),
       ...(l.promotedBy !== undefined ? { promotedBy: l.promotedBy } : {}),
+      ...(otherLineage ? { otherLineage } : {}),
     },
     leaderTl,
     currentHistory(i.view) ?? i.view.history ?? [],

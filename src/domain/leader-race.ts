@@ -16,6 +16,18 @@ export interface PeerStatus {
   state?: string;
   /** WAL position: primary flush LSN, replica max(received, replayed). Bytes. */
   walBytes?: bigint;
+  /**
+   * Epoch ms (this member's clock) at or after which the peer read `walBytes`: when the request
+   * was sent minus the document's `probe_age_ms`. Absent when the document has no age (an agent
+   * of the reference, or an older one).
+   */
+  walReadAtMs?: number;
+  /**
+   * The peer's PostgreSQL does not run: where its data directory's WAL ends (its document's
+   * `local_wal_end`, bytes) and on which timeline. Counted only under maximum_lag_on_failover
+   * (finding 28). Absent when it runs, its data diverged, or the agent did not read it.
+   */
+  stoppedWal?: { walBytes: bigint; timeline: number };
   timeline?: number;
   tags?: Tags;
 }
@@ -94,19 +106,37 @@ export function peerWalFromStatus(doc: Record<string, unknown>): bigint | undefi
   return nums.map((n) => BigInt(n)).reduce((a, b) => (a > b ? a : b));
 }
 
-/** Builds a PeerStatus from a status document (undefined doc = unreachable). */
-export function peerFromStatus(name: string, doc: Record<string, unknown> | undefined): PeerStatus {
+/**
+ * Builds a PeerStatus from a status document (undefined doc = unreachable). `sentAtMs`: epoch ms
+ * the request was sent, with the document's `probe_age_ms` it dates the WAL position.
+ */
+export function peerFromStatus(name: string, doc: Record<string, unknown> | undefined, sentAtMs?: number): PeerStatus {
   if (!doc) return { name, reachable: false };
   const wal = peerWalFromStatus(doc);
+  const age = doc['probe_age_ms'];
+  const readAt =
+    wal !== undefined && sentAtMs !== undefined && typeof age === 'number' && Number.isFinite(age) && age >= 0 ? sentAtMs - age : undefined;
+  const stoppedWal = wal === undefined && doc['diverged'] === undefined ? localWalEnd(doc['local_wal_end']) : undefined;
   return {
     name,
     reachable: true,
     ...(typeof doc['role'] === 'string' ? { role: doc['role'] } : {}),
     ...(typeof doc['state'] === 'string' ? { state: doc['state'] } : {}),
     ...(wal !== undefined ? { walBytes: wal } : {}),
+    ...(readAt !== undefined ? { walReadAtMs: readAt } : {}),
+    ...(stoppedWal ? { stoppedWal } : {}),
     ...(typeof doc['timeline'] === 'number' ? { timeline: doc['timeline'] } : {}),
     ...(doc['tags'] && typeof doc['tags'] === 'object' ? { tags: doc['tags'] as Tags } : {}),
   };
+}
+
+/** A status document's `local_wal_end` ({location, timeline}); undefined when absent or malformed. */
+function localWalEnd(v: unknown): { walBytes: bigint; timeline: number } | undefined {
+  if (!v || typeof v !== 'object') return undefined;
+  const { location, timeline } = v as Record<string, unknown>;
+  if (typeof location !== 'number' || !Number.isSafeInteger(location) || location < 0) return undefined;
+  if (typeof timeline !== 'number' || !Number.isSafeInteger(timeline) || timeline < 1) return undefined;
+  return { walBytes: BigInt(location), timeline };
 }
 
 /**
@@ -376,19 +406,42 @@ function silentAhead(c: RaceContext): RaceVerdict | undefined {
     if (k.walBytes - c.input.self.walBytes > c.maxLag) {
       return {
         healthy: false,
-        reason: `wal position of ${k.name} (its member key; it did not answer) is more than maximum_lag_on_failover ahead of mine`,
+        reason: `wal position of ${k.name} (${k.source}) is more than maximum_lag_on_failover ahead of mine`,
       };
     }
   }
   return undefined;
 }
 
+/** A position the race knows of a member that is not running and answering (silentPositions). */
+interface SilentPosition extends PublishedPosition {
+  /** Where it comes from, for the reason: `its member key; it did not answer` or `its PostgreSQL is not running`. */
+  source: string;
+}
+
 /**
- * The published positions (RaceInput.published) of the members other than `input.self` that
- * are not a reachable peer: those that did not answer, or were not asked.
+ * The positions of members other than `input.self` that are not a reachable peer with a running
+ * PostgreSQL: the published positions (RaceInput.published) of those that did not answer or
+ * were not asked, and where the WAL of a reachable peer whose PostgreSQL does not run ends
+ * (PeerStatus.stoppedWal: a former leader restarting after a crash may hold WAL past its last
+ * published optime, finding 28) unless that is on a timeline behind the cluster timeline (what
+ * such WAL holds past the cluster's switch point is not in the cluster's history).
  */
-function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published'>): PublishedPosition[] {
-  return (input.published ?? []).filter((k) => k.name !== input.self.name && !input.peers.some((p) => p.reachable && p.name === k.name));
+function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published' | 'clusterTimeline'>): SilentPosition[] {
+  const silent: SilentPosition[] = (input.published ?? [])
+    .filter((k) => k.name !== input.self.name && !input.peers.some((p) => p.reachable && p.name === k.name))
+    .map((k) => ({ ...k, source: 'its member key; it did not answer' }));
+  for (const p of input.peers) {
+    const behind = !!p.stoppedWal && input.clusterTimeline > 0 && p.stoppedWal.timeline < input.clusterTimeline;
+    if (p.reachable && p.walBytes === undefined && p.stoppedWal && !behind && p.name !== input.self.name)
+      silent.push({
+        name: p.name,
+        walBytes: p.stoppedWal.walBytes,
+        timeline: p.stoppedWal.timeline,
+        source: 'its PostgreSQL is not running',
+      });
+  }
+  return silent;
 }
 
 /**
@@ -402,7 +455,7 @@ function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published'>)
  */
 function switchoverLag(
   candWal: bigint,
-  input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published'>,
+  input: Pick<RaceInput, 'self' | 'peers' | 'leaderOptimeBytes' | 'maxLagBytes' | 'published' | 'clusterTimeline'>,
 ): string | undefined {
   const maxLag = BigInt(input.maxLagBytes);
   if (input.leaderOptimeBytes > 0n && input.leaderOptimeBytes - candWal > maxLag) return "the leader's last optime";
@@ -411,7 +464,7 @@ function switchoverLag(
     if (p.reachable && p.walBytes !== undefined && p.walBytes - candWal > maxLag) return p.name;
   }
   for (const k of silentPositions(input)) {
-    if (k.walBytes - candWal > maxLag) return `${k.name} (its member key; it did not answer)`;
+    if (k.walBytes - candWal > maxLag) return `${k.name} (${k.source})`;
   }
   return undefined;
 }

@@ -29,6 +29,14 @@ export interface NodeSnapshot {
   role: Role;
   /** Latest successful probe while PostgreSQL runs; undefined when it is not running or the probe failed. */
   pg?: PgStatus;
+  /** Epoch ms the probe in `pg` started (present with `pg`): the status document's `probe_age_ms` is counted from it. */
+  pgProbedAtMs?: number;
+  /**
+   * PostgreSQL not running (stopped, crashed, starting, start failed): where its data directory's
+   * WAL ended when last read with PostgreSQL stopped, bytes, and its timeline (the status
+   * document's `local_wal_end`).
+   */
+  stoppedWal?: { walBytes: bigint; timeline: number };
   /** Database system identifier when known. */
   sysid?: string;
   /**

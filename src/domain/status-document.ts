@@ -13,7 +13,8 @@
  * `scheduled_restart`, `watchdog_failed` (required and not armed). Ours (docs/ha.md): `diverged` (why), `not_streaming_since`, `ghost_leader`, `synchronous_degraded`,
  * `discarded` (receipts of discarded transactions kept: docs/ha.md "Receipts"), `config_ignored`
  * (keys of the stored dynamic configuration the agent does not read: docs/configuration.md
- * "Keys the agent does not read").
+ * "Keys the agent does not read"), `probe_age_ms` (last, with the probe's fields: how old the
+ * probe that read them is; see {@link StatusDocument.probe_age_ms}).
  */
 import { unreadKeys } from '../config/dynamic-keys.ts';
 import { lsnToNumber } from './lsn.ts';
@@ -99,7 +100,25 @@ export interface StatusDocument {
    * when every stored key is read.
    */
   config_ignored?: Record<string, string>;
+  /**
+   * Ours: PostgreSQL not running (stopped, crashed, starting, start failed) and the data not
+   * diverged: where its data directory's WAL ended when the agent last read it with PostgreSQL
+   * stopped (bytes, as `xlog`'s locations) and on which timeline. A member racing for the leader
+   * lock counts it under maximum_lag_on_failover as it counts a running member's position: a
+   * former leader restarting after a crash may hold WAL past its last published optime (finding
+   * 28, docs/simulation.md).
+   */
+  local_wal_end?: { location: number; timeline: number };
   ha: { version: string; scope: string; name: string };
+  /**
+   * Ours, present with the probe's fields (`timeline`, `xlog`, `replication`): ms from the start of
+   * the probe that read them to this answer. A member racing for the leader lock in synchronous
+   * `quorum` mode counts a peer's vote only when the peer's WAL position was read after the
+   * former primary can have sent its last WAL (request sent − this age; src/domain/sync-standby.ts
+   * syncRaceRefusal, finding 30 in docs/simulation.md). Always the last field: the HTTP API renders
+   * the rest once per snapshot and appends it to each answer.
+   */
+  probe_age_ms?: number;
 }
 
 /** {@link ignoredConfigKeys} of the stored documents already seen (a view keeps its document until the key changes). */
@@ -201,6 +220,16 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   }
   const ignored = ignoredConfigKeys(s.cluster.config?.value);
   if (ignored) doc.config_ignored = ignored;
+  if (s.stoppedWal && !pg && s.diverged === undefined)
+    doc.local_wal_end = { location: lsnToNumber(s.stoppedWal.walBytes), timeline: s.stoppedWal.timeline };
   doc.ha = { version: s.version, scope: s.scope, name: s.name };
+  const age = probeAgeMs(s, nowMs);
+  if (age !== undefined) doc.probe_age_ms = age;
   return doc;
+}
+
+/** `probe_age_ms` of the status document of `s` at `nowMs` (epoch ms): whole ms, never negative; undefined without the probe's fields. */
+export function probeAgeMs(s: NodeSnapshot, nowMs: number): number | undefined {
+  if (!s.pg || s.pgProbedAtMs === undefined) return undefined;
+  return Math.max(0, Math.ceil(nowMs - s.pgProbedAtMs));
 }

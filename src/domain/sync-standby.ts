@@ -412,6 +412,15 @@ export interface SyncRaceRule {
    * until then (this many ms from now).
    */
   votesSettleInMs?: number;
+  /**
+   * Mode `quorum`: epoch ms (this member's clock) of the last instant the former primary may have
+   * sent WAL, as far as this member knows (syncRule in src/domain/ha-cycle.ts). A peer's vote
+   * counts only when its WAL position was read at or after it (PeerStatus.walReadAtMs, from the
+   * status document's `probe_age_ms`): a document served from a probe taken before, by an agent
+   * that was frozen or whose probes hung, may not show the last commits acknowledged through that
+   * peer (finding 30, docs/simulation.md). A peer whose document carries no age counts as before.
+   */
+  votesReadAfterMs?: number;
 }
 
 /**
@@ -423,7 +432,7 @@ export interface SyncRaceRule {
 export function syncRaceRefusal(
   rule: SyncRaceRule,
   self: { name: string; walBytes: bigint },
-  peers: { name: string; reachable: boolean; walBytes?: bigint }[],
+  peers: { name: string; reachable: boolean; walBytes?: bigint; walReadAtMs?: number }[],
 ): string | undefined {
   const { key } = rule;
   if (key.leader === self.name) return undefined;
@@ -436,11 +445,19 @@ export function syncRaceRefusal(
   if (rule.votesSettleInMs !== undefined && rule.votesSettleInMs > 0 && needed > selfVote) {
     return `waiting ${rule.votesSettleInMs} ms for the sync key members' WAL positions to settle before counting their votes`;
   }
+  const after = rule.votesReadAfterMs;
+  const stale: string[] = [];
   const voters = key.members.filter((m) => {
     if (m === self.name) return true;
     const p = peers.find((x) => x.name === m);
-    return !!p && p.reachable && p.walBytes !== undefined && p.walBytes <= self.walBytes;
+    if (!p || !p.reachable || p.walBytes === undefined || p.walBytes > self.walBytes) return false;
+    if (after !== undefined && p.walReadAtMs !== undefined && p.walReadAtMs < after) {
+      stale.push(`${m}'s was read ${Math.ceil(after - p.walReadAtMs)} ms before the former primary's last possible WAL`);
+      return false;
+    }
+    return true;
   });
   if (voters.length >= needed) return undefined;
-  return `quorum not reached: ${voters.length} of ${needed} votes from the sync key (${key.members.join(', ')}) not ahead of me`;
+  const why = stale.length ? `; not counted: ${stale.join(', ')}` : '';
+  return `quorum not reached: ${voters.length} of ${needed} votes from the sync key (${key.members.join(', ')}) not ahead of me${why}`;
 }

@@ -25,7 +25,7 @@ import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
 import { ApiError, errorAnswer, refuse } from './api-error.ts';
 import { document, JSON_CONTENT_TYPE, methodNotAllowed, notFound, sized } from './responses.ts';
-import { buildStatusDocument } from '../domain/status-document.ts';
+import { buildStatusDocument, probeAgeMs } from '../domain/status-document.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
 export type { NodeCommands } from './commands.ts';
@@ -141,11 +141,21 @@ export function createNodeApp(deps: {
     const key = healthTimeKey(s, nowMs) | (auth << 3);
     const r = rendered;
     if (r && r.snapshot === s && r.key === key) return r;
-    const json = JSON.stringify({ ...buildStatusDocument(s, nowMs), ...(auth ? { authentication: auth === 2 ? 'basic' : 'none' } : {}) });
-    rendered = { snapshot: s, key, json, length: String(Buffer.byteLength(json)), verdicts: new Array(HEALTH_PATHS.length) };
+    // `probe_age_ms` changes with the clock: rendered without it, appended to each answer (withAge).
+    const { probe_age_ms: _age, ...doc } = buildStatusDocument(s, nowMs);
+    const json = JSON.stringify({ ...doc, ...(auth ? { authentication: auth === 2 ? 'basic' : 'none' } : {}) });
+    const bytes = Buffer.byteLength(json);
+    rendered = { snapshot: s, key, json, bytes, length: String(bytes), verdicts: new Array(HEALTH_PATHS.length) };
     return rendered;
   };
-  const statusJson = (s: NodeSnapshot, nowMs: number): string => renderedFor(s, nowMs).json;
+  /** The status document's text and Content-Length at `nowMs`: the rendered text with `probe_age_ms` appended when the snapshot has a probe. */
+  const withAge = (r: Rendered, s: NodeSnapshot, nowMs: number): { json: string; length: string } => {
+    const age = probeAgeMs(s, nowMs);
+    if (age === undefined) return r;
+    const tail = `,"probe_age_ms":${age}}`;
+    return { json: r.json.slice(0, -1) + tail, length: String(r.bytes - 1 + tail.length) };
+  };
+  const statusJson = (s: NodeSnapshot, nowMs: number): string => withAge(renderedFor(s, nowMs), s, nowMs).json;
   const NO_QUERY = new URLSearchParams();
   /** The answer of health check `HEALTH_PATHS[index]` with query text `query` (without `?`). */
   const healthAnswer = (index: number, query: string, extraHeaders: Readonly<Record<string, string>>): Response => {
@@ -161,7 +171,11 @@ export function createNodeApp(deps: {
       if (verdict.status === 400) return refuse('invalid_request', verdict.message, extraHeaders);
       status = verdict.status;
     }
-    return new Response(r.json, { status, headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': r.length, ...extraHeaders } });
+    const body = withAge(r, s, nowMs);
+    return new Response(body.json, {
+      status,
+      headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': body.length, ...extraHeaders },
+    });
   };
 
   const health = (index: number) => (c: Context) => {
@@ -244,7 +258,10 @@ export function createNodeApp(deps: {
 interface Rendered {
   snapshot: NodeSnapshot;
   key: number;
+  /** The status document without `probe_age_ms`. */
   json: string;
+  /** Byte length of `json`. */
+  bytes: number;
   /** Byte length of `json`, as the Content-Length value. */
   length: string;
   /** Verdict per HEALTH_PATHS index for requests without query parameters. */

@@ -261,6 +261,7 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
     ...b,
     facts: trackers.facts,
     started: () => c.hooks.actor() !== undefined,
+    probedAtMs: () => watch.probedAtMs,
     discarded: () => b.receipts.summary(),
     ...(c.opts.progress ? { progress: () => c.opts.progress?.current() } : {}),
   });

@@ -29,6 +29,14 @@ describe('forkPoint and discardedRanges', () => {
     expect(discardedRanges(local, 2, history)).toEqual([{ timeline: 1, fromLsn: 500n, toLsn: 800n }]);
   });
 
+  it('a same-number fork seen by position (otherLineage): the whole local timeline 2 from its start', () => {
+    const local = { timeline: 2, endLsn: 900n, history: [{ timeline: 1, switchLsn: 500n, reason: 'x' }], otherLineage: true };
+    expect(forkPoint(local, 2, history)).toBe(500n);
+    expect(discardedRanges(local, 2, history)).toEqual([{ timeline: 2, fromLsn: 500n, toLsn: 900n }]);
+    // Without the flag the same lineage is the leader's own: nothing.
+    expect(discardedRanges({ ...local, otherLineage: false }, 2, history)).toEqual([]);
+  });
+
   it('WAL that ends at or before the switch point discards nothing', () => {
     expect(forkPoint({ timeline: 1, endLsn: 500n }, 2, history)).toBeUndefined();
     expect(discardedRanges({ timeline: 1, endLsn: 400n }, 2, history)).toEqual([]);

@@ -431,8 +431,59 @@ describe('isHealthiest', () => {
       }),
       false,
     ],
+    [
+      'more than maximum_lag_on_failover behind a reachable member whose PostgreSQL is not running (its local_wal_end): does not race (finding 28)',
+      base({ peers: [{ name: 'b', reachable: true, state: 'starting', stoppedWal: { walBytes: 100n + 1048577n, timeline: 2 } }] }),
+      false,
+    ],
+    [
+      'within maximum_lag_on_failover of a member whose PostgreSQL is not running: races (finding 28)',
+      base({ peers: [{ name: 'b', reachable: true, state: 'stopped', stoppedWal: { walBytes: 100n + 1048576n, timeline: 2 } }] }),
+      true,
+    ],
+    [
+      'a switchover candidate more than maximum_lag_on_failover behind a restarting former leader does not race (finding 28)',
+      base({
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'b', reachable: true, state: 'starting', stoppedWal: { walBytes: 100n + 1048577n, timeline: 2 } }],
+      }),
+      false,
+    ],
+    [
+      'a stopped member whose WAL ends on a timeline behind the cluster timeline does not count (finding 28)',
+      base({
+        failover: { leader: 'b', member: 'a' },
+        peers: [{ name: 'b', reachable: true, state: 'stopped', stoppedWal: { walBytes: 100n + 1048577n, timeline: 1 } }],
+      }),
+      true,
+    ],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
+  });
+
+  it('names the member whose PostgreSQL is not running in the reason (finding 28)', () => {
+    const v = isHealthiest(
+      base({ peers: [{ name: 'b', reachable: true, state: 'starting', stoppedWal: { walBytes: 100n + 1048577n, timeline: 2 } }] }),
+    );
+    expect(v.reason).toBe('wal position of b (its PostgreSQL is not running) is more than maximum_lag_on_failover ahead of mine');
+  });
+
+  it('dates a WAL position from the request and probe_age_ms, and reads local_wal_end only without xlog and divergence (findings 28 and 30)', () => {
+    const running = peerFromStatus('x', { xlog: { location: 42 }, probe_age_ms: 700 }, 10_000);
+    expect(running).toMatchObject({ walBytes: 42n, walReadAtMs: 9_300 });
+    expect(running.stoppedWal).toBeUndefined();
+    // No age (the reference's agent), no send time, or a malformed age: undated.
+    expect(peerFromStatus('x', { xlog: { location: 42 } }, 10_000).walReadAtMs).toBeUndefined();
+    expect(peerFromStatus('x', { xlog: { location: 42 }, probe_age_ms: 5 }).walReadAtMs).toBeUndefined();
+    expect(peerFromStatus('x', { xlog: { location: 42 }, probe_age_ms: -1 }, 10_000).walReadAtMs).toBeUndefined();
+    const stopped = peerFromStatus('x', { state: 'starting', local_wal_end: { location: 5000, timeline: 3 } }, 10_000);
+    expect(stopped.walBytes).toBeUndefined();
+    expect(stopped.stoppedWal).toEqual({ walBytes: 5000n, timeline: 3 });
+    expect(
+      peerFromStatus('x', { state: 'stopped', diverged: 'why', local_wal_end: { location: 5000, timeline: 3 } }).stoppedWal,
+    ).toBeUndefined();
+    expect(peerFromStatus('x', { state: 'stopped', local_wal_end: { location: -5, timeline: 3 } }).stoppedWal).toBeUndefined();
+    expect(peerFromStatus('x', { state: 'stopped', local_wal_end: { location: 5, timeline: 0 } }).stoppedWal).toBeUndefined();
   });
 
   it('reads WAL positions from status documents', () => {

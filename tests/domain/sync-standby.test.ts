@@ -191,6 +191,20 @@ describe('race rule', () => {
     expect(syncRaceRefusal({ ...rule, key: { ...rule.key, quorum: 1 } }, { name: 'a', walBytes: 100n }, peers)).toBeUndefined();
     expect(syncRaceRefusal({ ...rule, votesSettleInMs: 0 }, { name: 'a', walBytes: 100n }, peers)).toBeUndefined();
   });
+
+  it('quorum: a vote counts only when its WAL position was read after the former primary could last send WAL (finding 30)', () => {
+    const rule = { mode: 'quorum' as const, key: { leader: 'L', members: ['a', 'b'], quorum: 2 }, votesReadAfterMs: 50_000 };
+    const b = (walReadAtMs?: number) => [
+      { name: 'b', reachable: true, walBytes: 90n, ...(walReadAtMs !== undefined ? { walReadAtMs } : {}) },
+    ];
+    expect(syncRaceRefusal(rule, { name: 'a', walBytes: 100n }, b(50_000))).toBeUndefined();
+    expect(syncRaceRefusal(rule, { name: 'a', walBytes: 100n }, b(41_000))).toBe(
+      "quorum not reached: 1 of 2 votes from the sync key (a, b) not ahead of me; not counted: b's was read 9000 ms before the former primary's last possible WAL",
+    );
+    // An undated position (a document without probe_age_ms) counts as before; mode true has no votes.
+    expect(syncRaceRefusal(rule, { name: 'a', walBytes: 100n }, b())).toBeUndefined();
+    expect(syncRaceRefusal({ ...rule, mode: 'on' }, { name: 'a', walBytes: 100n }, b(41_000))).toBeUndefined();
+  });
 });
 
 describe('decideSyncStep', () => {

@@ -126,6 +126,13 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
   let writer: RecordedWriter | undefined;
   let records: WriteRecord[] = [];
   let before: Record<string, string> = {};
+  /** Every reference process started, stopped by PID in afterAll (the map above forgets replaced ones). */
+  const started: ReferenceNode[] = [];
+  const launch = async (name: string): Promise<ReferenceNode> => {
+    const r = await startReference(c, c.node(name));
+    started.push(r);
+    return r;
+  };
 
   beforeAll(async () => {
     c = await TestCluster.create({
@@ -135,9 +142,9 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
       retryTimeout: REFERENCE_TIMING.retryTimeout,
     });
     // The reference bootstraps node1, then the others clone from it.
-    refs.set('node1', await startReference(c, c.node('node1')));
+    refs.set('node1', await launch('node1'));
     await waitFor(async () => (await c.get('node1', '/primary')).status === 200, 90_000, 'the reference to bootstrap node1');
-    for (const n of ['node2', 'node3']) refs.set(n, await startReference(c, c.node(n)));
+    for (const n of ['node2', 'node3']) refs.set(n, await launch(n));
     for (const n of ['node2', 'node3']) await waitFor(() => streaming(c, n), 120_000, `${n} streaming from the reference's leader`);
     await createSafetyTables(c, 'node1');
     writer = startWriter(c);
@@ -146,7 +153,8 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
 
   afterAll(async () => {
     await writer?.stop();
-    for (const r of refs.values()) if (r.proc.pid && isAlive(r.proc.pid)) await stopReference(r, 5000);
+    // Every reference process this file started, whatever the map holds after a failed test.
+    for (const r of started) if (r.proc.pid && isAlive(r.proc.pid)) await stopReference(r, 5000);
     await c?.destroy();
   });
 
@@ -278,7 +286,7 @@ describe.skipIf(!referenceInstalled())('takeover of a cluster of the reference (
         const pm = c.postmasterPid(name);
         await c.stopAgent(name);
         expect(c.postmasterPid(name), `${name}: our agent stopped in pause leaves PostgreSQL running`).toBe(pm);
-        refs.set(name, await startReference(c, c.node(name)));
+        refs.set(name, await launch(name));
         await waitFor(async () => (await memberApi(c, name)) === '/patroni', 60_000, `${name}: the reference's member key`);
         if (name === leader) {
           await waitFor(

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { buildStatusDocument } from '../../src/domain/status-document.ts';
 import { buildClusterDocument, type ClusterDocument } from '../../src/domain/cluster-document.ts';
+import { createNodeApp } from '../../src/http/app.ts';
 import { parseLagParam } from '../../src/http/lag-param.ts';
 import {
   appFor,
   clusterView,
   config,
+  FakeCommands,
   member,
   MiB,
   noDcsReplica,
@@ -153,6 +155,42 @@ describe('GET /ha: divergence and not streaming', () => {
     const body = (await (await app.request('/ha')).json()) as Record<string, unknown>;
     expect(body['diverged']).toBe(why);
     expect(body['not_streaming_since']).toBe(new Date(NOW - 1_000).toISOString());
+  });
+});
+
+describe('GET /ha: probe_age_ms and local_wal_end (findings 28 and 30)', () => {
+  it('dates the probe fields with probe_age_ms, always the last field', () => {
+    const doc = buildStatusDocument(streamingReplica({ pgProbedAtMs: NOW - 700 }), NOW);
+    expect(doc.probe_age_ms).toBe(700);
+    expect(Object.keys(doc).at(-1)).toBe('probe_age_ms');
+    // No probe fields, no age.
+    expect(buildStatusDocument(stoppedReplica({ pgProbedAtMs: NOW - 700 }), NOW)).not.toHaveProperty('probe_age_ms');
+  });
+
+  it('answers the age at each request, not at the first rendering, with a matching Content-Length', async () => {
+    let now = NOW;
+    const snap = streamingReplica({ pgProbedAtMs: NOW - 200 });
+    const app = createNodeApp({ snapshot: () => snap, commands: new FakeCommands(), now: () => now });
+    for (const path of ['/ha', '/replica']) {
+      now = NOW;
+      const first = await app.request(path);
+      now = NOW + 1500;
+      const later = await app.request(path);
+      const text = await later.text();
+      expect(((await first.json()) as Record<string, unknown>)['probe_age_ms']).toBe(200);
+      expect((JSON.parse(text) as Record<string, unknown>)['probe_age_ms']).toBe(1700);
+      expect(later.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    }
+  });
+
+  it("shows where a stopped data directory's WAL ends, not once it runs or diverged", () => {
+    const stoppedWal = { walBytes: 5000n, timeline: 2 };
+    expect(buildStatusDocument(stoppedReplica({ state: 'starting', stoppedWal }), NOW).local_wal_end).toEqual({
+      location: 5000,
+      timeline: 2,
+    });
+    expect(buildStatusDocument(stoppedReplica({ stoppedWal, diverged: 'why' }), NOW)).not.toHaveProperty('local_wal_end');
+    expect(buildStatusDocument(streamingReplica({ stoppedWal }), NOW)).not.toHaveProperty('local_wal_end');
   });
 });
 

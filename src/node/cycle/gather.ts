@@ -129,7 +129,7 @@ export class CycleGather {
     d.trackers.observeLeader(view, d.now(), nowMs);
     const local = await localP;
     const peers: PeerStatus[] = needPeers(lock, local)
-      ? await (early && sameOthers(early.view, view, d.name) ? early.peers : fetchPeers(view, d.name, d.fetchStatus))
+      ? await (early && sameOthers(early.view, view, d.name) ? early.peers : fetchPeers(view, d.name, d.fetchStatus, d.now))
       : [];
     const probe = await this.ownPosition(view, peers, local.probe);
     const leaderWal = this.leaderRead.positionIfStalled(
@@ -174,7 +174,7 @@ export class CycleGather {
     if (snap.value !== 'running' || snap.context.promoting) return undefined;
     const f = view.failover?.value;
     if (view.leader && !(view.leader.name === d.name && !!(f?.leader || f?.member))) return undefined;
-    const peers = fetchPeers(view, d.name, d.fetchStatus);
+    const peers = fetchPeers(view, d.name, d.fetchStatus, d.now);
     peers.catch(() => undefined);
     return { view, peers };
   }

@@ -22,7 +22,7 @@ export interface LocalFactsDeps {
   /** Probes the local database now; `probe()` is then the newest status. */
   probeNow(): Promise<void>;
   probe(): PgStatus | undefined;
-  trackers: Pick<CycleTrackers, 'noteSystemIdentifier' | 'observeProbe' | 'facts'>;
+  trackers: Pick<CycleTrackers, 'noteSystemIdentifier' | 'observeProbe' | 'observeStoppedWal' | 'facts'>;
 }
 
 /** The local database this cycle. */
@@ -54,6 +54,7 @@ export async function readLocalFacts(deps: LocalFactsDeps, nowMs: number): Promi
   if (state === 'running' && deps.trackers.facts.sysid === undefined) await runningSystemIdentifier(deps);
   const local = hasData && !busy && state !== 'running' ? await stoppedPosition(deps) : undefined;
   deps.trackers.observeProbe(state, probe, nowMs);
+  deps.trackers.observeStoppedWal(state, hasData, local);
   const replicaTl = probe?.inRecovery ? Math.max(probe.timeline, deps.trackers.facts.replicaTimeline) : 0;
   const replicaHistory = replicaTl ? await localHistory(pg, replicaTl) : undefined;
   const replicaPromotedBy = replicaTl ? await promotedBy(pg, replicaTl) : undefined;

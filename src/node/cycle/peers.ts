@@ -29,12 +29,21 @@ export async function fetchStatusDocument(
   }
 }
 
-/** Statuses of every member of the view except `self`, fetched in parallel. */
+/**
+ * Statuses of every member of the view except `self`, fetched in parallel. `now` (epoch ms) dates
+ * each request's sending, from which each peer's WAL position is dated (PeerStatus.walReadAtMs).
+ */
 export async function fetchPeers(
   view: ClusterView,
   self: string,
   fetchStatus: (apiUrl: string) => Promise<Record<string, unknown> | undefined> = fetchStatusDocument,
+  now: () => number = Date.now,
 ): Promise<PeerStatus[]> {
   const others = view.members.filter((m) => m.name !== self && m.data.api_url);
-  return Promise.all(others.map(async (m) => peerFromStatus(m.name, await fetchStatus(m.data.api_url))));
+  return Promise.all(
+    others.map(async (m) => {
+      const sentAtMs = now();
+      return peerFromStatus(m.name, await fetchStatus(m.data.api_url), sentAtMs);
+    }),
+  );
 }

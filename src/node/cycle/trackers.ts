@@ -14,6 +14,7 @@ import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { ghostSighting, leaderTimeline, type CycleDecision, type GhostSighting, type SameNumberFork } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { DatabaseState } from '../../domain/states.ts';
+import type { LocalPosition } from '../../domain/timeline-history.ts';
 
 /** What the rest of the node reads of the trackers (the snapshot, the member key, the admin commands). */
 export interface CycleFacts {
@@ -41,6 +42,13 @@ export interface CycleFacts {
   readonly nextStartAtMs: number | undefined;
   /** System identifier of the local data, when known (pg_controldata). */
   readonly sysid: string | undefined;
+  /**
+   * While PostgreSQL is not running (stopped, crashed, starting, start failed): where the data
+   * directory's WAL ended when the agent last read it with PostgreSQL stopped (its WAL end, else
+   * the later of the checkpoint and the minimum recovery point: a lower bound), and its timeline.
+   * Published as the status document's `local_wal_end` (finding 28, docs/simulation.md).
+   */
+  readonly stoppedWal: { walBytes: bigint; timeline: number } | undefined;
 }
 
 /** The local database as the cycle saw it (what the divergence verdict's lifetime depends on). */
@@ -50,6 +58,9 @@ export interface LocalSeen {
   hasData: boolean;
   probe: PgStatus | undefined;
 }
+
+/** The states in which the last stopped position is still where the data directory's WAL ends (or a lower bound of it). */
+const KEEPS_STOPPED_WAL: ReadonlySet<DatabaseState> = new Set<DatabaseState>(['stopped', 'crashed', 'starting', 'start_failed']);
 
 /** CycleFacts as this module writes them. */
 type Tracked = { -readonly [K in keyof CycleFacts]: CycleFacts[K] };
@@ -67,6 +78,7 @@ export class CycleTrackers {
     startFailures: 0,
     nextStartAtMs: undefined,
     sysid: undefined,
+    stoppedWal: undefined,
   };
 
   constructor(
@@ -94,6 +106,21 @@ export class CycleTrackers {
   /** The system identifier read from pg_controldata (the gather step, or the bootstrap winner's finishBootstrap). */
   noteSystemIdentifier(sysid: string): void {
     this.s.sysid = sysid;
+  }
+
+  /**
+   * The stopped data directory's position this cycle (`local`: read only while stopped, not
+   * busy): kept through `starting` and the other states PostgreSQL runs in without serving yet,
+   * dropped once it runs, or its data is gone or being replaced.
+   */
+  observeStoppedWal(state: DatabaseState, hasData: boolean, local: LocalPosition | undefined): void {
+    if (!hasData || !KEEPS_STOPPED_WAL.has(state)) {
+      this.s.stoppedWal = undefined;
+      return;
+    }
+    if (!local) return;
+    const floor = local.checkpointLsn > local.minRecoveryLsn ? local.checkpointLsn : local.minRecoveryLsn;
+    this.s.stoppedWal = { walBytes: local.walEndLsn ?? floor, timeline: local.timeline };
   }
 
   /** The local probe of this cycle (`state`: the database machine's): not streaming since, replica timeline. */

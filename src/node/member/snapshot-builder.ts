@@ -25,7 +25,7 @@ export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version
   dcs: Pick<Dcs, 'view' | 'lastSeenMs'>;
   state: Readonly<Pick<NodeState, 'config' | 'tags' | 'lastLoopMs'>>;
   /** The cycle's facts: system identifier, divergence, not streaming since, ghost leader. */
-  facts: Pick<CycleFacts, 'sysid' | 'divergedReason' | 'notStreamingSinceMs' | 'ghostLeader'>;
+  facts: Pick<CycleFacts, 'sysid' | 'divergedReason' | 'notStreamingSinceMs' | 'ghostLeader' | 'stoppedWal'>;
   lock: Pick<LeaderLock, 'held' | 'untilMs'>;
   fencing: Pick<Fencing, 'status'>;
   sync: Pick<SyncManager, 'current'>;
@@ -36,6 +36,8 @@ export interface SnapshotDeps extends Pick<NodeDeps, 'name' | 'scope' | 'version
   started(): boolean;
   /** The latest probe while the database runs. */
   probe(): PgStatus | undefined;
+  /** Clock time (epoch ms) the last completed probe started; undefined before the first. */
+  probedAtMs?(): number | undefined;
   /** The scheduled machines (defined once the node started). */
   schedules(): Pick<ScheduledWork, 'restart'> | undefined;
   /** Failsafe mode (src/node/lock/failsafe.ts): `failsafe_mode_is_active`, and the leader's term while it keeps a primary running. */
@@ -60,9 +62,11 @@ export class SnapshotBuilder {
     const snap = core.started() ? core.db().getSnapshot() : undefined;
     const view = deps.dcs.view();
     const probe = core.probe();
+    const probedAtMs = core.probedAtMs?.();
     const inputs = [
       snap,
       probe,
+      probedAtMs,
       view,
       st.config,
       st.tags,
@@ -74,6 +78,7 @@ export class SnapshotBuilder {
       t.divergedReason,
       t.notStreamingSinceMs,
       t.ghostLeader,
+      t.stoppedWal,
       core.sync.current(),
       core.failsafe?.version,
       core.discarded?.(),
@@ -95,10 +100,11 @@ export class SnapshotBuilder {
       tags: effectiveTags(st.tags),
       state: (snap?.value ?? 'stopped') as DatabaseState,
       role: publishedRole(snap?.context.role ?? 'uninitialized', core.lock.held, standbyClusterOf(st.config) !== undefined),
-      ...(running && probe ? { pg: probe } : {}),
+      ...(running && probe ? { pg: probe, ...(probedAtMs !== undefined ? { pgProbedAtMs: probedAtMs } : {}) } : {}),
       ...(t.sysid ? { sysid: t.sysid } : {}),
       leaderUntilMs: Math.max(core.lock.untilMs, core.failsafe?.leaderUntilMs() ?? 0),
       ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
+      ...(!running && t.stoppedWal ? { stoppedWal: t.stoppedWal } : {}),
       ...(t.ghostLeader ? { ghostLeader: t.ghostLeader.name } : {}),
       watchdog: core.fencing.status(),
       ...(core.sync.current()?.degraded ? { syncDegraded: core.sync.current()!.degraded! } : {}),

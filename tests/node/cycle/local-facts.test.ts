@@ -33,6 +33,7 @@ function deps(state: string, opts: { sysid?: string; controlFails?: boolean } = 
         sysid = s;
       },
       observeProbe: () => undefined,
+      observeStoppedWal: () => undefined,
       get facts() {
         return { sysid, replicaTimeline: 0 } as never;
       },
