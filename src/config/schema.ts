@@ -281,7 +281,9 @@ const Database = v.pipe(
   v.custom<Record<string, unknown>>(isMapping, mappingMessage),
   v.objectWithRest(DatabaseEntries, v.unknown(), mappingMessage),
   v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return;
+    // Also when another key of the section failed (the dataset is then untyped): an unknown key
+    // is reported with the other problems, not hidden behind them.
+    if (!isMapping(dataset.value)) return;
     const value = dataset.value as Record<string, unknown>;
     for (const p of replicaMethodIssues(value, Object.keys(DatabaseEntries))) {
       const [first, ...rest] = (p.key ?? '')
