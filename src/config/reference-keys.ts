@@ -17,8 +17,6 @@ const CLUSTER_WIDE =
 /** Why a recovery target is refused for replicas. */
 const REPLICA_TARGET = 'not honoured for replicas: a replica that stops at a recovery target stops following its leader';
 /** Why a custom bootstrap method's recovery options are refused (a restore to a point in time: not built yet). */
-const BOOTSTRAP_RECOVERY =
-  'not implemented: the agent does not yet run a targeted recovery after a custom bootstrap (a restore to a point in time, docs/backups.md "Not yet")';
 /** Why TLS and GSS options of the agent's database connections are refused. */
 const CONNECTION_OPTION = "not implemented: the agent's database connections take a username and a password only";
 /** Why log options other than the level are refused. */
@@ -49,8 +47,6 @@ export const UNIMPLEMENTED_FILE_KEYS: Readonly<Record<string, string>> = {
   'etcd3.port': 'not implemented: give host:port in etcd3.hosts',
   'etcd3.retry_timeout': 'a cluster-wide setting here: retry_timeout in bootstrap.dcs, or PATCH /config',
   'bootstrap.users': 'not implemented: create the roles once the cluster runs (the reference deprecated bootstrap.users too)',
-  'bootstrap.*.recovery_conf': BOOTSTRAP_RECOVERY,
-  'bootstrap.*.keep_existing_recovery_conf': BOOTSTRAP_RECOVERY,
   'bootstrap.post_bootstrap': 'not implemented: no program runs after the bootstrap',
   'bootstrap.post_init': 'not implemented: no program runs after the bootstrap',
   'database.proxy_address': 'not implemented: members publish no address of a connection pooler',

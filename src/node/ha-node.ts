@@ -242,7 +242,7 @@ export class HaNode {
         return (from) => p.replicas.create({ from });
       },
       rewound: (outcome) => p.rewinds.ended(outcome),
-      configure: (role) => p.config.write(role),
+      configure: (role, targeted) => p.config.write(role, targeted),
       afterStop: () => p.release.afterStop(),
       startTimeoutMs: () => this.deps.startTimeoutMs,
       stopTimeoutMs: () => 60_000,

@@ -190,6 +190,8 @@ export function effectiveParameters(node: NodeConf, opts: ConfigureOptions): Map
     // lines) is reloaded by our agent without the removal marking them pending restart (issue 26).
     for (const name of RECOVERY_TARGETS) p.set(name, '');
   }
+  // A custom bootstrap's targeted recovery (its first start only; names checked by the config schema).
+  if (opts.role === 'primary' && opts.targetedRecovery) for (const [k, v] of Object.entries(opts.targetedRecovery.parameters)) p.set(k, v);
   return p;
 }
 
@@ -326,13 +328,16 @@ export async function writeAgentConfig(node: NodeConf, opts: ConfigureOptions): 
   if (opts.role === 'replica' && opts.upstream) await writeOwnedFile(node.passfile, renderPassfile(node));
   await writeOwnedFile(conf, postgresqlConf);
   await writeOwnedFile(join(dir, 'pg_hba.conf'), hba);
-  await sanitizeAutoConf(dir);
+  const targeted = opts.role === 'primary' ? opts.targetedRecovery : undefined;
+  if (!targeted?.keepExisting) await sanitizeAutoConf(dir);
   const signal = join(dir, 'standby.signal');
   if (opts.role === 'replica') await writeOwnedFile(signal, '');
   else await rm(signal, { force: true });
-  // No recovery.signal: a restore tool's (pgBackRest writes one) never turns a replica's or a
-  // primary's start into a targeted recovery.
-  await rm(join(dir, 'recovery.signal'), { force: true });
+  // No recovery.signal but for a custom bootstrap's targeted recovery: a restore tool's (pgBackRest
+  // writes one) never turns a replica's or a primary's start into a targeted recovery.
+  const recovery = join(dir, 'recovery.signal');
+  if (targeted && Object.keys(targeted.parameters).length > 0) await writeOwnedFile(recovery, '');
+  else if (!targeted?.keepExisting) await rm(recovery, { force: true });
 }
 
 /** Removes the recovery parameters from `<dir>/postgresql.auto.conf` (splitAutoConf), when it holds any. */

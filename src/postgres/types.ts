@@ -73,6 +73,22 @@ export interface ConfigureOptions {
   slotName?: string;
   /** Parameters from the local config and the dynamic config (dynamic wins). */
   parameters: Record<string, string | number>;
+  /**
+   * Role primary, the first start after a custom bootstrap only: a targeted recovery (a restore
+   * to a point in time; patroni.md §3.10; docs/backups.md "Restoring to a point in time").
+   * `parameters` (restore_command, the target, recovery_target_action) are written with the
+   * others and recovery.signal is created; `keepExisting`: the restore tool's own recovery
+   * settings (postgresql.auto.conf's, its recovery.signal) are kept instead of removed.
+   */
+  targetedRecovery?: TargetedRecovery;
+}
+
+/** A custom bootstrap's targeted recovery (ConfigureOptions.targetedRecovery). */
+export interface TargetedRecovery {
+  /** Recovery parameters written for the first start (empty: only the tool's, kept). */
+  parameters: Record<string, string | number>;
+  /** Keep the restore tool's recovery settings (`keep_existing_recovery_conf`). */
+  keepExisting: boolean;
 }
 
 /** Options of an operator's command run as the PostgreSQL OS user (PgControl.runCommand). */

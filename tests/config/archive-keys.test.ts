@@ -135,17 +135,38 @@ describe('a custom bootstrap method', () => {
     });
   });
 
-  it('refuses recovery_conf and keep_existing_recovery_conf (no targeted recovery after a bootstrap yet), naming each', () => {
-    const why =
-      'not implemented: the agent does not yet run a targeted recovery after a custom bootstrap (a restore to a point in time, docs/backups.md "Not yet")';
+  it('takes recovery_conf (a restore to a point in time) and keep_existing_recovery_conf', () => {
+    const c = parseConfig(
+      `${GOOD_YAML}bootstrap:\n  method: pitr\n  pitr: {command: x, no_params: true, recovery_conf: {recovery_target_time: '2026-11-27 12:00:00+00', recovery_target_inclusive: false}}\n`,
+      {},
+    );
+    expect(c.bootstrap.methods['pitr']?.recovery_conf).toEqual({
+      recovery_target_time: '2026-11-27 12:00:00+00',
+      recovery_target_inclusive: false,
+    });
+    const keep = parseConfig(`${GOOD_YAML}bootstrap:\n  method: pitr\n  pitr: {command: x, keep_existing_recovery_conf: true}\n`, {});
+    expect(keep.bootstrap.methods['pitr']?.keep_existing_recovery_conf).toBe(true);
+  });
+
+  it('refuses a recovery_target_action other than promote, two targets and unknown recovery keys, naming each', () => {
+    const problems = problemsOf(() =>
+      parseConfig(
+        `${GOOD_YAML}bootstrap:\n  method: pitr\n  pitr: {command: x, recovery_conf: {recovery_target_time: t, recovery_target_name: n, recovery_target_action: pause, primary_conninfo: x}}\n`,
+        {},
+      ),
+    );
+    expect(problems.join('\n')).toMatch(/bootstrap\.pitr\.recovery_conf\.recovery_target_action: only promote is honoured/);
+    expect(problems.join('\n')).toMatch(/bootstrap\.pitr\.recovery_conf\.primary_conninfo: unknown key/);
     expect(
       problemsOf(() =>
         parseConfig(
-          `${GOOD_YAML}bootstrap:\n  method: pitr\n  pitr: {command: x, keep_existing_recovery_conf: true, recovery_conf: {recovery_target_time: x}}\n`,
+          `${GOOD_YAML}bootstrap:\n  method: pitr\n  pitr: {command: x, recovery_conf: {recovery_target_time: t, recovery_target_name: n}}\n`,
           {},
         ),
       ),
-    ).toEqual([`bootstrap.pitr.keep_existing_recovery_conf: ${why}`, `bootstrap.pitr.recovery_conf: ${why}`]);
+    ).toEqual([
+      'bootstrap.pitr.recovery_conf: names more than one recovery target (recovery_target, _time, _lsn, _name, _xid): PostgreSQL takes one',
+    ]);
   });
 });
 

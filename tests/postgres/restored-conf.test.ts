@@ -6,7 +6,7 @@
  * says how a member recovers (src/postgres/conf-files.ts splitAutoConf, writeAgentConfig).
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { splitAutoConf, unquoteConfValue, writeAgentConfig, type NodeConf } from '../../src/postgres/conf-files.ts';
@@ -70,5 +70,43 @@ describe('a restore tool’s recovery settings', () => {
       expect(existsSync(join(dataDir, 'recovery.signal')), role).toBe(false);
       expect(existsSync(join(dataDir, 'standby.signal')), role).toBe(role === 'replica');
     }
+  });
+
+  it('are kept, or replaced by the targeted recovery written with a recovery.signal, for the first start after a custom bootstrap', async () => {
+    const dir = await makeTempDir('ha-restored-');
+    dirs.push(dir);
+    const dataDir = join(dir, 'data');
+    await mkdir(dataDir);
+    const node: NodeConf = {
+      name: 'node1',
+      scope: 'demo',
+      dataDir,
+      listen: { host: '127.0.0.1', port: 5434 },
+      socketDir: join(dir, 'sock'),
+      superuser: { username: 'postgres', password: 'su' },
+      replication: { username: 'replicator', password: 'repl' },
+      pgHba: [],
+      passfile: join(dir, 'node1.pgpass'),
+    };
+    // keep_existing_recovery_conf: the tool's settings and signal stay as they are.
+    await writeFile(join(dataDir, 'postgresql.auto.conf'), AUTO);
+    await writeFile(join(dataDir, 'recovery.signal'), '');
+    await writeAgentConfig(node, { role: 'primary', parameters: {}, targetedRecovery: { parameters: {}, keepExisting: true } });
+    expect(await readFile(join(dataDir, 'postgresql.auto.conf'), 'utf8')).toMatch(/recovery_target_time/);
+    expect(existsSync(join(dataDir, 'recovery.signal'))).toBe(true);
+    // The method's recovery_conf: written by the agent, the tool's removed; recovery.signal made.
+    await rm(join(dataDir, 'recovery.signal'));
+    const parameters = { restore_command: 'fetch %f %p', recovery_target_lsn: '0/3000028', recovery_target_action: 'promote' };
+    await writeAgentConfig(node, { role: 'primary', parameters: {}, targetedRecovery: { parameters, keepExisting: false } });
+    const conf = await readFile(join(dataDir, 'postgresql.conf'), 'utf8');
+    expect(conf).toContain("recovery_target_lsn = '0/3000028'");
+    expect(conf).toContain("recovery_target_action = 'promote'");
+    expect(conf).toContain("restore_command = 'fetch %f %p'");
+    expect(await readFile(join(dataDir, 'postgresql.auto.conf'), 'utf8')).not.toMatch(/recovery_target_time/);
+    expect(existsSync(join(dataDir, 'recovery.signal'))).toBe(true);
+    // The next write (after the end of recovery) has no target and no signal.
+    await writeAgentConfig(node, { role: 'primary', parameters: {} });
+    expect(await readFile(join(dataDir, 'postgresql.conf'), 'utf8')).not.toMatch(/recovery_target_lsn/);
+    expect(existsSync(join(dataDir, 'recovery.signal'))).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ import { pino, type Logger } from 'pino';
 import type { AgentConfig, CustomBootstrapMethod } from '../../config/index.ts';
 import type { ReplicaMethodsConfig } from '../../domain/replica-methods.ts';
 import type { BootstrapPlan } from '../local/effects.ts';
+import type { TargetedRecovery } from '../../postgres/types.ts';
 import { parseHostPort } from '../../config/index.ts';
 import { createDcs, type Dcs } from '../../dcs/index.ts';
 import { etcdBackendOf } from '../../dcs/etcd-settings.ts';
@@ -251,13 +252,40 @@ function archiveSettings(config: AgentConfig): { recoveryConf: Record<string, st
 }
 
 /** A custom bootstrap method section as it runs: `no_params`, and every other key but the options as `--key=value`. */
-function bootstrapPlan(name: string, m: CustomBootstrapMethod): BootstrapPlan {
+function bootstrapPlan(name: string, m: CustomBootstrapMethod, restoreCommand: string | undefined): BootstrapPlan {
   const args: Record<string, string | number | boolean> = {};
   for (const [k, v] of Object.entries(m)) {
     if (['command', 'no_params', 'keep_existing_recovery_conf', 'recovery_conf'].includes(k)) continue;
     if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') args[k] = v;
   }
-  return { name, command: m.command, ...(m.no_params ? { noParams: true } : {}), ...(Object.keys(args).length ? { args } : {}) };
+  const recovery = targetedRecovery(m, restoreCommand);
+  return {
+    name,
+    command: m.command,
+    ...(m.no_params ? { noParams: true } : {}),
+    ...(Object.keys(args).length ? { args } : {}),
+    ...(recovery ? { recovery } : {}),
+  };
+}
+
+/**
+ * A custom bootstrap method's targeted recovery (patroni.md §3.10; docs/backups.md "Restoring to
+ * a point in time"): its `recovery_conf` as PostgreSQL parameters, booleans as on/off, with
+ * `recovery_target_action` promote unless given (the only one accepted) and the replicas'
+ * `restore_command` (database.recovery_conf) unless it names its own; and
+ * `keep_existing_recovery_conf`. Undefined when it has neither.
+ */
+export function targetedRecovery(m: CustomBootstrapMethod, restoreCommand: string | undefined): TargetedRecovery | undefined {
+  const conf = m.recovery_conf;
+  const keepExisting = m.keep_existing_recovery_conf === true;
+  if (!conf && !keepExisting) return undefined;
+  const parameters: Record<string, string | number> = {};
+  if (conf) {
+    for (const [k, v] of Object.entries(conf)) if (v !== undefined) parameters[k] = typeof v === 'boolean' ? (v ? 'on' : 'off') : v;
+    parameters['recovery_target_action'] ??= 'promote';
+    if (parameters['restore_command'] === undefined && restoreCommand !== undefined) parameters['restore_command'] = restoreCommand;
+  }
+  return { parameters, keepExisting };
 }
 
 /** The HA node of `config`. */
@@ -276,7 +304,7 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
     ...(method !== 'initdb' && config.bootstrap.methods[method]
       ? {
           customBootstrapCommand: config.bootstrap.methods[method].command,
-          customBootstrap: bootstrapPlan(method, config.bootstrap.methods[method]),
+          customBootstrap: bootstrapPlan(method, config.bootstrap.methods[method], config.database.recovery_conf.restore_command),
         }
       : {}),
     localParameters: config.database.parameters,

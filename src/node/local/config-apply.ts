@@ -12,7 +12,7 @@ import { filterParameters } from '../../domain/pg-parameters.ts';
 import { syncSettings } from '../../domain/sync-standby.ts';
 import { REMOTE_UPSTREAM_NAME, standbyClusterOf, standbyLeaderParameters } from '../../domain/standby-cluster.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
-import type { ConfigureOptions } from '../../postgres/types.ts';
+import type { ConfigureOptions, TargetedRecovery } from '../../postgres/types.ts';
 import { hasPermanentLogicalSlots } from '../replication/replica-slots.ts';
 import type { Logger } from 'pino';
 import type { Dcs } from '../../dcs/dcs.ts';
@@ -238,11 +238,12 @@ export class ConfigApplier {
    * landing after the synchronous-replication manager wrote a newer synchronous_standby_names
    * (CI, tests/e2e/sync-rules.test.ts: the set stayed FIRST 2 after the key shrank to one member).
    * Rejects when PgControl.configure does; a failed write does not stop the next one.
+   * `targeted`: a custom bootstrap's targeted recovery, for the first start after it only.
    */
-  write(role: 'primary' | 'replica' | (() => 'primary' | 'replica' | undefined)): Promise<void> {
+  write(role: 'primary' | 'replica' | (() => 'primary' | 'replica' | undefined), targeted?: TargetedRecovery): Promise<void> {
     const run = async () => {
       const r = typeof role === 'function' ? role() : role;
-      if (r !== undefined) await this.d.pg.configure(this.configureOptions(r));
+      if (r !== undefined) await this.d.pg.configure({ ...this.configureOptions(r), ...(targeted ? { targetedRecovery: targeted } : {}) });
     };
     const next = this.writing.then(run, run);
     this.writing = next.catch(() => undefined);

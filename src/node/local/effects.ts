@@ -6,7 +6,7 @@
 import { fromPromise } from 'xstate';
 import { databaseMachine, type CloneInput, type StartInput, type StopInput } from '@ha/machines';
 import { sleepOn, systemClock, type Clock } from '../clock.ts';
-import type { PgControl, Upstream } from '../../postgres/types.ts';
+import type { PgControl, TargetedRecovery, Upstream } from '../../postgres/types.ts';
 import { isRewindNotStarted } from '../../postgres/rewind-error.ts';
 import type { ProgressTracker } from './progress.ts';
 
@@ -19,6 +19,13 @@ export interface BootstrapPlan {
   command: string;
   noParams?: boolean;
   args?: Record<string, string | number | boolean>;
+  /**
+   * The targeted recovery of the first start after the command (a restore to a point in time):
+   * the method's `recovery_conf` as parameters (recovery_target_action promote by default) and
+   * `keep_existing_recovery_conf`. Absent: the restored data starts as a primary at once, the
+   * tool's recovery settings removed.
+   */
+  recovery?: TargetedRecovery;
 }
 
 /**
@@ -54,7 +61,7 @@ export interface EffectContext {
   /** Told how a pg_rewind ended (the node remembers a failure so that it never loops; docs/ha.md "Rewind"). */
   rewound?: (outcome: RewindOutcome) => void;
   /** Writes the configuration for starting with a role (upstream, slot, parameters): PgControl.configure with the node's options, serialized with its other writes. */
-  configure: (role: 'primary' | 'replica') => Promise<void>;
+  configure: (role: 'primary' | 'replica', targeted?: TargetedRecovery) => Promise<void>;
   /** Called after a stop completes (the node releases the lock of a graceful demotion here). */
   afterStop: () => Promise<void>;
   /** This member's name (recorded in the promotion marker). */
@@ -203,16 +210,46 @@ async function initdbWhole(pg: PgControl, ctx: EffectContext): Promise<void> {
   }
 }
 
+/**
+ * After the first start of a custom bootstrap's targeted recovery: waits until PostgreSQL has
+ * replayed to the target and left recovery (recovery_target_action promote), polling every
+ * second, as long as it takes (the reference waits for the end of recovery too). Replay paused
+ * (a restore tool's recovery_target_action pause, kept by keep_existing_recovery_conf) is ended by
+ * a promotion. @throws when the postmaster stops meanwhile (e.g. "recovery ended before
+ * configured recovery target was reached": the start after the bootstrap failed).
+ */
+async function awaitEndOfRecovery(pg: PgControl, ctx: EffectContext): Promise<void> {
+  const clock = ctx.clock ?? systemClock;
+  for (;;) {
+    let st: Awaited<ReturnType<PgControl['probe']>> | undefined;
+    try {
+      st = await pg.probe(2000);
+    } catch (e) {
+      if ((await pg.postmasterPid()) === undefined)
+        throw new Error(`PostgreSQL stopped during the recovery after the custom bootstrap: ${String(e)}`);
+    }
+    if (st && !st.inRecovery) return;
+    if (st?.replayPaused) {
+      await promoteMarked(pg, ctx);
+      return;
+    }
+    await sleepOn(clock, 1000);
+  }
+}
+
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
+  /** Set by a custom bootstrap with a targeted recovery, taken by the next start (module docstring of BootstrapPlan.recovery). */
+  let pendingRecovery: TargetedRecovery | undefined;
   return databaseMachine.provide({
     actors: {
       initdb: fromPromise(() => initdbWhole(pg, ctx)),
       customBootstrap: fromPromise(async () => {
         const cmd = ctx.customBootstrapCommand();
-        const plan = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
+        const plan: BootstrapPlan | undefined = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
         if (!plan) throw new Error('no custom bootstrap command configured');
+        pendingRecovery = undefined;
         const progress = ctx.progress;
         progress?.begin('bootstrap', plan.name, 'restoring');
         try {
@@ -224,6 +261,8 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         } finally {
           progress?.end();
         }
+        // The next start (bootstrap_starting's, as primary) recovers to the target first.
+        pendingRecovery = plan.recovery;
       }),
       clone: fromPromise(async ({ input }: { input: CloneInput }) => {
         const from = ctx.cloneSource();
@@ -273,8 +312,20 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await dropStalePromotion(pg);
-        await ctx.configure(input.role);
+        // A custom bootstrap's targeted recovery applies to the one start that follows it.
+        const targeted = input.role === 'primary' ? pendingRecovery : undefined;
+        pendingRecovery = undefined;
+        await ctx.configure(input.role, targeted);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
+        if (targeted) {
+          await awaitEndOfRecovery(pg, ctx);
+          // Without the target: a later start (or demotion) must never recover to it again. The
+          // targets are postmaster settings: restarted (fast) rather than left pending a restart.
+          await ctx.configure('primary');
+          await pg.stop('fast', ctx.stopTimeoutMs());
+          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, ctx);
+          return;
+        }
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
       }),
       stop: fromPromise(async ({ input }: { input: StopInput }) => {
