@@ -230,7 +230,8 @@ async function awaitEndOfRecovery(pg: PgControl, ctx: EffectContext): Promise<vo
     }
     if (st && !st.inRecovery) return;
     if (st?.replayPaused) {
-      await promoteMarked(pg, ctx);
+      // The bootstrap's own promotion (no leader lock exists yet: no launch check, no marker).
+      await pg.promote(ctx.startTimeoutMs());
       return;
     }
     await sleepOn(clock, 1000);
@@ -242,6 +243,8 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
   /** Set by a custom bootstrap with a targeted recovery, taken by the next start (module docstring of BootstrapPlan.recovery). */
   let pendingRecovery: TargetedRecovery | undefined;
+  /** Set by a custom bootstrap that succeeded: the next start is the bootstrap's own (see `start`). */
+  let bootstrapStart = false;
   return databaseMachine.provide({
     actors: {
       initdb: fromPromise(() => initdbWhole(pg, ctx)),
@@ -250,6 +253,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         const plan: BootstrapPlan | undefined = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
         if (!plan) throw new Error('no custom bootstrap command configured');
         pendingRecovery = undefined;
+        bootstrapStart = false;
         const progress = ctx.progress;
         progress?.begin('bootstrap', plan.name, 'restoring');
         try {
@@ -261,8 +265,10 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         } finally {
           progress?.end();
         }
-        // The next start (bootstrap_starting's, as primary) recovers to the target first.
+        // The next start (bootstrap_starting's, as primary) is the bootstrap's own, and recovers to
+        // the target first when the method has one.
         pendingRecovery = plan.recovery;
+        bootstrapStart = true;
       }),
       clone: fromPromise(async ({ input }: { input: CloneInput }) => {
         const from = ctx.cloneSource();
@@ -312,18 +318,28 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
       }),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await dropStalePromotion(pg);
-        // A custom bootstrap's targeted recovery applies to the one start that follows it.
-        const targeted = input.role === 'primary' ? pendingRecovery : undefined;
+        // The start that follows a custom bootstrap (bootstrap_starting) is the bootstrap's own: like
+        // initdb's, it runs under the `initialize` key this member won, before any leader lock
+        // exists, so the primary launch check (which needs the lock) does not apply; its targeted
+        // recovery applies to it alone.
+        const bootstrap = input.role === 'primary' && bootstrapStart;
+        const targeted = bootstrap ? pendingRecovery : undefined;
         pendingRecovery = undefined;
+        bootstrapStart = false;
         await ctx.configure(input.role, targeted);
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' && !bootstrap ? ctx : undefined);
         if (targeted) {
           await awaitEndOfRecovery(pg, ctx);
           // Without the target: a later start (or demotion) must never recover to it again. The
           // targets are postmaster settings: restarted (fast) rather than left pending a restart.
           await ctx.configure('primary');
           await pg.stop('fast', ctx.stopTimeoutMs());
-          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, ctx);
+          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+          return;
+        }
+        if (bootstrap && (await pg.probe(2000)).inRecovery) {
+          // A restored backup the tool left in recovery: promoted as the bootstrap's (no lock yet).
+          await pg.promote(ctx.startTimeoutMs());
           return;
         }
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
