@@ -20,12 +20,12 @@ import type { NodeCommands } from './commands.ts';
 import { getConfigHandler, registerConfigRoutes } from './config-routes.ts';
 import { registerFailsafeRoutes } from './failsafe-routes.ts';
 import type { NodeAppDeps, ResolvedDeps, SwitchoverPollOptions } from './deps.ts';
-import { evaluateHealth, HEALTH_PATHS, healthTimeKey } from './health.ts';
+import { HEALTH_PATHS } from './health.ts';
 import type { NodeMetrics } from './metrics.ts';
 import { registerRestartRoutes } from './restart-routes.ts';
-import { ApiError, errorAnswer, refuse } from './api-error.ts';
+import { ApiError, errorAnswer } from './api-error.ts';
 import { document, JSON_CONTENT_TYPE, methodNotAllowed, notFound, sized } from './responses.ts';
-import { buildStatusDocument, probeAgeMs } from '../domain/status-document.ts';
+import { statusAnswers, type StatusAnswers } from './status-answers.ts';
 import { registerSwitchoverRoutes } from './switchover-routes.ts';
 
 export type { NodeCommands } from './commands.ts';
@@ -125,76 +125,8 @@ export function createNodeApp(deps: {
     }
     await next();
   });
-  // prom-client (and the registry) are loaded at the first scrape: an agent nobody scrapes never
-  // holds them (about 10 MB of RSS, issue 13).
-  let metricsP: Promise<NodeMetrics> | undefined;
-  const metrics = (): Promise<NodeMetrics> =>
-    (metricsP ??= import('./metrics.ts').then((m) => m.createNodeMetrics(resolved.snapshot, resolved.now)));
-  // A probe storm asks for the same answers many times a millisecond. For one snapshot object
-  // (the node hands out a new one whenever anything in it changes) the status document and the
-  // verdicts without query parameters change with the clock only through healthTimeKey (plus the
-  // `authentication` field, which follows the guard policy): render them once per (snapshot, key)
-  // and serve the text until either changes. Exact, not a time-based reuse.
-  let rendered: Rendered | undefined;
-  const renderedFor = (s: NodeSnapshot, nowMs: number): Rendered => {
-    const auth = deps.guard ? (deps.guard().authentication ? 2 : 1) : 0;
-    const key = healthTimeKey(s, nowMs) | (auth << 3);
-    const r = rendered;
-    if (r && r.snapshot === s && r.key === key) return r;
-    // `probe_age_ms` changes with the clock: rendered without it, appended to each answer (withAge).
-    const { probe_age_ms: _age, ...doc } = buildStatusDocument(s, nowMs);
-    const json = JSON.stringify({ ...doc, ...(auth ? { authentication: auth === 2 ? 'basic' : 'none' } : {}) });
-    const bytes = Buffer.byteLength(json);
-    rendered = { snapshot: s, key, json, bytes, length: String(bytes), verdicts: new Array(HEALTH_PATHS.length) };
-    return rendered;
-  };
-  /** The status document's text and Content-Length at `nowMs`: the rendered text with `probe_age_ms` appended when the snapshot has a probe. */
-  const withAge = (r: Rendered, s: NodeSnapshot, nowMs: number): { json: string; length: string } => {
-    const age = probeAgeMs(s, nowMs);
-    if (age === undefined) return r;
-    const tail = `,"probe_age_ms":${age}}`;
-    return { json: r.json.slice(0, -1) + tail, length: String(r.bytes - 1 + tail.length) };
-  };
-  const statusJson = (s: NodeSnapshot, nowMs: number): string => withAge(renderedFor(s, nowMs), s, nowMs).json;
-  const NO_QUERY = new URLSearchParams();
-  /** The answer of health check `HEALTH_PATHS[index]` with query text `query` (without `?`). */
-  const healthAnswer = (index: number, query: string, extraHeaders: Readonly<Record<string, string>>): Response => {
-    const s = resolved.snapshot();
-    const nowMs = resolved.now();
-    const r = renderedFor(s, nowMs);
-    let status: number;
-    if (query === '') {
-      status = r.verdicts[index] ??= (evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, NO_QUERY) as { status: 200 | 503 }).status;
-    } else {
-      const hash = query.indexOf('#');
-      const verdict = evaluateHealth(HEALTH_PATHS[index]!, s, nowMs, new URLSearchParams(hash < 0 ? query : query.slice(0, hash)));
-      if (verdict.status === 400) return refuse('invalid_request', verdict.message, extraHeaders);
-      status = verdict.status;
-    }
-    const body = withAge(r, s, nowMs);
-    return new Response(body.json, {
-      status,
-      headers: { 'Content-Type': JSON_CONTENT_TYPE, 'Content-Length': body.length, ...extraHeaders },
-    });
-  };
-
-  const health = (index: number) => (c: Context) => {
-    const url = c.req.url;
-    const q = url.indexOf('?');
-    return healthAnswer(index, q < 0 ? '' : url.slice(q + 1), {});
-  };
-  const getHandlers = new Map<string, (c: Context) => Response | Promise<Response>>();
-  HEALTH_PATHS.forEach((path, i) => getHandlers.set(path, health(i)));
-  getHandlers.set('/ha', () => sized(statusJson(resolved.snapshot(), resolved.now()), 200, JSON_CONTENT_TYPE));
-  getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
-  getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
-  // Ours (docs/ha.md "Receipts"): every receipt kept, oldest first; read from the receipt store, not the snapshot.
-  getHandlers.set('/discarded', async () => document(200, (await resolved.commands.discarded?.()) ?? []));
-  getHandlers.set('/config', getConfigHandler(resolved));
-  getHandlers.set('/metrics', async () => {
-    const m = await metrics();
-    return sized(await m.render(), 200, m.registry.contentType);
-  });
+  const { statusJson, healthAnswer } = statusAnswers(resolved, () => (deps.guard ? (deps.guard().authentication ? 2 : 1) : 0));
+  const getHandlers = readHandlers(resolved, statusJson, healthAnswer);
   for (const [path, handler] of getHandlers) app.get(path, handler);
 
   registerConfigRoutes(app, resolved);
@@ -202,6 +134,21 @@ export function createNodeApp(deps: {
   registerRestartRoutes(app, resolved);
   registerFailsafeRoutes(app, resolved);
 
+  registerMethodAnswers(app, getHandlers);
+
+  app.notFound((c) => notFound(c));
+  // A handler's ApiError is answered with the status of its code; anything else is a bug: 500.
+  app.onError((err) => (err instanceof ApiError ? errorAnswer(err) : document(500, { error: 'internal error', message: err.message })));
+
+  installHealthFastPath(app, healthAnswer, () => guard().extraHeaders, fresh);
+  return app;
+}
+
+/**
+ * OPTIONS of every known path (the GET's status and headers with `Allow` and no body; 204 with
+ * `Allow` for a path without GET) and 405 with `Allow` for a known path's other methods.
+ */
+function registerMethodAnswers(app: Hono, getHandlers: ReadonlyMap<string, GetHandler>): void {
   for (const [path, methods] of ROUTE_METHODS) {
     const allow = allowOf(methods);
     const get = getHandlers.get(path);
@@ -215,16 +162,21 @@ export function createNodeApp(deps: {
     });
     app.all(path, (c) => methodNotAllowed(c, allow));
   }
+}
 
-  app.notFound((c) => notFound(c));
-  // A handler's ApiError is answered with the status of its code; anything else is a bug: 500.
-  app.onError((err) => (err instanceof ApiError ? errorAnswer(err) : document(500, { error: 'internal error', message: err.message })));
-
-  // Fast path of GET health checks (load balancers probe them thousands of times a second): the
-  // same answer as the route above (status, body, Content-Type, Content-Length, the policy's
-  // extra headers — the only thing apiGuard does to a GET), without the router, the middleware
-  // chain and its promise; a promise only while a fresh probe is awaited. Anything unusual (another method, an encoded or unknown path, an
-  // error) goes to Hono, which answers as before.
+/**
+ * Fast path of GET health checks (load balancers probe them thousands of times a second): the
+ * same answer as the route (status, body, Content-Type, Content-Length, the policy's extra
+ * headers — the only thing apiGuard does to a GET), without the router, the middleware chain and
+ * its promise; a promise only while a fresh probe is awaited. Anything unusual (another method,
+ * an encoded or unknown path, an error) goes to Hono, which answers as before.
+ */
+function installHealthFastPath(
+  app: Hono,
+  healthAnswer: StatusAnswers['healthAnswer'],
+  extraHeaders: () => Readonly<Record<string, string>>,
+  fresh: () => Promise<void> | undefined,
+): void {
   const healthIndex = new Map<string, number>(HEALTH_PATHS.map((p, i) => [p, i]));
   const honoFetch = app.fetch;
   app.fetch = (request, env, executionCtx) => {
@@ -238,7 +190,7 @@ export function createNodeApp(deps: {
           const query = q < 0 ? '' : url.slice(q + 1);
           const answer = (): Response | Promise<Response> => {
             try {
-              return healthAnswer(index, query, guard().extraHeaders);
+              return healthAnswer(index, query, extraHeaders());
             } catch {
               return honoFetch(request, env, executionCtx); // answered by Hono (onError)
             }
@@ -251,19 +203,38 @@ export function createNodeApp(deps: {
     }
     return honoFetch(request, env, executionCtx);
   };
-  return app;
 }
 
-/** The status document of one snapshot at one healthTimeKey, and the verdicts without query found so far. */
-interface Rendered {
-  snapshot: NodeSnapshot;
-  key: number;
-  /** The status document without `probe_age_ms`. */
-  json: string;
-  /** Byte length of `json`. */
-  bytes: number;
-  /** Byte length of `json`, as the Content-Length value. */
-  length: string;
-  /** Verdict per HEALTH_PATHS index for requests without query parameters. */
-  verdicts: (200 | 503 | undefined)[];
+/** A GET handler of the API. */
+type GetHandler = (c: Context) => Response | Promise<Response>;
+
+/** The GET handlers by path: the health checks, /ha, /cluster, /history, /discarded, /config and /metrics. */
+function readHandlers(
+  resolved: ResolvedDeps,
+  statusJson: StatusAnswers['statusJson'],
+  healthAnswer: StatusAnswers['healthAnswer'],
+): Map<string, GetHandler> {
+  // prom-client (and the registry) are loaded at the first scrape: an agent nobody scrapes never
+  // holds them (about 10 MB of RSS, issue 13).
+  let metricsP: Promise<NodeMetrics> | undefined;
+  const metrics = (): Promise<NodeMetrics> =>
+    (metricsP ??= import('./metrics.ts').then((m) => m.createNodeMetrics(resolved.snapshot, resolved.now)));
+  const health = (index: number) => (c: Context) => {
+    const url = c.req.url;
+    const q = url.indexOf('?');
+    return healthAnswer(index, q < 0 ? '' : url.slice(q + 1), {});
+  };
+  const getHandlers = new Map<string, GetHandler>();
+  HEALTH_PATHS.forEach((path, i) => getHandlers.set(path, health(i)));
+  getHandlers.set('/ha', () => sized(statusJson(resolved.snapshot(), resolved.now()), 200, JSON_CONTENT_TYPE));
+  getHandlers.set('/cluster', () => document(200, buildClusterDocument(resolved.snapshot())));
+  getHandlers.set('/history', () => document(200, resolved.snapshot().cluster.history ?? []));
+  // Ours (docs/ha.md "Receipts"): every receipt kept, oldest first; read from the receipt store, not the snapshot.
+  getHandlers.set('/discarded', async () => document(200, (await resolved.commands.discarded?.()) ?? []));
+  getHandlers.set('/config', getConfigHandler(resolved));
+  getHandlers.set('/metrics', async () => {
+    const m = await metrics();
+    return sized(await m.render(), 200, m.registry.contentType);
+  });
+  return getHandlers;
 }
