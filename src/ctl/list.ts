@@ -201,12 +201,15 @@ export function renderList(view: ClusterView, scope: string, opts: ListOptions):
 
 /**
  * The State column: the member's state, plus `, not streaming for N s` for a running replica whose
- * WAL receiver is down and `, diverged` for a member whose WAL diverged from the leader's timeline.
+ * WAL receiver is down, `, diverged` for a member whose WAL diverged from the leader's timeline,
+ * and the long operation under way (`creating replica, clone basebackup: copying from node1 1.2 GB
+ * / 5.0 GB (24%)`; docs/backups.md "Progress").
  */
-function stateText(m: { state: string; not_streaming_since?: string; diverged?: string }, nowMs: number): string {
+function stateText(m: { state: string; not_streaming_since?: string; diverged?: string; progress?: string }, nowMs: number): string {
   let text = m.state.replace(/_/g, ' ');
   const since = m.not_streaming_since !== undefined ? Date.parse(m.not_streaming_since) : NaN;
   if (Number.isFinite(since)) text += `, not streaming for ${Math.max(0, Math.round((nowMs - since) / 1000))} s`;
   if (m.diverged !== undefined) text += ', diverged';
+  if (m.progress !== undefined) text += `, ${m.progress}`;
   return text;
 }

@@ -52,6 +52,7 @@ export const MemberDataSchema = v.looseObject({
   diverged: v.optional(v.string()),
   failure: v.optional(v.string()),
   switchover_refused: v.optional(v.object({ at: v.string(), reason: v.string() })),
+  progress: v.optional(v.string()),
 });
 
 /** Schema of `status`. */

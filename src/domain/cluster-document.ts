@@ -35,6 +35,8 @@ export interface ClusterMemberDocument {
   diverged?: string;
   /** Ours: the last failed database action and why (`<action> failed: <reason>`). */
   failure?: string;
+  /** Ours: the long operation under way, as one line (the member key's `progress`). */
+  progress?: string;
   /** Non-leaders only: `X/Y` text or "unknown"; lags in bytes = status.optime − LSN, floored at 0. */
   receive_lag?: LagValue;
   receive_lsn?: string;
@@ -93,6 +95,7 @@ function memberDocument(m: Member, view: ClusterView, mode: 'off' | 'on' | 'quor
   if (d.not_streaming_since !== undefined) out.not_streaming_since = d.not_streaming_since;
   if (d.diverged !== undefined) out.diverged = d.diverged;
   if (d.failure !== undefined) out.failure = d.failure;
+  if (d.progress !== undefined) out.progress = d.progress;
   if (role !== 'leader' && role !== 'standby_leader') {
     const optime = view.status?.optime;
     const [receiveLag, receiveLsn] = lagAndLsn(optime, d.receive_lsn);

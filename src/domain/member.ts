@@ -51,6 +51,12 @@ export interface MemberData {
   /** Ours: the last failed database action and why (`initdb failed: …`), until an attempt starts again or the database runs. */
   failure?: string;
   /**
+   * Ours: the long operation under way (a clone, a restore, a rewind, a bootstrap's recovery) as
+   * one line (src/domain/progress.ts progressText), e.g. `clone basebackup: copying from node1
+   * 1.2 GB / 5.0 GB (24%)`; refreshed at each cycle (docs/backups.md "Progress").
+   */
+  progress?: string;
+  /**
    * Ours: the last switchover or failover this leader refused and why (`at`: ISO 8601, the
    * leader's clock), so the API that took the request answers with the reason.
    */

@@ -229,7 +229,15 @@ type Built = ReturnType<typeof buildLock> & ReturnType<typeof buildLocal> & Retu
 function buildMember(c: Ctx, b: Built) {
   const trackers = new CycleTrackers(c);
   const refusals = new HandoverRefusals();
-  const memberKey: MemberKey = new MemberKey({ ...c, facts: trackers.facts, lock: b.lock, probe: b.probe, failures: b.failures, refusals });
+  const memberKey: MemberKey = new MemberKey({
+    ...c,
+    facts: trackers.facts,
+    lock: b.lock,
+    probe: b.probe,
+    failures: b.failures,
+    refusals,
+    ...(c.opts.progress ? { progress: () => c.opts.progress?.current() } : {}),
+  });
   const config = new ConfigApplier({ ...c, sync: b.sync, source: b.source, rewinds: b.rewinds, republish: () => memberKey.publish(true) });
   const deadline = new LeaderDeadline({ ...c, lock: b.lock });
   const failsafe = new Failsafe({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { clusterTitle, listFooter, listRows, renderList } from '../../src/ctl/list.ts';
+import { clusterDocumentOf, clusterTitle, listFooter, listRows, renderList } from '../../src/ctl/list.ts';
 import { renderPretty, renderTsv } from '../../src/ctl/table.ts';
 import { memberData, threeNodeView } from './fixtures.ts';
 
@@ -118,6 +118,17 @@ describe('list', () => {
     expect(rows[2]!['State']).toBe('streaming');
     const json = JSON.parse(renderList(v, 'demo', { format: 'json', extended: false })[0]!) as Array<Record<string, unknown>>;
     expect(json[1]!['State']).toMatch(/^running, not streaming for \d+ s$/);
+  });
+
+  it('state: a member in a long operation shows its progress line from the member key (issue 25)', () => {
+    const v = threeNodeView();
+    v.members[2]!.data = memberData(5434, {
+      state: 'creating_replica',
+      progress: 'clone basebackup: copying from node1 1.2 GB / 5.0 GB (24%)',
+    });
+    const { rows } = listRows(v, 'demo', { extended: false });
+    expect(rows[2]!['State']).toBe('creating replica, clone basebackup: copying from node1 1.2 GB / 5.0 GB (24%)');
+    expect(clusterDocumentOf(v, 'demo').members[2]!.progress).toBe('clone basebackup: copying from node1 1.2 GB / 5.0 GB (24%)');
   });
 
   it("state: a diverged member shows ', diverged'; both marks combine", () => {

@@ -44,6 +44,8 @@ export interface MemberFacts {
   failure?: string;
   /** The last handover this leader refused (HandoverRefusals). */
   switchoverRefused?: { reason: string; atMs: number };
+  /** The long operation under way, as one line (progressText). */
+  progress?: string;
 }
 
 /** The member key's value. LSNs as integer bytes. */
@@ -75,6 +77,7 @@ export function buildMemberData(f: MemberFacts): MemberData {
     ...(p?.inRecovery && f.notStreamingSinceMs !== undefined ? { not_streaming_since: new Date(f.notStreamingSinceMs).toISOString() } : {}),
     ...(f.diverged ? { diverged: f.diverged } : {}),
     ...(f.failure !== undefined ? { failure: f.failure } : {}),
+    ...(f.progress !== undefined ? { progress: f.progress } : {}),
     ...(f.switchoverRefused
       ? { switchover_refused: { at: new Date(f.switchoverRefused.atMs).toISOString(), reason: f.switchoverRefused.reason } }
       : {}),

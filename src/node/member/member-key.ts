@@ -10,6 +10,7 @@ import type { Dcs } from '../../dcs/dcs.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import type { CycleFacts } from '../cycle/trackers.ts';
 import type { ScheduledWork } from '../cycle/schedules.ts';
+import { progressText, type OperationProgress } from '../../domain/progress.ts';
 import type { HandoverRefusals } from '../cycle/handover-refusal.ts';
 import type { FailureRecord } from '../local/failure-record.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
@@ -33,6 +34,8 @@ export interface MemberKeyDeps extends Pick<NodeDeps, 'name' | 'connUrl' | 'apiU
   probe(): PgStatus | undefined;
   /** The scheduled machines (defined once the node started). */
   schedules(): Pick<ScheduledWork, 'scheduledRestart'> | undefined;
+  /** The long operation under way (src/node/local/progress.ts), when the node tracks them. */
+  progress?(): OperationProgress | undefined;
 }
 
 /** This member's key, built and published when it changed. */
@@ -61,6 +64,7 @@ export class MemberKey {
     const probe = this.d.probe();
     const failure = this.d.failures.text;
     const refused = this.d.refusals.last;
+    const progress = this.d.progress?.();
     return buildMemberData({
       connUrl: deps.connUrl,
       apiUrl: deps.apiUrl,
@@ -75,6 +79,7 @@ export class MemberKey {
       ...(t.divergedReason ? { diverged: t.divergedReason } : {}),
       ...(failure !== undefined ? { failure } : {}),
       ...(refused ? { switchoverRefused: refused } : {}),
+      ...(progress ? { progress: progressText(progress) } : {}),
     });
   }
 
