@@ -26,8 +26,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, stopPid, waitFor } from '../support/processes.ts';
 import { runHactl } from '../hactl/run-hactl.ts';
 import { TestCluster } from './support/cluster.ts';
-import { archiveCommand, backupInfo, pgbackrest, restoreCommand, setUpPgBackRest } from './support/pgbackrest.ts';
-import { assertNoLoss, createSafetyTables, startWriter, type RecordedWriter } from './support/writer.ts';
+import { archiveCommand, backupInfo, backupSection, pgbackrest, restoreCommand, startArchivedPair } from './support/pgbackrest.ts';
+import { assertNoLoss, startWriter, type RecordedWriter } from './support/writer.ts';
 import { T } from './faults/timing.ts';
 
 /** restore_command sleeps this long before each segment (see the module comment). */
@@ -80,21 +80,10 @@ beforeAll(async () => {
           ]
         : []),
     ],
-    topExtra: (n) => [
-      `backup: ${JSON.stringify({ create: `${pgbackrest(n, 'e2e')} stanza-create`, command: `${pgbackrest(n, 'e2e')} backup` })}`,
-    ],
+    topExtra: (n) => [backupSection(n, 'e2e')],
   });
-  await setUpPgBackRest(c);
-  c.start('node1');
-  try {
-    await waitFor(async () => (await c.primaries()).includes('node1'), 90_000, 'node1 primary');
-    c.start('node2');
-    await c.waitForStreaming(['node2'], 90_000);
-    await createSafetyTables(c, 'node1', ['node1', 'node2']);
-    writer = startWriter(c);
-  } catch (e) {
-    throw new Error(`${String(e)}\n${c.logs()}`);
-  }
+  await startArchivedPair(c);
+  writer = startWriter(c);
 });
 
 afterAll(async () => {

@@ -21,8 +21,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, stopPid, waitFor } from '../support/processes.ts';
 import { runHactl } from '../hactl/run-hactl.ts';
 import { TestCluster } from './support/cluster.ts';
-import { archiveCommand, pgbackrest, restoreCommand, setUpPgBackRest } from './support/pgbackrest.ts';
-import { createSafetyTables, startWriter, WRITER_TABLE, type WriteRecord } from './support/writer.ts';
+import { archiveCommand, backupSection, pgbackrest, restoreCommand, startArchivedPair } from './support/pgbackrest.ts';
+import { startWriter, WRITER_TABLE, type WriteRecord } from './support/writer.ts';
 import { T } from './faults/timing.ts';
 
 /** Time the tools may take on a small database and a loaded 2-core machine (pgBackRest restore, PostgreSQL's replay). */
@@ -50,20 +50,9 @@ beforeAll(async () => {
     retryTimeout: T.retry_timeout,
     parameters: (n) => ({ archive_mode: 'on', archive_command: archiveCommand(n, 'e2e') }),
     databaseExtra: (n) => [`recovery_conf: ${JSON.stringify({ restore_command: restoreCommand(n, 'e2e') })}`],
-    topExtra: (n) => [
-      `backup: ${JSON.stringify({ create: `${pgbackrest(n, 'e2e')} stanza-create`, command: `${pgbackrest(n, 'e2e')} backup` })}`,
-    ],
+    topExtra: (n) => [backupSection(n, 'e2e')],
   });
-  await setUpPgBackRest(c);
-  c.start('node1');
-  try {
-    await waitFor(async () => (await c.primaries()).includes('node1'), 90_000, 'node1 primary');
-    c.start('node2');
-    await c.waitForStreaming(['node2'], 90_000);
-    await createSafetyTables(c, 'node1', ['node1', 'node2']);
-  } catch (e) {
-    throw new Error(`${String(e)}\n${c.logs()}`);
-  }
+  await startArchivedPair(c);
 });
 
 afterAll(async () => {

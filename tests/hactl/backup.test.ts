@@ -7,9 +7,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backupMember, runBackup } from '../../src/ctl/member-actions.ts';
-import { InMemoryDcs, type InMemoryStore } from '../../src/dcs/memory.ts';
+import type { InMemoryStore } from '../../src/dcs/memory.ts';
 import type { MemberData } from '../../src/domain/member.ts';
-import { memberData, memorySession, threeNodeView } from './fixtures.ts';
+import { memoryCluster, threeNodeView } from './fixtures.ts';
 
 const stores: InMemoryStore[] = [];
 const servers: Server[] = [];
@@ -35,16 +35,10 @@ async function memberApi(status: number, text: string): Promise<{ url: string; b
   return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/ha`, bodies };
 }
 
+/** memoryCluster, its store closed after each test. */
 async function cluster(data: Record<string, Partial<MemberData>> = {}) {
-  const m = await memorySession();
+  const m = await memoryCluster(data);
   stores.push(m.store);
-  await m.other.initialize('7300000000000000001', { create: true });
-  for (const [i, name] of ['node1', 'node2', 'node3'].entries()) {
-    const d = new InMemoryDcs({ store: m.store, namespace: '/service/', scope: 'demo', name, ttlSeconds: 30, retryTimeoutMs: 1000 });
-    await d.start({ watch: false });
-    await d.touchMember(memberData(5432 + i, { role: i === 0 ? 'primary' : 'replica', ...data[name] }));
-    if (i === 0) await d.attemptToAcquireLeader();
-  }
   return m;
 }
 

@@ -83,3 +83,19 @@ export async function memorySession(answers: Array<string | undefined> = []): Pr
   const io = scriptedIo(answers);
   return { session: { scope: 'demo', dcs, io, now: Date.now, sleep: async () => {} }, io, store, other };
 }
+
+/**
+ * A memorySession whose store holds node1 (leader, primary) on 5432 and node2, node3 replicas on
+ * 5433/5434; `data` overrides member keys. Call `store.close()` afterwards.
+ */
+export async function memoryCluster(data: Record<string, Partial<MemberData>> = {}): ReturnType<typeof memorySession> {
+  const m = await memorySession();
+  await m.other.initialize('7300000000000000001', { create: true });
+  for (const [i, name] of ['node1', 'node2', 'node3'].entries()) {
+    const d = new InMemoryDcs({ store: m.store, namespace: '/service/', scope: 'demo', name, ttlSeconds: 30, retryTimeoutMs: 1000 });
+    await d.start({ watch: false });
+    await d.touchMember(memberData(5432 + i, { role: i === 0 ? 'primary' : 'replica', ...data[name] }));
+    if (i === 0) await d.attemptToAcquireLeader();
+  }
+  return m;
+}

@@ -13,10 +13,10 @@ import {
   type QueryExecutor,
   type QueryTarget,
 } from '../../src/ctl/query.ts';
-import { InMemoryDcs, type InMemoryStore } from '../../src/dcs/memory.ts';
+import type { InMemoryStore } from '../../src/dcs/memory.ts';
 import type { MemberData } from '../../src/domain/member.ts';
 import { listRows } from '../../src/ctl/list.ts';
-import { memberData, memorySession, threeNodeView } from './fixtures.ts';
+import { memoryCluster, threeNodeView } from './fixtures.ts';
 
 const stores: InMemoryStore[] = [];
 const servers: Server[] = [];
@@ -25,17 +25,10 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
-/** node1 (leader, primary) on 5432, node2 and node3 replicas on 5433/5434; `data` overrides member keys. */
+/** memoryCluster, its store closed after each test. */
 async function cluster(data: Record<string, Partial<MemberData>> = {}) {
-  const m = await memorySession();
+  const m = await memoryCluster(data);
   stores.push(m.store);
-  await m.other.initialize('7300000000000000001', { create: true });
-  for (const [i, name] of ['node1', 'node2', 'node3'].entries()) {
-    const d = new InMemoryDcs({ store: m.store, namespace: '/service/', scope: 'demo', name, ttlSeconds: 30, retryTimeoutMs: 1000 });
-    await d.start({ watch: false });
-    await d.touchMember(memberData(5432 + i, { role: i === 0 ? 'primary' : 'replica', ...data[name] }));
-    if (i === 0) await d.attemptToAcquireLeader();
-  }
   return m;
 }
 

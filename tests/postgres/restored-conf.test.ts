@@ -27,6 +27,21 @@ const AUTO = [
   "recovery_target_time = '2026-11-27 11:00:00+00'",
 ].join('\n');
 
+/** The NodeConf of member `name` whose data directory is `<dir>/data`. */
+function nodeConf(dir: string, name: string): NodeConf {
+  return {
+    name,
+    scope: 'demo',
+    dataDir: join(dir, 'data'),
+    listen: { host: '127.0.0.1', port: 5434 },
+    socketDir: join(dir, 'sock'),
+    superuser: { username: 'postgres', password: 'su' },
+    replication: { username: 'replicator', password: 'repl' },
+    pgHba: [],
+    passfile: join(dir, `${name}.pgpass`),
+  };
+}
+
 describe('a restore tool’s recovery settings', () => {
   it('are split off postgresql.auto.conf, values unquoted; other settings stay', () => {
     const { text, recovery } = splitAutoConf(AUTO);
@@ -48,17 +63,7 @@ describe('a restore tool’s recovery settings', () => {
       await mkdir(dataDir);
       await writeFile(join(dataDir, 'postgresql.auto.conf'), AUTO);
       await writeFile(join(dataDir, 'recovery.signal'), '');
-      const node: NodeConf = {
-        name: 'node3',
-        scope: 'demo',
-        dataDir,
-        listen: { host: '127.0.0.1', port: 5434 },
-        socketDir: join(dir, 'sock'),
-        superuser: { username: 'postgres', password: 'su' },
-        replication: { username: 'replicator', password: 'repl' },
-        pgHba: [],
-        passfile: join(dir, 'node3.pgpass'),
-      };
+      const node = nodeConf(dir, 'node3');
       await writeAgentConfig(node, {
         role,
         parameters: {},
@@ -77,17 +82,7 @@ describe('a restore tool’s recovery settings', () => {
     dirs.push(dir);
     const dataDir = join(dir, 'data');
     await mkdir(dataDir);
-    const node: NodeConf = {
-      name: 'node1',
-      scope: 'demo',
-      dataDir,
-      listen: { host: '127.0.0.1', port: 5434 },
-      socketDir: join(dir, 'sock'),
-      superuser: { username: 'postgres', password: 'su' },
-      replication: { username: 'replicator', password: 'repl' },
-      pgHba: [],
-      passfile: join(dir, 'node1.pgpass'),
-    };
+    const node = nodeConf(dir, 'node1');
     // keep_existing_recovery_conf: the tool's settings and signal stay as they are.
     await writeFile(join(dataDir, 'postgresql.auto.conf'), AUTO);
     await writeFile(join(dataDir, 'recovery.signal'), '');

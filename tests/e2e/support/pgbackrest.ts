@@ -9,7 +9,8 @@
 import { execFileSync } from 'node:child_process';
 import { chown, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { run } from '../../support/processes.ts';
+import { run, waitFor } from '../../support/processes.ts';
+import { createSafetyTables } from './writer.ts';
 import type { TestCluster, TestNode } from './cluster.ts';
 
 /** The pgBackRest executable the tests use. */
@@ -97,4 +98,27 @@ export async function backupInfo(c: TestCluster, node: string): Promise<Array<{ 
     ...(uid ? { uid: uid.uid, gid: uid.gid } : {}),
   });
   return JSON.parse(out);
+}
+
+/** The `backup` section of a member's file (docs/backups.md "Backups"): stanza-create first when asked, then a backup. */
+export function backupSection(node: Pick<TestNode, 'dataDir' | 'name'>, stanza: string): string {
+  return `backup: ${JSON.stringify({ create: `${pgbackrest(node, stanza)} stanza-create`, command: `${pgbackrest(node, stanza)} backup` })}`;
+}
+
+/**
+ * Sets up pgBackRest (setUpPgBackRest), starts node1 until it is primary and node2 until it
+ * streams, and creates the safety tables on both; the agents' logs are in the error when any step
+ * fails.
+ */
+export async function startArchivedPair(c: TestCluster): Promise<void> {
+  await setUpPgBackRest(c);
+  c.start('node1');
+  try {
+    await waitFor(async () => (await c.primaries()).includes('node1'), 90_000, 'node1 primary');
+    c.start('node2');
+    await c.waitForStreaming(['node2'], 90_000);
+    await createSafetyTables(c, 'node1', ['node1', 'node2']);
+  } catch (e) {
+    throw new Error(`${String(e)}\n${c.logs()}`);
+  }
 }
