@@ -90,7 +90,6 @@ describe('every member lost: the cluster bootstrapped from a pgBackRest backup t
       const pm = c.postmasterPid(n.name);
       if (pm) await stopPid(pm, 'SIGKILL');
     }
-    await sleep(500);
     for (const n of c.nodes) await rm(n.dataDir, { recursive: true, force: true });
     await c.etcdctl(['del', '--prefix', c.key('')]);
     // The disaster-recovery bootstrap (docs/backups.md).

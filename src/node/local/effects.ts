@@ -241,10 +241,11 @@ async function awaitEndOfRecovery(pg: PgControl, ctx: EffectContext): Promise<vo
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
-  /** Set by a custom bootstrap with a targeted recovery, taken by the next start (module docstring of BootstrapPlan.recovery). */
-  let pendingRecovery: TargetedRecovery | undefined;
-  /** Set by a custom bootstrap that succeeded: the next start is the bootstrap's own (see `start`). */
-  let bootstrapStart = false;
+  /**
+   * Set by a custom bootstrap that succeeded, taken by the next start: that start is the
+   * bootstrap's own (see `start`), with the method's targeted recovery when it has one.
+   */
+  let pendingBootstrap: { recovery?: TargetedRecovery } | undefined;
   return databaseMachine.provide({
     actors: {
       initdb: fromPromise(() => initdbWhole(pg, ctx)),
@@ -252,8 +253,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         const cmd = ctx.customBootstrapCommand();
         const plan: BootstrapPlan | undefined = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
         if (!plan) throw new Error('no custom bootstrap command configured');
-        pendingRecovery = undefined;
-        bootstrapStart = false;
+        pendingBootstrap = undefined;
         const progress = ctx.progress;
         progress?.begin('bootstrap', plan.name, 'restoring');
         try {
@@ -267,8 +267,7 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         }
         // The next start (bootstrap_starting's, as primary) is the bootstrap's own, and recovers to
         // the target first when the method has one.
-        pendingRecovery = plan.recovery;
-        bootstrapStart = true;
+        pendingBootstrap = plan.recovery ? { recovery: plan.recovery } : {};
       }),
       clone: fromPromise(async ({ input }: { input: CloneInput }) => {
         const from = ctx.cloneSource();
@@ -322,10 +321,9 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         // initdb's, it runs under the `initialize` key this member won, before any leader lock
         // exists, so the primary launch check (which needs the lock) does not apply; its targeted
         // recovery applies to it alone.
-        const bootstrap = input.role === 'primary' && bootstrapStart;
-        const targeted = bootstrap ? pendingRecovery : undefined;
-        pendingRecovery = undefined;
-        bootstrapStart = false;
+        const bootstrap = input.role === 'primary' && pendingBootstrap !== undefined;
+        const targeted = bootstrap ? pendingBootstrap?.recovery : undefined;
+        pendingBootstrap = undefined;
         await ctx.configure(input.role, targeted);
         await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' && !bootstrap ? ctx : undefined);
         if (targeted) {
