@@ -238,6 +238,99 @@ async function awaitEndOfRecovery(pg: PgControl, ctx: EffectContext): Promise<vo
   }
 }
 
+/** A custom bootstrap's command (the configured method, or `customBootstrapCommand`), its progress shown; returns the plan it ran. */
+async function runCustomBootstrap(pg: PgControl, ctx: EffectContext): Promise<BootstrapPlan> {
+  const cmd = ctx.customBootstrapCommand();
+  const plan: BootstrapPlan | undefined = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
+  if (!plan) throw new Error('no custom bootstrap command configured');
+  const progress = ctx.progress;
+  progress?.begin('bootstrap', plan.name, 'restoring');
+  try {
+    await pg.customBootstrap(plan.command, {
+      ...(plan.noParams ? { noParams: true } : {}),
+      ...(plan.args ? { args: plan.args } : {}),
+      ...(progress ? { onOutput: (text: string) => progress.output(text) } : {}),
+    });
+  } finally {
+    progress?.end();
+  }
+  return plan;
+}
+
+/**
+ * The start that follows a custom bootstrap (bootstrap_starting), as primary, without the launch
+ * check (see `start`): with `targeted`, recovery to the target, the end of recovery awaited, the
+ * configuration rewritten without the target and one restart; without it, a restored backup the
+ * tool left in recovery is promoted (no leader lock yet: no marker).
+ */
+async function startAfterBootstrap(pg: PgControl, ctx: EffectContext, targeted: TargetedRecovery | undefined): Promise<void> {
+  const clock = ctx.clock ?? systemClock;
+  await ctx.configure('primary', targeted);
+  await startWithRetry(pg, ctx.startTimeoutMs(), clock);
+  if (targeted) {
+    await awaitEndOfRecovery(pg, ctx);
+    // Without the target: a later start (or demotion) must never recover to it again. The
+    // targets are postmaster settings: restarted (fast) rather than left pending a restart.
+    await ctx.configure('primary');
+    await pg.stop('fast', ctx.stopTimeoutMs());
+    await startWithRetry(pg, ctx.startTimeoutMs(), clock);
+    return;
+  }
+  if ((await pg.probe(2000)).inRecovery) await pg.promote(ctx.startTimeoutMs());
+}
+
+/**
+ * The clone effect (creating_replica): pg_rewind from the leader when the machine asks for a
+ * rewind (the outcome told to `ctx.rewound`); else the replica creation methods, or pg_basebackup
+ * from the clone source into an emptied data directory; never under a live postmaster.
+ */
+async function cloneDatabase(pg: PgControl, ctx: EffectContext, input: CloneInput): Promise<void> {
+  const from = ctx.cloneSource();
+  const progress = ctx.progress;
+  if (input?.method === 'rewind') {
+    if (!from) throw new Error('no leader to rewind from');
+    try {
+      // pg_rewind rewrites the data directory in place: never under a live postmaster.
+      await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
+      progress?.begin('rewind', 'pg_rewind', `rewinding from ${from.name}`);
+      await pg.rewind(from, progress ? { onOutput: (text) => progress.output(text) } : {});
+    } catch (e) {
+      ctx.rewound?.({
+        ok: false,
+        from: from.name,
+        error: e instanceof Error ? e.message : String(e),
+        untouched: isRewindNotStarted(e),
+      });
+      throw e;
+    } finally {
+      progress?.end();
+    }
+    ctx.rewound?.({ ok: true, from: from.name });
+    return;
+  }
+  const methods = ctx.replicaMethods?.();
+  if (!from && !methods) throw new Error('no member to clone from');
+  // Never under a live postmaster: stop the one this node knows of (immediate, by PID if its
+  // postmaster.pid is gone); fail when an unknown server holds the port or socket.
+  await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
+  if (methods) {
+    await methods(from);
+    return;
+  }
+  if (!from) throw new Error('no member to clone from');
+  if (await pg.hasData()) await pg.removeData();
+  if (!progress) {
+    await pg.basebackup(from);
+    return;
+  }
+  progress.begin('clone', 'basebackup', `copying from ${from.name}`);
+  try {
+    await pg.basebackup(from, { onOutput: (text) => progress.output(text) });
+  } finally {
+    progress.end();
+  }
+}
+
 /** The database machine with real effects. */
 export function databaseMachineWithEffects(ctx: EffectContext) {
   const { pg } = ctx;
@@ -250,71 +343,13 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
     actors: {
       initdb: fromPromise(() => initdbWhole(pg, ctx)),
       customBootstrap: fromPromise(async () => {
-        const cmd = ctx.customBootstrapCommand();
-        const plan: BootstrapPlan | undefined = ctx.customBootstrap?.() ?? (cmd ? { name: 'custom', command: cmd } : undefined);
-        if (!plan) throw new Error('no custom bootstrap command configured');
         pendingBootstrap = undefined;
-        const progress = ctx.progress;
-        progress?.begin('bootstrap', plan.name, 'restoring');
-        try {
-          await pg.customBootstrap(plan.command, {
-            ...(plan.noParams ? { noParams: true } : {}),
-            ...(plan.args ? { args: plan.args } : {}),
-            ...(progress ? { onOutput: (text: string) => progress.output(text) } : {}),
-          });
-        } finally {
-          progress?.end();
-        }
+        const plan = await runCustomBootstrap(pg, ctx);
         // The next start (bootstrap_starting's, as primary) is the bootstrap's own, and recovers to
         // the target first when the method has one.
         pendingBootstrap = plan.recovery ? { recovery: plan.recovery } : {};
       }),
-      clone: fromPromise(async ({ input }: { input: CloneInput }) => {
-        const from = ctx.cloneSource();
-        const progress = ctx.progress;
-        if (input?.method === 'rewind') {
-          if (!from) throw new Error('no leader to rewind from');
-          try {
-            // pg_rewind rewrites the data directory in place: never under a live postmaster.
-            await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
-            progress?.begin('rewind', 'pg_rewind', `rewinding from ${from.name}`);
-            await pg.rewind(from, progress ? { onOutput: (text) => progress.output(text) } : {});
-          } catch (e) {
-            ctx.rewound?.({
-              ok: false,
-              from: from.name,
-              error: e instanceof Error ? e.message : String(e),
-              untouched: isRewindNotStarted(e),
-            });
-            throw e;
-          } finally {
-            progress?.end();
-          }
-          ctx.rewound?.({ ok: true, from: from.name });
-          return;
-        }
-        const methods = ctx.replicaMethods?.();
-        if (!from && !methods) throw new Error('no member to clone from');
-        // Never under a live postmaster: stop the one this node knows of (immediate, by PID if its
-        // postmaster.pid is gone); fail when an unknown server holds the port or socket.
-        await pg.ensureNoPostmaster?.(ctx.stopTimeoutMs());
-        if (methods) {
-          await methods(from);
-          return;
-        }
-        if (!from) throw new Error('no member to clone from');
-        if (await pg.hasData()) await pg.removeData();
-        if (!progress) {
-          await pg.basebackup(from);
-          return;
-        }
-        progress.begin('clone', 'basebackup', `copying from ${from.name}`);
-        try {
-          await pg.basebackup(from, { onOutput: (text) => progress.output(text) });
-        } finally {
-          progress.end();
-        }
-      }),
+      clone: fromPromise(({ input }: { input: CloneInput }) => cloneDatabase(pg, ctx, input)),
       start: fromPromise(async ({ input }: { input: StartInput }) => {
         await dropStalePromotion(pg);
         // The start that follows a custom bootstrap (bootstrap_starting) is the bootstrap's own: like
@@ -324,22 +359,12 @@ export function databaseMachineWithEffects(ctx: EffectContext) {
         const bootstrap = input.role === 'primary' && pendingBootstrap !== undefined;
         const targeted = bootstrap ? pendingBootstrap?.recovery : undefined;
         pendingBootstrap = undefined;
-        await ctx.configure(input.role, targeted);
-        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' && !bootstrap ? ctx : undefined);
-        if (targeted) {
-          await awaitEndOfRecovery(pg, ctx);
-          // Without the target: a later start (or demotion) must never recover to it again. The
-          // targets are postmaster settings: restarted (fast) rather than left pending a restart.
-          await ctx.configure('primary');
-          await pg.stop('fast', ctx.stopTimeoutMs());
-          await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock);
+        if (bootstrap) {
+          await startAfterBootstrap(pg, ctx, targeted);
           return;
         }
-        if (bootstrap && (await pg.probe(2000)).inRecovery) {
-          // A restored backup the tool left in recovery: promoted as the bootstrap's (no lock yet).
-          await pg.promote(ctx.startTimeoutMs());
-          return;
-        }
+        await ctx.configure(input.role);
+        await startWithRetry(pg, ctx.startTimeoutMs(), ctx.clock ?? systemClock, input.role === 'primary' ? ctx : undefined);
         if (input.role === 'primary' && (await pg.probe(2000)).inRecovery) await promoteMarked(pg, ctx);
       }),
       stop: fromPromise(async ({ input }: { input: StopInput }) => {
