@@ -293,7 +293,7 @@ function buildProgram(): Command {
     .option('--host <host>', 'the remote primary to replicate from')
     .option('--port <port>', 'its port (default 5432)')
     .option('--primary-slot-name <name>', 'a replication slot on the remote')
-    .option('--restore-command <command>', 'restore_command of the standby leader')
+    .option('--restore-command <command>', 'restore_command of the standby leader (its WAL archive; with no --host, the only source)')
     .option('--force', 'do not ask for confirmation')
     .option('--wait', 'wait until the leader runs as standby leader')
     .action(

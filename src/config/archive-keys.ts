@@ -118,31 +118,20 @@ const ArgumentValue = v.union(
 export const REPLICA_METHOD_OPTIONS = ['command', 'keep_data', 'no_leader', 'no_params'] as const;
 
 /**
- * `no_leader` of a method: only `false`. The agent clones only while a leader (or a standby
- * cluster's remote) runs, so a method that could make a replica with none would never be asked
- * to: `true` is refused rather than accepted and ignored.
- */
-const NoLeader = v.pipe(
-  Bool,
-  v.check(
-    (b) => b === false,
-    'true is not honoured yet: the agent creates replicas only while a leader runs (docs/backups.md "Not yet"); remove the key',
-  ),
-);
-
-/**
  * One replica creation method, `database.<name>` (patroni.md §3.10): `command` run through
  * /bin/sh as the PostgreSQL OS user with `--scope= --role=replica --datadir= --connstring=`
  * unless `no_params`; `keep_data`: the data directory is not emptied first (pgBackRest's delta
- * restore); `no_leader`: refused when true (NoLeader). Every other key is passed as
- * `--<key>=<value>`.
+ * restore); `no_leader`: the method works with no running leader (it restores from a repository): a
+ * member with no data in an initialized cluster without a leader, and a standby cluster's bootstrap
+ * without `host`, run only such methods (src/domain/replica-methods.ts). Every other key is passed
+ * as `--<key>=<value>`.
  */
 export const ReplicaMethodSection = mapping(
   v.objectWithRest(
     {
       command: OneLineCommand,
       keep_data: v.optional(Bool),
-      no_leader: v.optional(NoLeader),
+      no_leader: v.optional(Bool),
       no_params: v.optional(Bool),
     },
     ArgumentValue,

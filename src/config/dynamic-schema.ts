@@ -66,12 +66,14 @@ const OneLine = v.pipe(
 );
 
 /**
- * `standby_cluster` (src/domain/standby-cluster.ts, docs/ha.md "Standby cluster"): what we do not
- * honour is refused, never accepted silently: a key outside STANDBY_CLUSTER_KEYS; a section
- * without `host` (the reference also takes `restore_command` alone, a standby cluster fed only
- * from an archive: not supported, the standby leader always streams from host:port);
- * `create_replica_methods` other than `basebackup` (the only way we clone). `restore_command`,
- * `archive_cleanup_command` and `recovery_min_apply_delay` are written for the standby leader.
+ * `standby_cluster` (src/domain/standby-cluster.ts, docs/ha.md "Standby cluster", docs/backups.md
+ * "A standby cluster fed by the archive"): what we do not honour is refused, never accepted
+ * silently: a key outside STANDBY_CLUSTER_KEYS; a section with neither `host` (streaming from
+ * host:port) nor `restore_command` (fetching from an archive), as the reference. The names of
+ * `create_replica_methods` are the bootstrap's methods, read from each member's `database`
+ * sections when it runs (a member without the section skips the method, saying why);
+ * `basebackup` needs `host`. `restore_command`, `archive_cleanup_command` and
+ * `recovery_min_apply_delay` are written for the standby leader.
  */
 export const StandbyClusterSchema = v.pipe(
   v.custom<Record<string, unknown>>(isMapping, (i) => `must be a mapping, got ${i.received}`),
@@ -83,13 +85,22 @@ export const StandbyClusterSchema = v.pipe(
     },
   ),
   v.check(
-    (o) => o['host'] !== undefined,
-    'host is required: the standby leader streams from host:port (a standby cluster fed only by restore_command is not supported)',
+    (o) => o['host'] !== undefined || o['restore_command'] !== undefined,
+    'needs host (the remote primary to stream from) or restore_command (the archive to fetch its WAL from), or both',
+  ),
+  v.check(
+    (o) =>
+      o['host'] !== undefined ||
+      !Array.isArray(o['create_replica_methods']) ||
+      !(o['create_replica_methods'] as unknown[]).includes('basebackup'),
+    'create_replica_methods names basebackup, which copies host:port, but there is no host: name the restore method (with no_leader: true) instead',
   ),
   v.looseObject({
-    host: v.pipe(
-      OneLine,
-      v.check((s) => !/[\s,]/.test(s), 'must be one host name or address (no spaces, no list)'),
+    host: v.optional(
+      v.pipe(
+        OneLine,
+        v.check((s) => !/[\s,]/.test(s), 'must be one host name or address (no spaces, no list)'),
+      ),
     ),
     port: v.optional(
       v.pipe(
@@ -111,9 +122,8 @@ export const StandbyClusterSchema = v.pipe(
         ),
         v.minLength(1, 'must name at least one method'),
         v.check(
-          (a) => a.every((m) => m === 'basebackup'),
-          (i) =>
-            `only basebackup (pg_basebackup from host:port) is supported, got ${(i.input as string[]).filter((m) => m !== 'basebackup').join(', ')}`,
+          (a) => a.every((m) => /^[A-Za-z_][A-Za-z0-9_-]*$/.test(m)),
+          "must be method names (letters, digits, _ or -), each a section of the members' database configuration or basebackup",
         ),
       ),
     ),

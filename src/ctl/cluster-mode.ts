@@ -2,7 +2,7 @@
  * `hactl demote-cluster` and `hactl promote-cluster` (patroni.md §5, §3.4 mode demote-cluster):
  * add or remove `standby_cluster` in the DCS key `config`, with compare-and-set on the revision
  * read (a concurrent change aborts). demote-cluster makes the cluster a standby cluster of the
- * remote `--host:--port`: its primary stops and restarts as the standby leader, keeping the
+ * remote `--host:--port` and/or its archive (`--restore-command`): its primary stops and restarts as the standby leader, keeping the
  * leader lock; promote-cluster removes the section: the standby leader is promoted. `--wait`
  * polls the leader's member key until its role shows the change. docs/ha.md "Standby cluster".
  */
@@ -24,9 +24,13 @@ export interface DemoteClusterOptions {
   waitTimeoutMs?: number;
 }
 
-/** Runs `demote-cluster`: writes `standby_cluster` {host, port, …} into `config`. */
+/**
+ * Runs `demote-cluster`: writes `standby_cluster` {host, port, restore_command, …} into `config`.
+ * @throws CtlError (usage) without --host and --restore-command, or with a bad --port.
+ */
 export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Promise<void> {
-  if (!o.host) throw usageError('demote-cluster needs --host (the remote primary to replicate from)');
+  if (!o.host && !o.restoreCommand)
+    throw usageError('demote-cluster needs --host (the remote primary to replicate from), --restore-command (its WAL archive), or both');
   let port: number | undefined;
   if (o.port !== undefined) {
     port = Number(o.port);
@@ -37,7 +41,7 @@ export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Pro
   if (!view.config) throw new CtlError(`cluster "${s.scope}" has no config key in the DCS`);
   if (standbyClusterOf(view.config.value)) throw new CtlError('Cluster is already in standby mode');
   const section = {
-    host: o.host,
+    ...(o.host !== undefined ? { host: o.host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(o.primarySlotName !== undefined ? { primary_slot_name: o.primarySlotName } : {}),
     ...(o.restoreCommand !== undefined ? { restore_command: o.restoreCommand } : {}),
@@ -45,7 +49,7 @@ export async function runDemoteCluster(s: Session, o: DemoteClusterOptions): Pro
   const checked = checkEditedConfig(view.config.value, { ...view.config.value, standby_cluster: section }, false);
   if (!checked.ok) throw new CtlError(`invalid configuration: ${checked.problems.join('; ')}`);
   const after = checked.document;
-  const target = `${o.host}:${port ?? 5432}`;
+  const target = o.host !== undefined ? `${o.host}:${port ?? 5432}` : 'its WAL archive (restore_command)';
   if (!o.force && !(await confirm(s.io, `Demote cluster ${s.scope}: its leader becomes a standby leader replicating from ${target}?`))) {
     throw new CtlError('Aborted: cluster not demoted');
   }

@@ -18,7 +18,7 @@ import {
 import { mayPromote, type Tags } from './member.ts';
 import { decideScheduled } from './schedule.ts';
 import type { DatabaseState, Role } from './states.ts';
-import { standbyClusterOf, type StandbyClusterConfig } from './standby-cluster.ts';
+import { remoteText, standbyClusterOf, type StandbyClusterConfig } from './standby-cluster.ts';
 import { syncKeyOf, syncSettings, VOTE_SETTLE_MS, type SyncRaceRule } from './sync-standby.ts';
 import { syncAllowed } from './switchover-admission.ts';
 import { checkDivergence, type LocalPosition } from './timeline-history.ts';
@@ -50,6 +50,11 @@ export interface CycleInput {
   };
   /** The data directory holds a cluster. */
   hasData: boolean;
+  /**
+   * This member lists a replica creation method with `no_leader` (src/domain/replica-methods.ts
+   * hasNoLeaderMethod): with no data and no leader in an initialized cluster, it clones by it.
+   */
+  noLeaderClone?: boolean;
   /** Local WAL position: primary flush, replica max(received, replayed); bytes. */
   walBytes: bigint;
   timeline: number;
@@ -144,6 +149,8 @@ export type CycleAction =
   /** The bootstrap this member won failed: delete the `initialize` key it holds (still empty), so the race can run again. */
   | { kind: 'cancelBootstrap' }
   | { kind: 'clone'; from: string }
+  /** No data, no leader, an initialized cluster: create the replica by this member's `no_leader` methods (from a repository). */
+  | { kind: 'cloneWithoutLeader' }
   /** `remote`: the standby leader of a standby cluster, streaming from `standby_cluster` host:port. */
   | { kind: 'start'; role: 'primary' | 'replica'; leader?: string; remote?: true }
   | { kind: 'reinitialize' }
@@ -259,11 +266,6 @@ export function leaderReady(view: ClusterView, standby: boolean): boolean {
   const leader = view.leader?.name;
   const m = view.members.find((x) => x.name === leader);
   return (m?.data.role === 'standby_leader' || m?.data.role === 'primary') && m.data.state === 'running';
-}
-
-/** `host:port` of the remote of a standby cluster (for the cycle's sentences). */
-function remoteText(sc: StandbyClusterConfig): string {
-  return `${sc.host}:${sc.port}`;
 }
 
 /** Below this long without streaming, a replica following its leader is given time (ms). */
@@ -422,6 +424,15 @@ function withoutData(i: CycleInput, c: CycleContext): CycleDecision | undefined 
       return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
     }
     return d(`trying again to bootstrap the standby cluster from ${remoteText(c.sc)}`, { kind: 'bootstrap' });
+  }
+  // An initialized cluster (not a bootstrap under way) with no leader: a no_leader method restores
+  // from a repository (the reference's "bootstrap (without leader)"); the member then starts as a
+  // replica and takes part in the race like any other.
+  if (i.noLeaderClone && view.initialize !== undefined && view.initialize !== '' && !c.paused) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`clone failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
+    return d('no leader: creating the replica by a no_leader method (bootstrap without leader)', { kind: 'cloneWithoutLeader' });
   }
   return d('waiting for leader to bootstrap');
 }

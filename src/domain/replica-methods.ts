@@ -9,10 +9,12 @@
  *   pg_basebackup from the clone source (the leader, a `clonefrom` member, or a standby cluster's
  *   remote). An operator who wants it as the last resort lists it last.
  * - A method without `no_leader` needs a clone source (a running leader or remote): with none it is
- *   skipped. `basebackup` always needs one.
+ *   skipped. `basebackup` always needs one. A member with no data in an initialized cluster that has
+ *   no leader clones by its `no_leader` methods (the reference's "bootstrap (without leader)").
  * - `POST /reinitialize` with `from-leader` (`hactl reinit --from-leader`) tries basebackup alone.
  * - A standby cluster's bootstrap tries `standby_cluster.create_replica_methods`, each name read
- *   from this member's sections (basebackup: pg_basebackup from the remote).
+ *   from this member's sections (basebackup: pg_basebackup from the remote; without `host` there
+ *   is no source, and only `no_leader` methods run).
  * - A custom method runs `<command> --scope=<scope> --role=replica --datadir=<data directory>
  *   --connstring=<conninfo of the source>` followed by its other keys as `--<key>=<value>`;
  *   with `no_params` only the other keys are added. `keep_data`: the data directory is not
@@ -88,6 +90,14 @@ export function resolveMethods(
     });
   }
   return { methods, missing };
+}
+
+/**
+ * True when `cfg` lists a method that works with no running leader (`no_leader`): a member with no
+ * data in an initialized cluster without a leader clones by it (src/domain/ha-cycle.ts withoutData).
+ */
+export function hasNoLeaderMethod(cfg: ReplicaMethodsConfig): boolean {
+  return resolveMethods(cfg.list, cfg.sections).methods.some((m) => m.noLeader);
 }
 
 /** What one clone tries, and what it skips with why. */

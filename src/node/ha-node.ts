@@ -234,12 +234,20 @@ export class HaNode {
       customBootstrap: () => this.customBootstrap,
       ...(this.progress ? { progress: this.progress } : {}),
       cloneSource: () => p.source.cloneFrom,
-      // The built-in pg_basebackup alone (the default list, a reinitialize from-leader, a standby
-      // cluster's bootstrap) keeps the clone's own path; any other list runs the methods in order.
+      // The built-in pg_basebackup alone from a known source (the default list, a reinitialize
+      // from-leader, a standby cluster's default bootstrap) keeps the clone's own path; any other
+      // list, or no source (only no_leader methods run), goes through the methods in order.
       replicaMethods: () => {
-        const list = this.state.replicaMethods.list;
-        if (p.source.cloneBasebackupOnly || (list.length === 1 && list[0] === BASEBACKUP)) return undefined;
-        return (from) => p.replicas.create({ from });
+        const standby = p.source.cloneStandbyMethods;
+        const list = standby ?? this.state.replicaMethods.list;
+        const builtin = p.source.cloneBasebackupOnly || (list.length === 1 && list[0] === BASEBACKUP);
+        if (builtin && p.source.cloneFrom !== undefined) return undefined;
+        return (from) =>
+          p.replicas.create({
+            from,
+            ...(p.source.cloneBasebackupOnly ? { basebackupOnly: true } : {}),
+            ...(standby ? { standbyMethods: [...standby] } : {}),
+          });
       },
       rewound: (outcome) => p.rewinds.ended(outcome),
       configure: (role, targeted) => p.config.write(role, targeted),

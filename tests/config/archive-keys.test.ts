@@ -40,12 +40,12 @@ describe('database.create_replica_methods and the method sections', () => {
     });
   });
 
-  it('refuses no_leader: true (the agent clones only while a leader runs), naming the key', () => {
+  it('takes no_leader: true (a method that restores from a repository with no leader running)', () => {
+    const c = parseConfig(withDatabase('  create_replica_methods: [repo, basebackup]\n  repo: {command: restore, no_leader: true}\n'), {});
+    expect(c.database.replica_methods).toEqual({ repo: { command: 'restore', no_leader: true } });
     expect(
-      problemsOf(() => parseConfig(withDatabase('  create_replica_methods: [repo]\n  repo: {command: restore, no_leader: true}\n'), {})),
-    ).toEqual([
-      'database.repo.no_leader: true is not honoured yet: the agent creates replicas only while a leader runs (docs/backups.md "Not yet"); remove the key',
-    ]);
+      problemsOf(() => parseConfig(withDatabase('  create_replica_methods: [repo]\n  repo: {command: restore, no_leader: yes}\n'), {}))[0],
+    ).toMatch(/^database\.repo\.no_leader: /);
   });
 
   it('defaults to [basebackup] with no sections', () => {

@@ -55,4 +55,14 @@ describe('examples/pgbackrest', () => {
       expect(c.backup).toEqual({ create: `pgbackrest ${conf} stanza-create`, command: `pgbackrest ${conf} backup` });
     },
   );
+
+  it('dr1.yml validates: a standby cluster of pgbr fed by its archive alone, bootstrapped by a no_leader method', async () => {
+    const c = await loadConfig('examples/pgbackrest/dr1.yml', {});
+    const conf = '--config=/var/tmp/ha-pgbr/dr1.pgbackrest.conf --stanza=pgbr';
+    expect(c.bootstrap?.dcs?.['standby_cluster']).toEqual({
+      restore_command: `pgbackrest ${conf} archive-get %f "%p"`,
+      create_replica_methods: ['pgbackrest'],
+    });
+    expect(c.database.replica_methods['pgbackrest']).toMatchObject({ keep_data: true, no_params: true, no_leader: true });
+  });
 });

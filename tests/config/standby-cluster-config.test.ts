@@ -22,11 +22,25 @@ describe('standby_cluster in the dynamic configuration', () => {
     expect(validateDynamicConfig({ standby_cluster: null }).ok).toBe(true);
   });
 
+  it('accepts a standby cluster fed by its archive alone: restore_command without host, bootstrapped by a named method', () => {
+    const sc = { restore_command: 'pgbackrest --stanza=main archive-get %f "%p"', create_replica_methods: ['pgbackrest'] };
+    expect(validateDynamicConfig({ standby_cluster: sc })).toEqual({ ok: true, value: { standby_cluster: sc } });
+    // Both sources: streaming from host:port, the archive when the stream cannot serve.
+    expect(
+      validateDynamicConfig({
+        standby_cluster: { host: 'h', restore_command: 'cp /a/%f %p', create_replica_methods: ['pgbackrest', 'basebackup'] },
+      }).ok,
+    ).toBe(true);
+  });
+
   it.each([
     [{ standby_cluster: 'h:5432' }, /^standby_cluster: must be a mapping/],
     [{ standby_cluster: [] }, /^standby_cluster: must be a mapping/],
-    [{ standby_cluster: { port: 5432 } }, /^standby_cluster: host is required/],
-    [{ standby_cluster: { restore_command: 'cp /a/%f %p' } }, /^standby_cluster: host is required.*restore_command is not supported/],
+    [{ standby_cluster: { port: 5432 } }, /^standby_cluster: needs host \(the remote primary to stream from\) or restore_command/],
+    [
+      { standby_cluster: { restore_command: 'cp /a/%f %p', create_replica_methods: ['basebackup'] } },
+      /^standby_cluster: create_replica_methods names basebackup, which copies host:port, but there is no host/,
+    ],
     [{ standby_cluster: { host: '' } }, /^standby_cluster\.host: must not be empty/],
     [{ standby_cluster: { host: 5 } }, /^standby_cluster\.host: must be a string/],
     [{ standby_cluster: { host: 'a,b' } }, /^standby_cluster\.host: must be one host/],
@@ -37,8 +51,8 @@ describe('standby_cluster in the dynamic configuration', () => {
       /^standby_cluster\.primary_slot_name: must be a replication slot name/,
     ],
     [
-      { standby_cluster: { host: 'h', create_replica_methods: ['wal_e', 'basebackup'] } },
-      /^standby_cluster\.create_replica_methods: only basebackup .* got wal_e/,
+      { standby_cluster: { host: 'h', create_replica_methods: ['wal e', 'basebackup'] } },
+      /^standby_cluster\.create_replica_methods: must be method names/,
     ],
     [
       { standby_cluster: { host: 'h', create_replica_methods: [] } },

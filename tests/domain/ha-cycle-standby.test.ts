@@ -3,7 +3,14 @@ import type { ClusterView } from '../../src/domain/cluster.ts';
 import { withDefaults } from '../../src/domain/dynamic-config.ts';
 import { decideCycle, type CycleInput } from '../../src/domain/ha-cycle.ts';
 import type { MemberData } from '../../src/domain/member.ts';
-import { publishedRole, standbyClusterOf, standbyLeaderParameters } from '../../src/domain/standby-cluster.ts';
+import {
+  publishedRole,
+  remoteText,
+  remoteUpstream,
+  standbyBootstrapMethods,
+  standbyClusterOf,
+  standbyLeaderParameters,
+} from '../../src/domain/standby-cluster.ts';
 
 const SC = { host: '10.0.0.9', port: 5433 };
 const standby = (extra: Record<string, unknown> = {}) => withDefaults({ standby_cluster: { ...SC, ...extra } });
@@ -148,10 +155,45 @@ describe('decideCycle in a standby cluster', () => {
     expect(d.actions).toEqual([{ kind: 'demote', mode: 'graceful', releaseLock: true }]);
   });
 
-  it('a standby_cluster without host is not a standby cluster', () => {
+  it('a standby_cluster with neither host nor restore_command is not a standby cluster', () => {
     expect(kinds(input({ lockRenewal: 'ok', config: withDefaults({ standby_cluster: { port: 5433 } }) }, leaderIs('n1')))).toEqual([
       'promote',
     ]);
+  });
+
+  it('a standby cluster fed by its archive alone: bootstrap, standby leader, never a promotion', () => {
+    const config = withDefaults({ standby_cluster: { restore_command: 'fetch %f %p', create_replica_methods: ['repo'] } });
+    const boot = decide(input({ config, hasData: false, db: stopped('uninitialized') }, { initialize: undefined, members: [] }));
+    expect(boot.actions).toEqual([{ kind: 'bootstrap' }]);
+    expect(boot.message).toBe('trying to bootstrap a new standby cluster from the archive (restore_command)');
+    const holder = decide(input({ config, lockRenewal: 'ok' }, leaderIs('n1')));
+    expect(holder.actions.map((a) => a.kind)).toEqual(['followRemote', 'leaderDuties']);
+    expect(holder.message).toBe('no action. I am (n1), the standby leader with the lock, replicating from the archive (restore_command)');
+  });
+});
+
+describe('a member with no data and no leader (no_leader methods)', () => {
+  const plain = withDefaults({});
+  const empty = (over: Partial<CycleInput> = {}) => ({ config: plain, hasData: false, db: stopped('uninitialized'), ...over });
+
+  it('in an initialized cluster without a leader, clones by its no_leader method (bootstrap without leader)', () => {
+    const d = decide(input(empty({ noLeaderClone: true })));
+    expect(d.actions).toEqual([{ kind: 'cloneWithoutLeader' }]);
+    expect(d.message).toBe('no leader: creating the replica by a no_leader method (bootstrap without leader)');
+  });
+
+  it('waits without such a method, during a bootstrap under way, in pause, and during the back-off after a failed clone', () => {
+    expect(decide(input(empty())).message).toBe('waiting for leader to bootstrap');
+    expect(kinds(input(empty({ noLeaderClone: true }), { initialize: '' }))).toEqual([]);
+    expect(kinds(input(empty({ noLeaderClone: true, config: withDefaults({ pause: true }) })))).toEqual([]);
+    const backoff = decide(input(empty({ noLeaderClone: true, nextStartAtMs: 1_004_000 })));
+    expect(backoff.actions).toEqual([]);
+    expect(backoff.message).toBe('clone failed: next attempt in 4 s');
+  });
+
+  it('with a leader it clones from the leader as always; with no initialize key the bootstrap race comes first', () => {
+    expect(decide(input(empty({ noLeaderClone: true }), leaderIs('n2'))).actions).toEqual([{ kind: 'clone', from: 'n2' }]);
+    expect(kinds(input(empty({ noLeaderClone: true }), { initialize: undefined, members: [] }))).toEqual(['bootstrap']);
   });
 });
 
@@ -177,6 +219,24 @@ describe('standby cluster helpers', () => {
       restore_command: 'cp /a/%f %p',
       recovery_min_apply_delay: '5min',
     });
+  });
+
+  it('standbyClusterOf: restore_command without host is a standby cluster fed by its archive; neither is none', () => {
+    expect(standbyClusterOf({ standby_cluster: { restore_command: 'r', create_replica_methods: ['repo'] } })).toEqual({
+      port: 5432,
+      restore_command: 'r',
+      create_replica_methods: ['repo'],
+    });
+    expect(standbyClusterOf({ standby_cluster: { port: 5 } })).toBeUndefined();
+  });
+
+  it('remoteUpstream, remoteText, standbyBootstrapMethods', () => {
+    expect(remoteUpstream({ host: 'h', port: 5 })).toEqual({ host: 'h', port: 5, name: 'standby_cluster' });
+    expect(remoteUpstream({ port: 5432, restore_command: 'r' })).toBeUndefined();
+    expect(remoteText({ host: 'h', port: 5 })).toBe('h:5');
+    expect(remoteText({ port: 5432, restore_command: 'r' })).toBe('the archive (restore_command)');
+    expect(standbyBootstrapMethods({ host: 'h', port: 5 })).toEqual(['basebackup']);
+    expect(standbyBootstrapMethods({ port: 5432, restore_command: 'r', create_replica_methods: ['repo'] })).toEqual(['repo']);
   });
 
   it('standbyLeaderParameters: the recovery settings of the standby leader', () => {

@@ -28,9 +28,19 @@ describe('demote-cluster', () => {
     expect((await stored(m))?.['ttl']).toBe(30);
   });
 
-  it('refuses: no host, a bad port, a bad slot name, already a standby cluster, a no', async () => {
+  it('takes --restore-command without --host: a standby cluster fed by the archive', async () => {
+    const m = await cluster();
+    await runDemoteCluster(m.session, { restoreCommand: 'fetch %f %p', force: true, wait: false });
+    expect(m.io.lines).toEqual(['Success: cluster demo is a standby cluster of its WAL archive (restore_command)']);
+    expect((await stored(m))?.['standby_cluster']).toEqual({ restore_command: 'fetch %f %p' });
+  });
+
+  it('refuses: neither host nor restore command, a bad port, a bad slot name, already a standby cluster, a no', async () => {
     const m = await cluster(['n']);
-    await expect(runDemoteCluster(m.session, { force: true, wait: false })).rejects.toMatchObject({ exitCode: 2 });
+    await expect(runDemoteCluster(m.session, { force: true, wait: false })).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/needs --host .* --restore-command/),
+    });
     await expect(runDemoteCluster(m.session, { host: 'h', port: 'x', force: true, wait: false })).rejects.toThrow(/invalid --port/);
     await expect(runDemoteCluster(m.session, { host: 'h', primarySlotName: 'Bad-Slot', force: true, wait: false })).rejects.toThrow(
       /standby_cluster\.primary_slot_name/,

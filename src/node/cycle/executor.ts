@@ -11,7 +11,7 @@ import type { ClusterView } from '../../domain/cluster.ts';
 import { timingOf } from '../../domain/dynamic-config.ts';
 import type { CycleAction } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
-import { standbyClusterOf } from '../../domain/standby-cluster.ts';
+import { remoteText, standbyClusterOf } from '../../domain/standby-cluster.ts';
 import { syncStateOf } from '../../domain/sync-standby.ts';
 import { slotMembers } from '../../domain/upstream.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
@@ -76,6 +76,8 @@ export class Executor {
         return this.cancelBootstrap();
       case 'clone':
         return this.clone(view, a.from, 'cmd.clone', `cloning from ${a.from}`);
+      case 'cloneWithoutLeader':
+        return this.cloneWithoutLeader();
       case 'reinitialize':
         return this.clone(view, view.leader?.name, 'cmd.reinitialize', 'reinitializing from the leader');
       case 'rewind':
@@ -122,7 +124,7 @@ export class Executor {
       if (!st.initializedByMe && !(await dcs.initialize('', { create: true }))) return;
       st.initializedByMe = true;
       source.cloneFromRemote(sc);
-      db.send({ type: 'cmd.clone', reason: `won the bootstrap race of a standby cluster: cloning ${sc.host}:${sc.port}`, at });
+      db.send({ type: 'cmd.clone', reason: `won the bootstrap race of a standby cluster: cloning ${remoteText(sc)}`, at });
       return;
     }
     if (await dcs.initialize('', { create: true })) {
@@ -176,6 +178,12 @@ export class Executor {
     const at = this.d.now();
     if (!this.d.source.cloneFromMember(view, member)) return;
     db.send({ type, reason, at });
+  }
+
+  /** No data and no leader: the clone runs this member's no_leader methods (no source). */
+  private async cloneWithoutLeader(): Promise<void> {
+    this.d.source.cloneWithoutLeader();
+    this.d.db().send({ type: 'cmd.clone', reason: 'no leader: creating the replica by a no_leader method', at: this.d.now() });
   }
 
   /**
@@ -300,7 +308,7 @@ export class Executor {
     source.pointAtRemote(sc);
     await this.d.config.writeAndReload('replica');
     st.demoted = false;
-    log.info({ host: sc.host, port: sc.port }, `standby leader: replicating from ${sc.host}:${sc.port}`);
+    log.info({ ...(sc.host !== undefined ? { host: sc.host, port: sc.port } : {}) }, `standby leader: replicating from ${remoteText(sc)}`);
   }
 
   /** The lock holder's duties: status, slots, history and synchronous replication (a standby leader: status and slots only). */

@@ -15,6 +15,7 @@ import type { CycleDecision, CycleInput } from '../../domain/ha-cycle.ts';
 import type { PeerStatus } from '../../domain/leader-race.ts';
 import type { Tags } from '../../domain/member.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
+import { hasNoLeaderMethod, type ReplicaMethodsConfig } from '../../domain/replica-methods.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
@@ -41,7 +42,7 @@ export interface GatherDeps extends Omit<LockFactsDeps, 'pg'>, Omit<LocalFactsDe
   log: Pick<Logger, 'warn'>;
   lock: LockFactsDeps['lock'] & Pick<LeaderLock, 'mark'>;
   /** The facts kept between cycles that are not the cycle's own (NodeState). */
-  state: Readonly<{ config: DynamicConfig; tags: Tags; demoted: boolean; initializedByMe: boolean }>;
+  state: Readonly<{ config: DynamicConfig; tags: Tags; demoted: boolean; initializedByMe: boolean; replicaMethods: ReplicaMethodsConfig }>;
   config: Pick<ConfigApplier, 'applyDynamic'>;
   sync: Pick<SyncManager, 'reset'>;
   failsafe?: Pick<Failsafe, 'dcsBack' | 'facts'>;
@@ -221,6 +222,7 @@ function cycleInput(d: GatherDeps, p: CycleParts): CycleInput {
     ...(lock.renewal ? { lockRenewal: lock.renewal } : {}),
     db: { state: local.state, role: local.role, busy: local.busy },
     hasData: local.hasData,
+    ...(!local.hasData && hasNoLeaderMethod(st.replicaMethods) ? { noLeaderClone: true } : {}),
     walBytes: p.walBytes,
     timeline: local.probe?.inRecovery
       ? Math.max(local.probe.timeline, t.replicaTimeline)

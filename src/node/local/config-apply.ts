@@ -10,7 +10,7 @@ import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { Tags } from '../../domain/member.ts';
 import { filterParameters } from '../../domain/pg-parameters.ts';
 import { syncSettings } from '../../domain/sync-standby.ts';
-import { REMOTE_UPSTREAM_NAME, standbyClusterOf, standbyLeaderParameters } from '../../domain/standby-cluster.ts';
+import { remoteUpstream, standbyClusterOf, standbyLeaderParameters } from '../../domain/standby-cluster.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
 import type { ConfigureOptions, TargetedRecovery } from '../../postgres/types.ts';
 import { hasPermanentLogicalSlots } from '../replication/replica-slots.ts';
@@ -214,10 +214,11 @@ export class ConfigApplier {
     const sc = role === 'replica' && this.d.source.followsRemote ? standbyClusterOf(state.config) : undefined;
     if (sc) {
       Object.assign(parameters, standbyLeaderParameters(sc));
+      const upstream = remoteUpstream(sc);
       return {
         role,
-        upstream: { host: sc.host, port: sc.port, name: REMOTE_UPSTREAM_NAME },
-        ...(sc.primary_slot_name ? { slotName: sc.primary_slot_name } : {}),
+        ...(upstream ? { upstream } : {}),
+        ...(upstream && sc.primary_slot_name ? { slotName: sc.primary_slot_name } : {}),
         parameters,
       };
     }

@@ -12,7 +12,7 @@
  */
 import type { ClusterView } from '../../domain/cluster.ts';
 import { memberHostPort } from '../../domain/member.ts';
-import { remoteKey, REMOTE_UPSTREAM_NAME, type StandbyClusterConfig } from '../../domain/standby-cluster.ts';
+import { remoteKey, remoteUpstream, standbyBootstrapMethods, type StandbyClusterConfig } from '../../domain/standby-cluster.ts';
 import type { Upstream } from '../../postgres/types.ts';
 
 /** Host, port and name of `member` from its key's conn_url; undefined when unknown. */
@@ -44,6 +44,7 @@ export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
   private builtinOnly = false;
+  private standbyMethods: string[] | undefined;
 
   /** Where the next clone, re-clone or pg_rewind copies from (the database machine's clone effect reads it). */
   get cloneFrom(): Upstream | undefined {
@@ -52,11 +53,18 @@ export class ReplicationSource {
 
   /**
    * The next clone runs pg_basebackup alone, not this member's create_replica_methods: an
-   * operator's reinitialize `from-leader`, or a standby cluster's bootstrap from its remote
-   * (standby_cluster.create_replica_methods is basebackup only). docs/backups.md "Replica creation".
+   * operator's reinitialize `from-leader`. docs/backups.md "Replica creation".
    */
   get cloneBasebackupOnly(): boolean {
     return this.builtinOnly;
+  }
+
+  /**
+   * The methods of a standby cluster's bootstrap (standby_cluster.create_replica_methods, default
+   * basebackup), tried instead of this member's list; undefined for any other clone.
+   */
+  get cloneStandbyMethods(): readonly string[] | undefined {
+    return this.standbyMethods;
   }
 
   /** What primary_conninfo points at now. */
@@ -88,14 +96,26 @@ export class ReplicationSource {
   cloneFromMember(view: ClusterView, member: string | undefined): Upstream | undefined {
     this.clone = upstreamOf(view, member);
     this.builtinOnly = false;
+    this.standbyMethods = undefined;
     return this.clone;
   }
 
-  /** The bootstrap winner of a standby cluster: clones the remote and streams from it. */
+  /**
+   * The bootstrap winner of a standby cluster: clones the remote (basebackup from host:port, or
+   * standby_cluster.create_replica_methods; no clone source without a host) and replicates from it.
+   */
   cloneFromRemote(sc: StandbyClusterConfig): void {
     this.pointAtRemote(sc);
     this.clone = this.upstream;
-    this.builtinOnly = true;
+    this.builtinOnly = false;
+    this.standbyMethods = standbyBootstrapMethods(sc);
+  }
+
+  /** A member with no data and no leader to copy from: only its `no_leader` methods can run (docs/backups.md "Replica creation"). */
+  cloneWithoutLeader(): void {
+    this.clone = undefined;
+    this.builtinOnly = false;
+    this.standbyMethods = undefined;
   }
 
   /**
@@ -108,6 +128,7 @@ export class ReplicationSource {
     const up = upstreamOf(view, leader);
     if (!up) return undefined;
     this.clone = up;
+    this.standbyMethods = undefined;
     this.set('member', up, leader);
     return up;
   }
@@ -119,9 +140,12 @@ export class ReplicationSource {
     if (sc) this.pointAtRemote(sc);
   }
 
-  /** The standby leader's remote, or what a standby cluster's bootstrap clones: `standby_cluster` host and port. */
+  /**
+   * The standby leader's remote, or what a standby cluster's bootstrap clones: `standby_cluster`
+   * host and port (no upstream for a standby cluster fed by its archive alone).
+   */
   pointAtRemote(sc: StandbyClusterConfig): void {
-    this.stream = { kind: 'remote', upstream: { host: sc.host, port: sc.port, name: REMOTE_UPSTREAM_NAME }, configuredFor: remoteKey(sc) };
+    this.stream = { kind: 'remote', upstream: remoteUpstream(sc), configuredFor: remoteKey(sc) };
   }
 
   /** A promotion: no longer the standby leader (the stream fields stay as they were). */
@@ -151,6 +175,7 @@ export class ReplicationSource {
   reinitializeFrom(view: ClusterView, from: string, leader: string, basebackupOnly = false): void {
     this.clone = upstreamOf(view, from);
     this.builtinOnly = basebackupOnly;
+    this.standbyMethods = undefined;
     this.set(this.stream.kind === 'remote' ? 'remote' : 'member', upstreamOf(view, leader), leader);
   }
 

@@ -54,11 +54,14 @@ export function restoreCommand(node: Pick<TestNode, 'dataDir' | 'name'>, stanza:
 /**
  * Creates the repository and writes every member's configuration file (after TestCluster.create,
  * before the agents start). The repository, log and lock directories belong to the PostgreSQL OS
- * user, who runs every pgBackRest command (the agents run them as that user).
+ * user, who runs every pgBackRest command (the agents run them as that user). `of`: the
+ * repository and stanza of another cluster (a standby cluster restoring and fetching the WAL of
+ * its primary cluster's repository); default this cluster's own, stanza = its scope.
  */
-export async function setUpPgBackRest(c: TestCluster): Promise<{ repo: string }> {
-  const base = join(c.dir, 'pgbackrest');
+export async function setUpPgBackRest(c: TestCluster, of?: TestCluster): Promise<{ repo: string }> {
+  const base = join((of ?? c).dir, 'pgbackrest');
   const repo = join(base, 'repo');
+  const stanza = (of ?? c).scope;
   const uid = pgUid();
   for (const d of [base, repo, join(base, 'log'), join(base, 'lock')]) {
     await mkdir(d, { recursive: true, mode: 0o750 });
@@ -78,7 +81,7 @@ export async function setUpPgBackRest(c: TestCluster): Promise<{ repo: string }>
         'start-fast=y',
         'archive-timeout=60',
         '',
-        `[${c.scope}]`,
+        `[${stanza}]`,
         `pg1-path=${n.dataDir}`,
         `pg1-port=${n.pgPort}`,
         `pg1-socket-path=${join(dirname(n.dataDir), `.${n.name}-sock`)}`,

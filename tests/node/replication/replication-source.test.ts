@@ -88,16 +88,33 @@ describe('ReplicationSource', () => {
     expect(s.state).toEqual({ kind: 'member', upstream: A, configuredFor: 'a' });
   });
 
-  it('says when the next clone is pg_basebackup alone: a reinitialize from-leader and a standby cluster bootstrap, not a plain clone (docs/backups.md)', () => {
+  it("says which methods the next clone runs: basebackup alone (reinitialize from-leader), a standby bootstrap's list, or the member's (docs/backups.md)", () => {
     const s = new ReplicationSource();
     expect(s.cloneBasebackupOnly).toBe(false);
+    expect(s.cloneStandbyMethods).toBeUndefined();
     s.reinitializeFrom(view, 'a', 'a', true);
     expect(s.cloneBasebackupOnly).toBe(true);
     s.cloneFromMember(view, 'b');
     expect(s.cloneBasebackupOnly).toBe(false);
     s.cloneFromRemote(sc);
-    expect(s.cloneBasebackupOnly).toBe(true);
+    expect(s.cloneBasebackupOnly).toBe(false);
+    expect(s.cloneStandbyMethods).toEqual(['basebackup']);
     s.reinitializeFrom(view, 'b', 'a');
+    expect(s.cloneBasebackupOnly).toBe(false);
+    expect(s.cloneStandbyMethods).toBeUndefined();
+  });
+
+  it('a standby cluster fed by its archive alone: no clone source, its methods, no upstream; a clone without leader has no source', () => {
+    const s = new ReplicationSource();
+    s.cloneFromRemote({ port: 5432, restore_command: 'r', create_replica_methods: ['repo'] });
+    expect(s.cloneFrom).toBeUndefined();
+    expect(s.cloneStandbyMethods).toEqual(['repo']);
+    expect(s.followsRemote).toBe(true);
+    expect(s.upstream).toBeUndefined();
+    s.cloneFromMember(view, 'b');
+    s.cloneWithoutLeader();
+    expect(s.cloneFrom).toBeUndefined();
+    expect(s.cloneStandbyMethods).toBeUndefined();
     expect(s.cloneBasebackupOnly).toBe(false);
   });
 });
