@@ -137,6 +137,17 @@ export interface Dcs {
   attemptToAcquireLeader(): Promise<AcquireResult>;
 
   /**
+   * Quorum failover's take (docs/ha.md "Quorum failover", src/domain/quorum-failover.ts): one
+   * transaction comparing the leader key (value `expected.leader.name`, mod_revision
+   * `expected.leader.revision`: the lock of the fenced leader, not yet expired) and the `sync` key
+   * (mod_revision `expected.syncRevision`: the synchronous set and the fence the decision was made
+   * on) → put `leader` = this member's name on its lease. The key keeps its create_revision (the
+   * incarnation this member renews from then on); its value and lease change, so the old holder's
+   * renewals fail. `acquired: false` when either key changed since.
+   */
+  takeLeader(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<AcquireResult>;
+
+  /**
    * Renews the lock this member holds: keepalive the lease (skipped with `{ keepalive: false }`
    * when the caller has just kept it alive itself: the HA cycle's keepalive, issue 13), then one
    * transaction comparing the key's value (this name), create_revision (`createRevision`: the

@@ -86,6 +86,11 @@ export interface HaNodeOptions {
   clock?: Clock;
   /** Member status fetcher (tests may replace it). */
   fetchStatus?: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
+  /**
+   * Whether a member's PostgreSQL accepts a TCP connection within `timeoutMs` (quorum failover's
+   * watch, src/node/replication/quorum-fence.ts); absent: only the agent's answer is checked.
+   */
+  pgAnswers?: (host: string, port: number, timeoutMs: number) => Promise<boolean>;
   /** How long a start may take before start_failed, ms. Default 60 000. */
   startTimeoutMs?: number;
   /**
@@ -306,6 +311,7 @@ export class HaNode {
     this.unsubscribeDcs = dcs.subscribe((e) => this.onDcsEvent(e));
     p.watch.start();
     p.loop.start();
+    p.quorumFence.start();
   }
 
   /**
@@ -319,6 +325,7 @@ export class HaNode {
     this.stopping = true;
     const p = this.parts;
     p.watch.stop();
+    p.quorumFence.stop();
     this.unsubscribeDcs?.();
     await p.loop.stop();
     p.deadline.stop();

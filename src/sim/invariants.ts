@@ -8,7 +8,10 @@
  *   timeline numbers) diverged from its own WAL;
  * - leader-lease: a PostgreSQL accepts writes only while the DCS store (ground truth, read
  *   without expiring anything) holds the leader key in its member's name on a lease that has not
- *   run out, i.e. renewed within ttl (a bootstrap in progress excepted);
+ *   run out, i.e. renewed within ttl (a bootstrap in progress excepted). With quorum failover on
+ *   (issue 28) a primary fenced by its synchronous standbys may run on after its key was taken,
+ *   so the rule is then judged on primaries that *acknowledge* writes: no primary acknowledges a
+ *   commit while another member holds the leader key (or after its own lease ran out);
  * - promotion-lag: at each promotion, the promoted WAL end is within maximum_lag_on_failover of
  *   the leader's last `status.optime` in the store and of the WAL of every member it could reach
  *   (the candidate of an operator's failover, no leader named, excepted; a switchover's candidate
@@ -189,10 +192,11 @@ export class InvariantChecker {
     bootstrapping: boolean,
     agentOf: (name: string) => string,
     failsafeCovers: (name: string) => string | undefined = () => undefined,
+    writes: (pg: SimPg) => boolean = (pg) => pg.acceptsWrites(),
   ): void {
     if (bootstrapping || this.seen.has('leader-lease')) return;
     for (const pg of pgs) {
-      if (!pg.acceptsWrites()) continue;
+      if (!writes(pg)) continue;
       if (lock && lock.holder === pg.name && lock.liveUntilMs > nowMs) continue;
       // failsafe_mode: no live lease of another member, and every other member of the `failsafe`
       // key accepted this member's POST /failsafe less than ttl ago.

@@ -95,6 +95,11 @@ export interface WorldOptions {
    */
   failsafe?: boolean | 'draw';
   /**
+   * Quorum failover (`quorum_failover_window: 2`, issue 28) in the run: on, off, or 'draw'
+   * (quorumFailoverOf(seed): only with a strict synchronous mode). Default off.
+   */
+  quorumFailover?: boolean | 'draw';
+  /**
    * `watchdog.mode` of every agent (the fence, src/sim/sim-fence.ts; safety_margin 5 s, the
    * agent's default). Default automatic, as the agent's.
    */
@@ -142,6 +147,18 @@ export function syncModeOf(seed: number): SyncModeName {
 export function failsafeOf(seed: number): boolean {
   return ((Math.floor(seed / 16) % 2) + 2) % 2 === 1;
 }
+
+/**
+ * Quorum failover of a seed: on when its synchronous mode is strict and floor(seed / 32) is odd
+ * (the lower bits choose the rewind rule, the synchronous mode and failsafe_mode).
+ */
+export function quorumFailoverOf(seed: number): boolean {
+  const mode = syncModeOf(seed);
+  return (mode === 'true+strict' || mode === 'quorum+strict') && ((Math.floor(seed / 32) % 2) + 2) % 2 === 1;
+}
+
+/** The quorum failover window of the simulated runs that draw the mode, seconds. */
+export const SIM_QUORUM_FAILOVER_WINDOW_S = 2;
 
 /** The dynamic configuration of a synchronous mode. */
 function syncConfig(mode: SyncModeName): Record<string, unknown> {
@@ -210,6 +227,7 @@ export function bootstrapDcs(
   sync: SyncModeName = 'off',
   failsafe = false,
   database?: Record<string, unknown>,
+  quorumFailover = false,
 ): Record<string, unknown> {
   return {
     ttl: TIMING.ttl,
@@ -217,6 +235,7 @@ export function bootstrapDcs(
     retry_timeout: TIMING.retry_timeout,
     ...syncConfig(sync),
     ...(failsafe ? { failsafe_mode: true } : {}),
+    ...(quorumFailover ? { quorum_failover_window: SIM_QUORUM_FAILOVER_WINDOW_S } : {}),
     database: database ?? (rewind ? {} : { use_db_rewind: false, remove_data_directory_on_diverged_timelines: true }),
   };
 }
@@ -425,6 +444,8 @@ export class World {
   private written = 0;
   readonly syncMode: SyncModeName;
   readonly failsafeMode: boolean;
+  /** Quorum failover (quorum_failover_window) on in this run. */
+  readonly quorumFailover: boolean;
   /** POST /failsafe accepted: `${target}\u0000${sender}` → simulated ms of the last acceptance (leader-lease judges with it). */
   private readonly failsafeAccepted = new Map<string, number>();
   private failsafeAccepts = 0;
@@ -442,6 +463,7 @@ export class World {
     const { seed, nodes, steps, stepMs, freeze } = this.opts;
     this.syncMode = options.sync ?? syncModeOf(seed);
     this.failsafeMode = options.failsafe === 'draw' ? failsafeOf(seed) : (options.failsafe ?? false);
+    this.quorumFailover = options.quorumFailover === 'draw' ? quorumFailoverOf(seed) : (options.quorumFailover ?? false);
     this.rng = new Prng(seed);
     this.startMs = this.clock.now();
     this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
@@ -673,6 +695,8 @@ export class World {
         return `${m.view?.isFrozen ? 'frozen' : 'up'}, ${until > now ? `believes it holds the lock for ${until - now} ms more` : 'does not hold the lock'}`;
       },
       (name) => this.failsafeCovers(name),
+      // Quorum failover: a fenced primary may run on without its key, but never acknowledge.
+      this.quorumFailover ? (pg) => pg.acknowledges() : undefined,
     );
   }
 
@@ -915,7 +939,13 @@ export class World {
       apiUrl: `http://${m.name}:8008/ha`,
       connUrl: `postgres://${m.name}:5432/postgres`,
       tags: {},
-      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode, this.failsafeMode, this.opts.database),
+      bootstrapDcs: bootstrapDcs(
+        this.opts.rewind ?? this.opts.seed % 2 === 1,
+        this.syncMode,
+        this.failsafeMode,
+        this.opts.database,
+        this.quorumFailover,
+      ),
       initdbOptions: [],
       localParameters: {},
       dcs,
