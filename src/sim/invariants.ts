@@ -106,11 +106,12 @@ export class InvariantChecker {
   /**
    * single-writer (at most one PostgreSQL *acknowledging* writes: a primary whose commits can only
    * wait for synchronous standbys that are not there does not count) and the writable primary's
-   * timeline; call at every SimPg change.
+   * timeline; call at every SimPg change. `writes`: which PostgreSQLs count as writers (with quorum
+   * failover on, those that acknowledge: a fenced primary may run on, never acknowledging).
    */
-  checkWriters(pgs: readonly SimPg[]): void {
+  checkWriters(pgs: readonly SimPg[], writes: (pg: SimPg) => boolean = (pg) => pg.acceptsWrites()): void {
     let writers: SimPg[] | undefined;
-    for (const pg of pgs) if (pg.acceptsWrites()) (writers ??= []).push(pg);
+    for (const pg of pgs) if (writes(pg)) (writers ??= []).push(pg);
     if (!writers) return;
     if (writers.length > 1 && !this.seen.has('single-writer')) {
       const acking = writers.filter((w) => w.acknowledges());

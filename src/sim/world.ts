@@ -489,7 +489,7 @@ export class World {
       canConnect: (a: string, b: string) => this.connected(a, b),
       standbysOf: (primary: SimPg) => this.standbysOf(primary),
       changed: (pg: SimPg) => {
-        this.checker.checkWriters(this.pgs);
+        this.checker.checkWriters(this.pgs, this.writerTest());
         this.checkLease();
         this.checkNewWriter(pg);
       },
@@ -623,7 +623,7 @@ export class World {
       break;
     }
     this.writeTurn++;
-    this.checker.checkWriters(this.pgs);
+    this.checker.checkWriters(this.pgs, this.writerTest());
     this.checkLease();
     this.checker.checkTimelines(this.pgs);
   }
@@ -677,6 +677,15 @@ export class World {
     if (this.syncMode !== 'off') this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
   }
 
+  /**
+   * Which PostgreSQLs single-writer, timeline-monotonic and leader-lease judge: with quorum
+   * failover on, those that acknowledge (a primary fenced by its synchronous standbys may run on
+   * after its key was taken, never acknowledging); otherwise every one that accepts writes.
+   */
+  private writerTest(): ((pg: SimPg) => boolean) | undefined {
+    return this.quorumFailover ? (pg) => pg.acknowledges() : undefined;
+  }
+
   /** leader-lease against the store's truth at this instant. */
   private checkLease(): void {
     const prefix = this.operator.prefix;
@@ -696,7 +705,7 @@ export class World {
       },
       (name) => this.failsafeCovers(name),
       // Quorum failover: a fenced primary may run on without its key, but never acknowledge.
-      this.quorumFailover ? (pg) => pg.acknowledges() : undefined,
+      this.writerTest(),
     );
   }
 

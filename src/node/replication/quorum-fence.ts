@@ -129,9 +129,7 @@ export class QuorumFenceWatch {
       db?.value !== 'running' ||
       db.role !== 'replica' ||
       !view.sync ||
-      syncKeyOf(view.sync.value).leader !== leader ||
-      // A key without synchronous standbys: its primary never waited for any, nothing to fence.
-      syncKeyOf(view.sync.value).members.length === 0
+      syncKeyOf(view.sync.value).leader !== leader
     ) {
       this.unreachable = undefined;
       return;
@@ -141,6 +139,11 @@ export class QuorumFenceWatch {
     const answers = await this.leaderAnswers(view, leader, settings.windowMs);
     if (listed) {
       if (answers) await this.leaveIfIncomplete(view, leader, fence!, settings.mode);
+      return;
+    }
+    // A key without synchronous standbys: its primary waits for none, there is nothing to fence.
+    if (syncKeyOf(view.sync.value).members.length === 0) {
+      this.unreachable = undefined;
       return;
     }
     const probe = await this.d.freshProbe();
@@ -198,7 +201,9 @@ export class QuorumFenceWatch {
     for (let attempt = 0; attempt < 2; attempt++) {
       const view = attempt === 0 ? this.d.dcs.view() : await this.d.dcs.refresh();
       const sync = view.sync;
-      if (!sync || view.leader?.name !== leader || syncKeyOf(sync.value).leader !== leader) return false;
+      if (!sync || view.leader?.name !== leader) return false;
+      const key = syncKeyOf(sync.value);
+      if (key.leader !== leader || key.members.length === 0) return false;
       const fence = joinFence(fenceOf(sync.value.fence), leader, this.d.name, lsn);
       if (await this.d.dcs.setSync(withFence(sync.value, fence), sync.revision)) {
         this.d.notice(

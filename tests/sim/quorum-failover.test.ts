@@ -1,0 +1,62 @@
+/**
+ * Quorum failover in the simulator (issue 28; docs/ha.md "Quorum failover"): the mode's own runs
+ * and the regression schedules of what the first scans of the branch found.
+ */
+import { describe, expect, it } from 'vitest';
+import { runSchedule } from '../../src/sim/run.ts';
+import type { Fault } from '../../src/sim/world.ts';
+
+describe('quorum failover', () => {
+  it('the leader node lost (agent and postmaster): the fenced standbys take over, no acknowledged commit lost', async () => {
+    const faults: Fault[] = [
+      { kind: 'agent-crash', at: 20, node: 'n3', steps: 30 },
+      { kind: 'pg-crash', at: 20, node: 'n3' },
+    ];
+    const { result, world } = await runSchedule(
+      1000,
+      { nodes: 3, steps: 60, freeze: true, faults, sync: 'quorum+strict', quorumFailover: true },
+      true,
+    );
+    expect(result.violations).toEqual([]);
+    expect(world.journalJsonl()).toContain('took the leader key from n3');
+  });
+
+  it('seed 880000494: a fence joined while the key lost its standbys is left once the leader answers (liveness-replicas)', async () => {
+    const faults: Fault[] = [
+      { kind: 'net-partition', at: 23, node: 'n2', peer: 'n3', steps: 5 },
+      { kind: 'net-delay', at: 23, node: 'n2', steps: 18, ms: 204 },
+    ];
+    const { result } = await runSchedule(880000494, {
+      nodes: 3,
+      steps: 60,
+      freeze: true,
+      faults,
+      failsafe: 'draw',
+      quorumFailover: 'draw',
+    });
+    expect(result.violations).toEqual([]);
+  });
+
+  it('seed 880000038: a fenced primary running on an older timeline, never acknowledging, is no second writer (timeline-monotonic)', async () => {
+    const faults: Fault[] = [
+      { kind: 'dcs-partition', at: 2, node: 'n2', steps: 10 },
+      { kind: 'slow-loop', at: 4, node: 'n3', steps: 29, ms: 227 },
+      { kind: 'switchover', at: 5, node: 'n3' },
+      { kind: 'agent-crash', at: 10, node: 'n1', steps: 16 },
+      { kind: 'switchover', at: 32, node: 'n1' },
+      { kind: 'agent-crash', at: 36, node: 'n2', steps: 9 },
+      { kind: 'freeze', at: 42, node: 'n3', steps: 21 },
+      { kind: 'freeze', at: 43, node: 'n2', steps: 5 },
+      { kind: 'slow-loop', at: 43, node: 'n2', steps: 30, ms: 1384 },
+    ];
+    const { result } = await runSchedule(880000038, {
+      nodes: 3,
+      steps: 60,
+      freeze: true,
+      faults,
+      failsafe: 'draw',
+      quorumFailover: 'draw',
+    });
+    expect(result.violations).toEqual([]);
+  });
+});
