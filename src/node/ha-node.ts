@@ -31,6 +31,7 @@ import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
 import { fetchStatusDocument } from './cycle/peers.ts';
+import { fenceOf, quorumFailoverSettings } from '../domain/quorum-failover.ts';
 import { LeaderReadyWatch } from './cycle/leader-ready-watch.ts';
 import { ScheduledWork } from './cycle/schedules.ts';
 import type { AdminOutcome } from './local/admin.ts';
@@ -469,6 +470,10 @@ export class HaNode {
       case 'dcs.historyChanged':
         // A replica may be waiting for the new timeline's history before it follows the leader.
         this.wake();
+        break;
+      case 'dcs.syncChanged':
+        // Quorum failover: a fence record changed; its taker acts at once (docs/ha.md "Quorum failover").
+        if (quorumFailoverSettings(this.state.config) && fenceOf(this.deps.dcs.view().sync?.value.fence)) this.wake();
         break;
       default:
         break;
