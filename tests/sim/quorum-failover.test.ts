@@ -59,4 +59,22 @@ describe('quorum failover', () => {
     });
     expect(result.violations).toEqual([]);
   });
+
+  it('seed 882000110 (5 members): a follow written while the stream was fenced and unfenced is written again (liveness-replicas)', async () => {
+    const faults: Fault[] = [
+      { kind: 'switchover', at: 27, node: 'n5' },
+      { kind: 'agent-crash', at: 42, node: 'n5', steps: 11 },
+      { kind: 'slow-loop', at: 42, node: 'n4', steps: 15, ms: 566 },
+      { kind: 'dcs-partition', at: 46, node: 'n3', steps: 25 },
+    ];
+    const { result } = await runSchedule(882000110, {
+      nodes: 5,
+      steps: 60,
+      freeze: true,
+      faults,
+      failsafe: 'draw',
+      quorumFailover: 'draw',
+    });
+    expect(result.violations).toEqual([]);
+  });
 });

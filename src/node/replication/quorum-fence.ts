@@ -190,7 +190,13 @@ export class QuorumFenceWatch {
   /** Stops streaming, then adds this member with its WAL end to the fence of `leader`. */
   private async join(leader: string, unreachableMs: number): Promise<void> {
     await this.d.stopStreaming(leader);
-    if (!(await this.record(leader, unreachableMs))) this.d.unfence();
+    let recorded = false;
+    try {
+      recorded = await this.record(leader, unreachableMs);
+    } finally {
+      // Not recorded (the key changed, the DCS did not answer): the member streams again.
+      if (!recorded) this.d.unfence();
+    }
   }
 
   /** Adds this member at its WAL end to the fence of `leader` in the `sync` key; false when not recorded. */

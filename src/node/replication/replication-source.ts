@@ -204,10 +204,10 @@ export class ReplicationSource {
 
   /** Sets the stream; a member stream with neither an upstream nor a configured member is none. */
   private set(kind: 'member' | 'remote', upstream: Upstream | undefined, configuredFor: string | undefined): void {
-    if (upstream !== undefined && upstream.name === this.fencedFrom) {
-      upstream = undefined;
-      configuredFor = undefined;
-    }
+    if (upstream !== undefined && upstream.name === this.fencedFrom) upstream = undefined;
+    // A member stream without an upstream is configured for nobody: the next follow writes one
+    // (a follow's write that ended after the stream was fenced and unfenced must not count).
+    if (kind === 'member' && upstream === undefined) configuredFor = undefined;
     this.stream =
       kind === 'member' && upstream === undefined && configuredFor === undefined ? { kind: 'none' } : { kind, upstream, configuredFor };
   }

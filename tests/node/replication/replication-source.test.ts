@@ -139,4 +139,14 @@ describe('ReplicationSource', () => {
     s.streamFrom(A);
     expect(s.upstream).toEqual(A);
   });
+
+  it('a follow whose write ends after the stream was fenced and unfenced is not taken as configured', () => {
+    const s = new ReplicationSource();
+    s.fence('a');
+    s.streamFrom(A); // blocked: no upstream
+    s.unfence();
+    s.configured('a'); // the follow's write ends now: it wrote no upstream
+    expect(s.configuredFor).toBeUndefined();
+    expect(s.state).toEqual({ kind: 'none' });
+  });
 });
