@@ -1,7 +1,7 @@
 /**
  * Quorum failover (issue 28; docs/ha.md "Quorum failover") on real etcd, PostgreSQL and agents at
  * the default timing (ttl 30, loop_wait 10, retry_timeout 10), `synchronous_mode: quorum`,
- * `synchronous_mode_strict: true`, `quorum_failover_window: 2`, 3 members. The recorded writer
+ * `synchronous_mode_strict: true`, `quorum_failover_window: 2`, 3 and 5 members. The recorded writer
  * commits one row at a time through whichever member answers 200 on /primary.
  *
  * The leader's node is lost (kill -9 of its agent, its postmaster and its children together)
@@ -28,10 +28,10 @@ const TOOLS_MS = 5000;
 /** From the kill to the new leader key: the window, one DCS round (retry_timeout), the tools. */
 const QUORUM_BOUND_MS = (WINDOW_S + RETRY_TIMEOUT) * 1000 + TOOLS_MS;
 
-describe('quorum failover: synchronous standbys fence a lost primary before its lease runs out', () => {
+describe.each([3, 5])('quorum failover on %i members: synchronous standbys fence a lost primary before its lease runs out', (nodes) => {
   it(`${LOSSES} leader losses in a row at ttl ${TTL}: a new leader within ${QUORUM_BOUND_MS / 1000} s each, no acknowledged write lost, never two writers`, async () => {
     const c = await TestCluster.create({
-      nodes: 3,
+      nodes,
       ttl: TTL,
       loopWait: LOOP_WAIT,
       retryTimeout: RETRY_TIMEOUT,
@@ -42,12 +42,12 @@ describe('quorum failover: synchronous standbys fence a lost primary before its 
     let probe: ReturnType<typeof startWriteProbe> | undefined;
     const figures: string[] = [];
     try {
-      const first = await waitSyncReady(c, 2);
+      const first = await waitSyncReady(c, nodes - 1);
       await createSafetyTables(c, first);
       writer = startWriter(c);
       probe = startWriteProbe(c);
       for (let i = 0; i < LOSSES; i++) {
-        const leader = await waitSyncReady(c, 2);
+        const leader = await waitSyncReady(c, nodes - 1);
         await sleep(1500);
         const ackedBefore = writer.stats().acked;
         const t0 = Date.now();
@@ -68,7 +68,7 @@ describe('quorum failover: synchronous standbys fence a lost primary before its 
         expect(took2).toBe(true);
         c.start(leader);
       }
-      await waitSyncReady(c, 2);
+      await waitSyncReady(c, nodes - 1);
       await sleep(1500);
       const records = await writer.stop();
       writer = undefined;
@@ -77,7 +77,7 @@ describe('quorum failover: synchronous standbys fence a lost primary before its 
       await probe.stop();
       probe = undefined;
       await assertNoLoss(c, records);
-      console.log(`[quorum-failover]\n${figures.join('\n')}`);
+      console.log(`[quorum-failover] ${nodes} members\n${figures.join('\n')}`);
     } catch (e) {
       throw new Error(
         `${String(e)}\n${c
