@@ -521,6 +521,12 @@ function asFenced(i: CycleInput, c: CycleContext): CycleDecision | undefined {
   }
   if (place.incomplete !== undefined) return d(`fenced ${place.leader}, not streaming from it: ${place.incomplete}`);
   if (place.taker === i.name && mayPromote(i.tags)) {
+    // maximum_lag_on_failover holds here too (what lies beyond was never acknowledged, but the
+    // operator bounds what a failover may discard): else the lease-based failover decides.
+    const ahead = takeLag(i);
+    if (ahead !== undefined) {
+      return d(`the fence silences ${place.leader}, but I am more than maximum_lag_on_failover behind ${ahead}: not taking over`);
+    }
     return d(`the fence silences ${place.leader}: taking the leader key from it (quorum failover)`, {
       kind: 'takeLeader',
       leader: place.leader,
@@ -529,6 +535,17 @@ function asFenced(i: CycleInput, c: CycleContext): CycleDecision | undefined {
     });
   }
   return d(`the fence silences ${place.leader}: ${place.taker ?? 'nobody'} has the furthest WAL and takes over`);
+}
+
+/**
+ * The member or position more than maximum_lag_on_failover ahead of this member's WAL (the
+ * leader's last optime, a reachable peer), or undefined: a quorum take respects the lag rule.
+ */
+function takeLag(i: CycleInput): string | undefined {
+  const maxLag = BigInt(i.config.maximum_lag_on_failover);
+  const optime = BigInt(i.view.status?.optime ?? 0);
+  if (optime > 0n && optime - i.walBytes > maxLag) return "the leader's last optime";
+  return i.peers.find((p) => p.reachable && p.walBytes !== undefined && p.walBytes - i.walBytes > maxLag)?.name;
 }
 
 /** The lock holder's database does not run: start it as primary (or as the standby leader), or give the lock up. */

@@ -451,6 +451,8 @@ export class World {
   private failsafeAccepts = 0;
   /** The PostgreSQLs that accepted writes at the last check (sync-no-loss judges each one that starts). */
   private readonly writers = new Set<SimPg>();
+  /** Quorum failover runs: the accepting PostgreSQLs that acknowledged since they started accepting (sync-no-loss judges each at its first). */
+  private readonly acknowledgers = new Set<SimPg>();
   /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
   private readonly operator: InMemoryDcs;
   /** Each member's fence of the current agent process (src/sim/sim-fence.ts). */
@@ -631,7 +633,12 @@ export class World {
   /** The commits `pg` acknowledges now go to the client's record. */
   private acknowledge(pg: SimPg): void {
     if (pg.waiting.length === 0) return;
-    for (const c of pg.release()) this.acked.push(c);
+    const released = pg.release();
+    if (released.length > 0 && this.quorumFailover && this.syncMode !== 'off' && !this.acknowledgers.has(pg)) {
+      this.acknowledgers.add(pg);
+      this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'acknowledges writes');
+    }
+    for (const c of released) this.acked.push(c);
   }
 
   /** The running replicas streaming from `primary` now (connected to it). */
@@ -670,11 +677,14 @@ export class World {
   private checkNewWriter(pg: SimPg): void {
     if (!pg.acceptsWrites()) {
       this.writers.delete(pg);
+      this.acknowledgers.delete(pg);
       return;
     }
     if (this.writers.has(pg)) return;
     this.writers.add(pg);
-    if (this.syncMode !== 'off') this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
+    // Quorum failover: judged when it first acknowledges (acknowledge), not when it accepts: a
+    // former primary whose key was taken may start again as primary, never acknowledging.
+    if (this.syncMode !== 'off' && !this.quorumFailover) this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
   }
 
   /**

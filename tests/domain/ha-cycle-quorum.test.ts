@@ -88,6 +88,18 @@ describe('decideCycle: a member in the fence of its leader', () => {
     expect(d.message).toBe('the fence silences n1: taking the leader key from it (quorum failover)');
   });
 
+  it("the taker respects maximum_lag_on_failover: behind the leader's last optime or a reachable peer, it does not take over", () => {
+    const behindOptime = { ...view(both), status: { optime: 1000 + 2 * 1048576 } } as ClusterView;
+    expect(decideCycle(input('n2', behindOptime))).toMatchObject({
+      actions: [],
+      message: "the fence silences n1, but I am more than maximum_lag_on_failover behind the leader's last optime: not taking over",
+    });
+    const peers = [{ name: 'n1', reachable: true, role: 'primary' as const, state: 'running' as const, walBytes: 1000n + 2n * 1048576n }];
+    expect(decideCycle(input('n2', view(both), { peers })).message).toBe(
+      'the fence silences n1, but I am more than maximum_lag_on_failover behind n1: not taking over',
+    );
+  });
+
   it('the other members wait for it; a nofailover taker never takes', () => {
     expect(decideCycle(input('n3', view(both)))).toMatchObject({
       actions: [],

@@ -77,4 +77,60 @@ describe('quorum failover', () => {
     });
     expect(result.violations).toEqual([]);
   });
+
+  it('seed 886002893: a former primary restarted as primary after its key was taken, never acknowledging, loses nothing (sync-no-loss judged at its first acknowledgement)', async () => {
+    const faults: Fault[] = [
+      { kind: 'pg-crash', at: 9, node: 'n3' },
+      { kind: 'slow-loop', at: 10, node: 'n3', steps: 24, ms: 681 },
+      { kind: 'freeze', at: 14, node: 'n2', steps: 7 },
+      { kind: 'pg-crash', at: 23, node: 'n3' },
+      { kind: 'net-delay', at: 26, node: 'n3', steps: 21, ms: 1304 },
+    ];
+    const { result } = await runSchedule(886002893, {
+      nodes: 3,
+      steps: 60,
+      freeze: true,
+      faults,
+      sync: 'true+strict',
+      quorumFailover: true,
+    });
+    expect(result.violations).toEqual([]);
+  });
+
+  it('seed 886011386: the taker does not take over more than maximum_lag_on_failover behind the reachable former primary (promotion-lag)', async () => {
+    const faults: Fault[] = [
+      { kind: 'agent-crash', at: 10, node: 'n1', steps: 8 },
+      { kind: 'agent-crash', at: 18, node: 'n1', steps: 4 },
+      { kind: 'slow-loop', at: 22, node: 'n1', steps: 5, ms: 708 },
+      { kind: 'net-partition', at: 26, node: 'n2', peer: 'n3', steps: 27 },
+      { kind: 'dcs-partition', at: 40, node: 'n1', steps: 27 },
+      { kind: 'agent-crash', at: 46, node: 'n3', steps: 17 },
+    ];
+    const { result } = await runSchedule(886011386, {
+      nodes: 3,
+      steps: 60,
+      freeze: true,
+      faults,
+      sync: 'true+strict',
+      quorumFailover: true,
+    });
+    expect(result.violations).toEqual([]);
+  });
+
+  it('seed 887001840 (5 members): sync-no-loss of a restarted former primary, judged at its first acknowledgement', async () => {
+    const faults: Fault[] = [
+      { kind: 'slow-loop', at: 20, node: 'n1', steps: 30, ms: 856 },
+      { kind: 'pg-crash', at: 21, node: 'n1' },
+      { kind: 'net-delay', at: 31, node: 'n1', steps: 24, ms: 1374 },
+    ];
+    const { result } = await runSchedule(887001840, {
+      nodes: 5,
+      steps: 60,
+      freeze: true,
+      faults,
+      sync: 'quorum+strict',
+      quorumFailover: true,
+    });
+    expect(result.violations).toEqual([]);
+  });
 });
