@@ -148,6 +148,15 @@ export interface Dcs {
   takeLeader(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<AcquireResult>;
 
   /**
+   * Quorum failover: writes `sync` (a member leaving a fence) only while the leader key is still
+   * the one the member fenced: one transaction comparing the `sync` key's mod_revision
+   * (`syncRevision`) and the leader key (value `leader.name`, mod_revision `leader.revision`). A
+   * take (Dcs.takeLeader) compares the same `sync` revision, so of a take and a leave at most one
+   * succeeds. False when either key changed.
+   */
+  setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean>;
+
+  /**
    * Renews the lock this member holds: keepalive the lease (skipped with `{ keepalive: false }`
    * when the caller has just kept it alive itself: the HA cycle's keepalive, issue 13), then one
    * transaction comparing the key's value (this name), create_revision (`createRevision`: the

@@ -361,6 +361,21 @@ export class EtcdDcs implements Dcs {
     return res.succeeded;
   }
 
+  async setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean> {
+    const key = this.abs(KEY.sync);
+    const lk = this.abs(KEY.leader);
+    const res = await this.call('sync put under leader', (deadline) =>
+      this.client
+        .if(key, 'Mod', '==', syncRevision)
+        .and(lk, 'Value', '==', leader.name)
+        .and(lk, 'Mod', '==', leader.revision)
+        .then(this.client.put(key).value(encodeJson(value)))
+        .options({ deadline })
+        .commit(),
+    );
+    return res.succeeded;
+  }
+
   async setHistory(history: HistoryEntry[]): Promise<void> {
     await this.casPut(KEY.history, encodeJson(history), undefined);
   }

@@ -244,6 +244,15 @@ export class InMemoryDcs implements Dcs {
     });
   }
 
+  async setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean> {
+    return this.call(() => {
+      const key = this.abs(KEY.sync);
+      const lk = this.store.get(this.abs(KEY.leader));
+      if (!this.revisionMatches(key, syncRevision) || lk?.value !== leader.name || lk.modRevision !== leader.revision) return false;
+      return this.store.put(key, encodeJson(value));
+    });
+  }
+
   async setHistory(history: HistoryEntry[]): Promise<void> {
     await this.call(() => this.store.put(this.abs(KEY.history), encodeJson(history)));
   }

@@ -267,6 +267,22 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       });
     });
 
+    it('setSyncUnderLeader writes the sync key only while the sync key and the leader key are as read (a member leaving a fence)', async () => {
+      setup();
+      const a = await client('a');
+      const b = await client('b');
+      await a.attemptToAcquireLeader();
+      expect(await a.setSync({ leader: 'a', sync_standby: 'b', quorum: 1 }, '0')).toBe(true);
+      const seen = await b.refresh();
+      const leader = { name: 'a', revision: seen.leader!.revision };
+      const left = { leader: 'a', sync_standby: 'b', quorum: 1 };
+      expect(await b.setSyncUnderLeader(left, '1', leader)).toBe(false);
+      expect(await b.setSyncUnderLeader(left, seen.sync!.revision, { name: 'a', revision: '1' })).toBe(false);
+      expect(await b.setSyncUnderLeader(left, seen.sync!.revision, { ...leader, name: 'b' })).toBe(false);
+      expect(await b.setSyncUnderLeader({ ...left, sync_standby: 'b,c' }, seen.sync!.revision, leader)).toBe(true);
+      expect((await b.refresh()).sync?.value.sync_standby).toBe('b,c');
+    });
+
     it('releases the lock with deleteLeader only for the holder', async () => {
       setup();
       const a = await client('a');

@@ -133,4 +133,21 @@ describe('quorum failover', () => {
     });
     expect(result.violations).toEqual([]);
   });
+
+  it('seed 886009305: a complete fence whose taker may not act (past the lag limit) is left once the fenced leader has answered for 2 × the window (liveness-replicas)', async () => {
+    const faults: Fault[] = [
+      { kind: 'net-partition', at: 5, node: 'n2', peer: 'n3', steps: 10 },
+      { kind: 'net-partition', at: 8, node: 'n3', peer: 'n1', steps: 10 },
+      { kind: 'agent-crash', at: 18, node: 'n1', steps: 26 },
+    ];
+    const { result } = await runSchedule(886009305, {
+      nodes: 3,
+      steps: 60,
+      freeze: true,
+      faults,
+      sync: 'true+strict',
+      quorumFailover: true,
+    });
+    expect(result.violations).toEqual([]);
+  });
 });

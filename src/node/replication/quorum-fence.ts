@@ -10,9 +10,9 @@
  *    the key's revision; one retry on a fresh read) and wakes the HA loop, whose decision takes
  *    the leader key once the fence silences the leader (ha-cycle.ts asFenced).
  *
- * While the fence is incomplete and the leader answers again, the member leaves the fence
- * (compare-and-set) and the next cycle points it at the leader again; once the fence is complete
- * it never leaves (its taker may already act on it). Nothing runs while the mode is off, in a
+ * When the leader answers again the member leaves the fence (an incomplete one at once, a complete
+ * one after 2 × the window: its taker did not act) in a transaction that also compares the leader
+ * key, and the next cycle points it at the leader again. Nothing runs while the mode is off, in a
  * standby cluster, in pause, on the lock holder or on a database that is not a running replica.
  * One writer: this watch is the only writer of this member's entry in the fence.
  */
@@ -40,7 +40,7 @@ import { walOf } from '../member/member-data.ts';
 export interface QuorumFenceDeps {
   name: string;
   clock: Clock;
-  dcs: Pick<Dcs, 'view' | 'refresh' | 'setSync'>;
+  dcs: Pick<Dcs, 'view' | 'refresh' | 'setSync' | 'setSyncUnderLeader'>;
   /** The dynamic configuration in force. */
   config(): DynamicConfig;
   /** This agent holds the leader lock. */
@@ -78,6 +78,8 @@ export function fenceStepMs(windowMs: number): number {
 export class QuorumFenceWatch {
   /** Since when the leader (this `leader` name) has been unreachable and the receiver down; undefined while not. */
   private unreachable: { leader: string; sinceMs: number } | undefined;
+  /** Since when the fenced leader (this `leader` name) has answered again; undefined while it does not. */
+  private answering: { leader: string; sinceMs: number } | undefined;
   private busy = false;
   private cancel: (() => void) | undefined;
   private stepMs = 0;
@@ -138,7 +140,8 @@ export class QuorumFenceWatch {
     const listed = fence?.leader === leader && this.d.name in fence.members;
     const answers = await this.leaderAnswers(view, leader, settings.windowMs);
     if (listed) {
-      if (answers) await this.leaveIfIncomplete(view, leader, fence!, settings.mode);
+      if (answers) await this.leaveIfIncomplete(view, leader, fence!, settings.mode, settings.windowMs);
+      else this.answering = undefined;
       return;
     }
     // A key without synchronous standbys: its primary waits for none, there is nothing to fence.
@@ -236,16 +239,34 @@ export class QuorumFenceWatch {
     return undefined;
   }
 
-  /** The leader answers again: leave its fence while it does not silence it yet. */
-  private async leaveIfIncomplete(view: ClusterView, leader: string, fence: QuorumFence, mode: 'quorum' | 'on'): Promise<void> {
+  /**
+   * The leader answers again: leave its fence. An incomplete fence at once; a complete one once the
+   * leader has answered for 2 × the window (its taker did not take over: it is more than
+   * maximum_lag_on_failover behind, or may not be promoted), else the fenced leader, alive and
+   * holding its key, could never acknowledge again. Either way in one transaction that also
+   * compares the leader key: a take compares the same `sync` revision, so at most one of the two
+   * happens, and a member that left never streams from a leader whose key was taken.
+   */
+  private async leaveIfIncomplete(
+    view: ClusterView,
+    leader: string,
+    fence: QuorumFence,
+    mode: 'quorum' | 'on',
+    windowMs: number,
+  ): Promise<void> {
     const sync = view.sync!;
+    const key = view.leader!;
     const standbys = view.members.map((m) => m.name).filter((n) => n !== leader);
-    if (fenceIncomplete(mode, syncKeyOf(sync.value), fence, standbys) === undefined) return;
+    const now = this.d.clock.now();
+    if (this.answering?.leader !== leader) this.answering = { leader, sinceMs: now };
+    const complete = fenceIncomplete(mode, syncKeyOf(sync.value), fence, standbys) === undefined;
+    if (complete && now - this.answering.sinceMs < 2 * windowMs) return;
     const rest = leaveFence(fence, this.d.name);
-    if (await this.d.dcs.setSync(withFence(sync.value, rest), sync.revision)) {
+    if (await this.d.dcs.setSyncUnderLeader(withFence(sync.value, rest), sync.revision, { name: leader, revision: key.revision })) {
       this.unreachable = undefined;
+      this.answering = undefined;
       this.d.unfence();
-      this.d.notice('quorum.fence', `left the fence of ${leader}: it answers again`);
+      this.d.notice('quorum.fence', `left the ${complete ? 'complete ' : ''}fence of ${leader}: it answers again`);
       this.d.wake();
     }
   }

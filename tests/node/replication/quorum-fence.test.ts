@@ -31,14 +31,23 @@ const member = (name: string, role = 'replica') => ({
 function harness() {
   let nowMs = 1_000_000;
   const clock: Clock = { now: () => nowMs, setTimeout: () => ({ id: 0 }), clearTimeout: () => undefined };
+  const s = {
+    leaderUp: true,
+    streaming: true,
+    fencedFrom: undefined as string | undefined,
+    notices: [] as string[],
+    wakes: 0,
+    leaderRevision: '7',
+    /** The leader key's revision in the store (a take changes it before the view shows it). */
+    storedLeaderRevision: '7',
+  };
   let sync: { value: SyncState; revision: string } = { value: { leader: 'n1', sync_standby: 'n2,n3', quorum: 1 }, revision: '1' };
   const v = (): ClusterView => ({
     members: [member('n1', 'primary'), member('n2'), member('n3')],
-    leader: { name: 'n1', leaseId: '1', revision: '7', createRevision: '7' },
+    leader: { name: 'n1', leaseId: '1', revision: s.leaderRevision, createRevision: '7' },
     history: [],
     sync,
   });
-  const s = { leaderUp: true, streaming: true, fencedFrom: undefined as string | undefined, notices: [] as string[], wakes: 0 };
   const probe = (): PgStatus => ({ streaming: s.streaming, inRecovery: true, receiveLsn: 5000n, replayLsn: 4000n }) as unknown as PgStatus;
   const watch = new QuorumFenceWatch({
     name: 'n2',
@@ -49,6 +58,11 @@ function harness() {
       setSync: async (value, rev) => {
         if (rev !== sync.revision) return false;
         sync = { value: value!, revision: String(Number(sync.revision) + 1) };
+        return true;
+      },
+      setSyncUnderLeader: async (value, rev, leader) => {
+        if (rev !== sync.revision || leader.name !== 'n1' || leader.revision !== s.storedLeaderRevision) return false;
+        sync = { value, revision: String(Number(sync.revision) + 1) };
         return true;
       },
     },
@@ -149,7 +163,7 @@ describe('QuorumFenceWatch', () => {
     expect(h.s.notices.at(-1)).toBe('left the fence of n1: it answers again');
   });
 
-  it('never leaves a complete fence (its taker may act on it)', async () => {
+  it('leaves a complete fence only after the leader answered for 2 × the window (its taker did not act), and only under the same leader key', async () => {
     const h = harness();
     h.setSync({
       value: { leader: 'n1', sync_standby: 'n2,n3', quorum: 1, fence: { leader: 'n1', members: { n2: 5000, n3: 4000 } } },
@@ -158,8 +172,21 @@ describe('QuorumFenceWatch', () => {
     h.s.fencedFrom = 'n1';
     h.s.leaderUp = true;
     await h.watch.tick();
+    h.advance(3999);
+    await h.watch.tick();
     expect(h.sync().revision).toBe('5');
     expect(h.s.fencedFrom).toBe('n1');
+    // The leader key changed in the store meanwhile (a take): the transaction fails, nothing is left.
+    h.s.storedLeaderRevision = '8';
+    h.advance(1);
+    await h.watch.tick();
+    expect(h.sync().revision).toBe('5');
+    expect(h.s.fencedFrom).toBe('n1');
+    h.s.storedLeaderRevision = '7';
+    await h.watch.tick();
+    expect(h.sync().value.fence).toEqual({ leader: 'n1', members: { n3: 4000 } });
+    expect(h.s.fencedFrom).toBeUndefined();
+    expect(h.s.notices.at(-1)).toBe('left the complete fence of n1: it answers again');
   });
 
   it('the stream follows the record: once no fence of the leader lists this member, it is unfenced', async () => {
