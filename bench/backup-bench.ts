@@ -269,20 +269,9 @@ function mb(bytes: number): string {
   return (bytes / MB).toFixed(1);
 }
 
-/** Waits until `name` is a running replica streaming from its upstream (GET /ha), as bench/rewind.ts; returns epoch ms. */
-async function streaming(name: string, timeoutMs = LONG_MS): Promise<number> {
-  await waitFor(
-    async () => {
-      const doc = (await c.get(name, '/ha')).json();
-      return doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming';
-    },
-    timeoutMs,
-    `${name} streaming`,
-    100,
-  ).catch((e) => {
-    throw new Error(`${String(e)}\n==== ${name}\n${c.node(name).output.slice(-6000)}`);
-  });
-  return Date.now();
+/** Waits until `name` is a running replica streaming from its upstream (GET /ha); returns epoch ms. */
+function streaming(name: string, timeoutMs: number = LONG_MS): Promise<number> {
+  return c.streamingAt(name, timeoutMs);
 }
 
 /** Waits until a reinitialize of `name` is under way (it no longer runs as a streaming replica). */
@@ -300,16 +289,7 @@ async function reinitUnderWay(name: string): Promise<void> {
 
 /** The first agent log line (parsed) of `name` at or after `since` whose message matches `re`. */
 function logLine(name: string, re: RegExp, since: number): Record<string, unknown> | undefined {
-  for (const raw of c.node(name).output.split('\n')) {
-    if (!raw.startsWith('{')) continue;
-    try {
-      const j = JSON.parse(raw) as { time?: number; msg?: string };
-      if ((j.time ?? 0) >= since && re.test(String(j.msg ?? ''))) return j;
-    } catch {
-      /* not JSON */
-    }
-  }
-  return undefined;
+  return c.firstLogLine(name, re, since);
 }
 
 /** Prints `name`'s agent log messages at or after `since`, each with its offset in seconds. */
