@@ -37,32 +37,14 @@ const scale = Number(args[args.indexOf('--scale') + 1] ?? 70) || 70;
 // loaded primary.
 const c = await TestCluster.create({ nodes: 2, ttl: 10, loopWait: 2, retryTimeout: 3, dcsExtra: ['maximum_lag_on_failover: 67108864'] });
 
-/** Waits until `name` is a running replica streaming from its upstream; returns epoch ms. */
-async function streaming(name: string, timeoutMs: number): Promise<number> {
-  await waitFor(
-    async () => {
-      const doc = (await c.get(name, '/ha')).json();
-      return doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming';
-    },
-    timeoutMs,
-    `${name} streaming`,
-    100,
-  );
-  return Date.now();
+/** Waits until `name` is a running replica streaming from its upstream (GET /ha); returns epoch ms. */
+function streaming(name: string, timeoutMs: number): Promise<number> {
+  return c.streamingAt(name, timeoutMs);
 }
 
 /** The first agent log line (parsed) of `name` at or after `since` whose message matches `re`. */
 function logLine(name: string, re: RegExp, since: number): Record<string, unknown> | undefined {
-  for (const raw of c.node(name).output.split('\n')) {
-    if (!raw.startsWith('{')) continue;
-    try {
-      const j = JSON.parse(raw) as { time?: number; msg?: string };
-      if ((j.time ?? 0) >= since && re.test(String(j.msg ?? ''))) return j;
-    } catch {
-      /* not JSON */
-    }
-  }
-  return undefined;
+  return c.firstLogLine(name, re, since);
 }
 
 /** Epoch ms of that line. */

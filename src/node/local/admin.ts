@@ -105,12 +105,16 @@ export class AdminCommands {
     const db = core.db();
     const s = db.getSnapshot();
     if (isBusy(String(s.value)) && !opts.force) return { ok: false, reason: `${String(s.value)} already in progress` };
+    // A state without a reinitialize transition (e.g. `starting`, forced) would drop the command
+    // while the API answered 200: refuse it instead.
+    const event = { type: 'cmd.reinitialize' as const, reason: 'reinitialize requested through the API', at: core.now() };
+    if (!s.can(event)) return { ok: false, reason: `${String(s.value)} can not be interrupted by a reinitialize: try again when it ends` };
     const from = opts.fromLeader ? view.leader.name : (cloneSource(view, core.name) ?? view.leader.name);
     const plan = core.facts.discardPlan;
     // A stopped member whose WAL diverged: the receipt of what the re-clone throws away, first.
     if (plan && s.value !== 'running') await core.receipts?.take({ ...plan, action: 'reinitialize' });
     core.source.reinitializeFrom(view, from, view.leader.name, opts.fromLeader);
-    db.send({ type: 'cmd.reinitialize', reason: `reinitialize requested through the API (from ${from})`, at: core.now() });
+    db.send({ ...event, reason: `reinitialize requested through the API (from ${from})` });
     return { ok: true };
   }
 }

@@ -232,6 +232,25 @@ export class TestCluster {
     }
   }
 
+  /**
+   * Waits until GET /ha of `name` shows a running replica streaming (polled every 100 ms); returns
+   * epoch ms then. The error carries the tail of the node's agent output.
+   */
+  async streamingAt(name: string, timeoutMs: number): Promise<number> {
+    await waitFor(
+      async () => {
+        const doc = (await this.get(name, '/ha')).json();
+        return doc?.state === 'running' && doc?.role === 'replica' && doc?.replication_state === 'streaming';
+      },
+      timeoutMs,
+      `${name} streaming`,
+      100,
+    ).catch((e) => {
+      throw new Error(`${String(e)}\n==== ${name}\n${this.node(name).output.slice(-6000)}`);
+    });
+    return Date.now();
+  }
+
   private async isStreaming(name: string): Promise<boolean> {
     try {
       return (await this.psql(name, 'select status from pg_stat_wal_receiver')).trim() === 'streaming';
@@ -412,6 +431,20 @@ export class TestCluster {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // Fields after the command: state(0) ppid(1) … utime(11) stime(12), in clock ticks (100 Hz on Linux).
     return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  /** The first agent log line (pino JSON, parsed) of `name` at or after `sinceMs` whose message matches `re`. */
+  firstLogLine(name: string, re: RegExp, sinceMs = 0): Record<string, unknown> | undefined {
+    for (const raw of this.node(name).output.split('\n')) {
+      if (!raw.startsWith('{')) continue;
+      try {
+        const j = JSON.parse(raw) as { time?: number; msg?: string };
+        if ((j.time ?? 0) >= sinceMs && re.test(String(j.msg ?? ''))) return j;
+      } catch {
+        /* not JSON */
+      }
+    }
+    return undefined;
   }
 
   /**
