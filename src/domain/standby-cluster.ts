@@ -27,6 +27,8 @@ export interface StandbyClusterConfig {
   recovery_min_apply_delay?: string | number;
 }
 
+import { BASEBACKUP } from './replica-methods.ts';
+
 /** Default port of the remote when `standby_cluster.port` is absent. */
 export const STANDBY_CLUSTER_DEFAULT_PORT = 5432;
 
@@ -78,7 +80,7 @@ export function remoteText(sc: StandbyClusterConfig): string {
 
 /** The methods a standby cluster's bootstrap tries, in order: `create_replica_methods`, default `[basebackup]`. */
 export function standbyBootstrapMethods(sc: StandbyClusterConfig): string[] {
-  return sc.create_replica_methods ?? ['basebackup'];
+  return sc.create_replica_methods ?? [BASEBACKUP];
 }
 
 /**

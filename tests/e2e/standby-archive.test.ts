@@ -39,6 +39,8 @@ const JOIN_BOUND_MS = (2 * T.loop_wait + 2 * T.retry_timeout) * 1000 + TOOLS_MS;
 /** A lost leader's key expires within ttl; the next member's race follows within loop_wait + retry_timeout. */
 const LEADER_GONE_MS = (T.ttl + T.loop_wait + T.retry_timeout) * 1000;
 const LOG_RE = /bootstrap|restore|clone|method|standby|leader|archive|start/i;
+/** PostgreSQL's wal_retrieve_retry_interval (default): how often a standby asks the archive again for the next segment. */
+const WAL_RETRIEVE_RETRY_MS = 5000;
 
 let a: TestCluster;
 let b: TestCluster;
@@ -153,8 +155,9 @@ describe('a standby cluster fed by the WAL archive alone', () => {
 
   it('rows written in A reach every member of B once their WAL segment is archived, not before', async () => {
     await a.psql('a1', "insert into dr select g, 'in segment' from generate_series(21, 50) g");
-    // Not archived yet (no archive_timeout on A): B cannot have them.
-    await sleep(3000);
+    // Not archived yet (no archive_timeout on A): B cannot have them, though its standby leader
+    // asks the archive again within wal_retrieve_retry_interval (5 s) meanwhile.
+    await sleep(WAL_RETRIEVE_RETRY_MS + 1000);
     expect(await count(b, leader)).toBe(20);
     const t0 = Date.now();
     const seg = await archiveNow();

@@ -39,12 +39,17 @@ export type StreamSource =
    */
   | { kind: 'remote'; upstream: Upstream | undefined; configuredFor: string | undefined };
 
+/**
+ * Which methods the next clone runs: this member's create_replica_methods, pg_basebackup alone
+ * (an operator's reinitialize `from-leader`), or a standby cluster's bootstrap list.
+ */
+type CloneMethods = { kind: 'member' } | { kind: 'basebackup' } | { kind: 'standby'; names: readonly string[] };
+
 /** The one owner of the clone source and of what primary_conninfo points at. */
 export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
-  private builtinOnly = false;
-  private standbyMethods: string[] | undefined;
+  private methods: CloneMethods = { kind: 'member' };
   /** Quorum failover: the leader this member fenced; never streamed from while set. */
   private fencedFrom: string | undefined;
 
@@ -58,7 +63,7 @@ export class ReplicationSource {
    * operator's reinitialize `from-leader`. docs/backups.md "Replica creation".
    */
   get cloneBasebackupOnly(): boolean {
-    return this.builtinOnly;
+    return this.methods.kind === 'basebackup';
   }
 
   /**
@@ -66,7 +71,7 @@ export class ReplicationSource {
    * basebackup), tried instead of this member's list; undefined for any other clone.
    */
   get cloneStandbyMethods(): readonly string[] | undefined {
-    return this.standbyMethods;
+    return this.methods.kind === 'standby' ? this.methods.names : undefined;
   }
 
   /** What primary_conninfo points at now. */
@@ -96,9 +101,7 @@ export class ReplicationSource {
 
   /** The next clone copies from `member` (a clone, or the leader for a re-clone); returns its upstream, undefined when `view` does not know it. */
   cloneFromMember(view: ClusterView, member: string | undefined): Upstream | undefined {
-    this.clone = upstreamOf(view, member);
-    this.builtinOnly = false;
-    this.standbyMethods = undefined;
+    this.cloneBy(upstreamOf(view, member), { kind: 'member' });
     return this.clone;
   }
 
@@ -108,16 +111,12 @@ export class ReplicationSource {
    */
   cloneFromRemote(sc: StandbyClusterConfig): void {
     this.pointAtRemote(sc);
-    this.clone = this.upstream;
-    this.builtinOnly = false;
-    this.standbyMethods = standbyBootstrapMethods(sc);
+    this.cloneBy(this.upstream, { kind: 'standby', names: standbyBootstrapMethods(sc) });
   }
 
   /** A member with no data and no leader to copy from: only its `no_leader` methods can run (docs/backups.md "Replica creation"). */
   cloneWithoutLeader(): void {
-    this.clone = undefined;
-    this.builtinOnly = false;
-    this.standbyMethods = undefined;
+    this.cloneBy(undefined, { kind: 'member' });
   }
 
   /**
@@ -129,8 +128,7 @@ export class ReplicationSource {
     this.leaveRemote();
     const up = upstreamOf(view, leader);
     if (!up) return undefined;
-    this.clone = up;
-    this.standbyMethods = undefined;
+    this.cloneBy(up, { kind: 'member' });
     this.set('member', up, leader);
     return up;
   }
@@ -175,9 +173,7 @@ export class ReplicationSource {
    * `basebackupOnly` (`from-leader`): by pg_basebackup alone.
    */
   reinitializeFrom(view: ClusterView, from: string, leader: string, basebackupOnly = false): void {
-    this.clone = upstreamOf(view, from);
-    this.builtinOnly = basebackupOnly;
-    this.standbyMethods = undefined;
+    this.cloneBy(upstreamOf(view, from), basebackupOnly ? { kind: 'basebackup' } : { kind: 'member' });
     this.set(this.stream.kind === 'remote' ? 'remote' : 'member', upstreamOf(view, leader), leader);
   }
 
@@ -200,6 +196,12 @@ export class ReplicationSource {
   /** The leader this member fenced, or undefined. */
   get fenced(): string | undefined {
     return this.fencedFrom;
+  }
+
+  /** The next clone copies from `from` (undefined: no source) by `methods`. */
+  private cloneBy(from: Upstream | undefined, methods: CloneMethods): void {
+    this.clone = from;
+    this.methods = methods;
   }
 
   /** Sets the stream; a member stream with neither an upstream nor a configured member is none. */
