@@ -22,7 +22,7 @@ const TTL = 30;
 const LOOP_WAIT = 10;
 const RETRY_TIMEOUT = 10;
 const WINDOW_S = 2;
-const LOSSES = 3;
+const LOSSES = 5;
 /** The promotion and a loaded 2-core machine's delays, ms. */
 const TOOLS_MS = 5000;
 /** From the kill to the new leader key: the window, one DCS round (retry_timeout), the tools. */
