@@ -3,7 +3,9 @@
  * namespace with a bridge, a veth from the root namespace (etcd, node2, node3) and one from node1's
  * namespace (node1's agent, PostgreSQL and fence under `ip netns exec`), all in a private /24 that
  * exists only on these veths (no default route, no NAT). The cut sets node1's bridge port down.
- * `destroy()` deletes both namespaces (their veths and the root end with them).
+ * `destroy()` deletes both namespaces (their veths and the root end with them). createMemberLab
+ * makes the same with several isolated members and an address of etcd's own (the quorum-failover
+ * partition test); createNetLab is its one-member case.
  */
 import { run, waitFor } from '../../support/processes.ts';
 import { T } from '../faults/timing.ts';
