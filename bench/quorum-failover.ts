@@ -14,10 +14,9 @@
  *
  *   node --import tsx bench/quorum-failover.ts [--nodes 3,5] [--rounds 3] [--window 2]
  */
-import postgres from 'postgres';
 import { TestCluster } from '../tests/e2e/support/cluster.ts';
 import { loseMember, waitSyncReady } from '../tests/e2e/support/sync.ts';
-import { createSafetyTables, startWriter, WRITER_TABLE } from '../tests/e2e/support/writer.ts';
+import { createSafetyTables, firstAcknowledgedWrite, startWriter, WRITER_TABLE } from '../tests/e2e/support/writer.ts';
 import { sleep } from '../tests/support/processes.ts';
 
 const args = process.argv.slice(2);
@@ -36,39 +35,6 @@ interface Loss {
   firstWriteMs: number;
   leaderKeyMs: number;
   fenceMs: number | undefined;
-}
-
-/** The first write acknowledged by any of `names`, trying every 5 ms on each (epoch ms). */
-async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<number> {
-  const clients = names.map((n) =>
-    postgres({
-      host: '127.0.0.1',
-      port: c.node(n).pgPort,
-      user: 'postgres',
-      password: 'e2e-super',
-      database: 'postgres',
-      max: 1,
-      connect_timeout: 1,
-      idle_timeout: 5,
-      onnotice: () => {},
-    }),
-  );
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const at = await Promise.any(
-        clients.map(async (sql) => {
-          await sql`insert into bench_q values (1)`;
-          return Date.now();
-        }),
-      ).catch(() => undefined);
-      if (at) return at;
-      if (Date.now() > deadline) throw new Error('no write acknowledged');
-      await sleep(5);
-    }
-  } finally {
-    await Promise.all(clients.map((sql) => sql.end({ timeout: 1 }).catch(() => undefined)));
-  }
 }
 
 /** Acknowledged ids of the recorded writer that the leader does not hold. */
@@ -101,7 +67,7 @@ async function runCase(nodes: number, quorum: boolean): Promise<{ losses: Loss[]
       const t0 = Date.now();
       await loseMember(c, leader);
       const keyed = c.waitForLeader((TTL + 60) * 1000, leader).then(() => Date.now());
-      const [at, keyAt] = await Promise.all([firstWrite(c, survivors, (TTL + 60) * 1000), keyed]);
+      const [at, keyAt] = await Promise.all([firstAcknowledgedWrite(c, survivors, 'bench_q', (TTL + 60) * 1000).then((w) => w.at), keyed]);
       const fence = survivors.map((n) => c.firstLogLine(n, /^fenced /, t0)).find((l) => l !== undefined);
       losses.push({ firstWriteMs: at - t0, leaderKeyMs: keyAt - t0, fenceMs: fence ? Number(fence['time']) - t0 : undefined });
       c.start(leader);
