@@ -209,8 +209,9 @@ export class ConfigApplier {
     // Replicas keeping permanent logical slots report their slots' catalog_xmin to the primary (docs/ha.md "Replication slots").
     if (role === 'replica' && hasPermanentLogicalSlots(state.config)) parameters['hot_standby_feedback'] = 'on';
     // Quorum failover: a replica's WAL receiver gives up on a silent upstream (a partition, where no
-    // connection is closed) after the window, unless the operator set the timeout (docs/ha.md "Quorum failover").
-    const quorum = role === 'replica' ? quorumFailoverSettings(state.config) : undefined;
+    // connection is closed) after the window, unless the operator set the timeout (docs/ha.md
+    // "Quorum failover"). Not in a standby cluster, where synchronous mode and the mode are ignored.
+    const quorum = role === 'replica' && !standbyClusterOf(state.config) ? quorumFailoverSettings(state.config) : undefined;
     if (quorum && !Object.keys(parameters).some((k) => k.toLowerCase() === 'wal_receiver_timeout'))
       parameters['wal_receiver_timeout'] = quorum.windowMs;
     // Synchronous mode on: the synchronous-replication manager owns synchronous_standby_names.

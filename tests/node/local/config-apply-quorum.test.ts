@@ -2,7 +2,8 @@
  * ConfigApplier and quorum failover (docs/ha.md "Quorum failover"): with the mode on, a replica's
  * WAL receiver times out after the window (a partition closes no connection, so without it the
  * receiver would report streaming for wal_receiver_timeout's 60 s default); an operator's own
- * wal_receiver_timeout is kept; a primary and a cluster without the mode get nothing.
+ * wal_receiver_timeout is kept; a primary, a standby cluster and a cluster without the mode get
+ * nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../../src/domain/dynamic-config.ts';
@@ -28,7 +29,7 @@ describe('ConfigApplier with quorum_failover_window', () => {
     expect(applier({ ...quorum, quorum_failover_window: 1.5 }).configureOptions('replica').parameters['wal_receiver_timeout']).toBe(1500);
   });
 
-  it('a primary, a window of 0 and a cluster where the mode cannot be on get none', () => {
+  it('a primary, a window of 0, a cluster where the mode cannot be on and a standby cluster get none', () => {
     expect(applier(quorum).configureOptions('primary').parameters['wal_receiver_timeout']).toBeUndefined();
     expect(
       applier({ ...quorum, quorum_failover_window: 0 }).configureOptions('replica').parameters['wal_receiver_timeout'],
@@ -36,6 +37,8 @@ describe('ConfigApplier with quorum_failover_window', () => {
     expect(
       applier({ ...quorum, synchronous_mode_strict: false }).configureOptions('replica').parameters['wal_receiver_timeout'],
     ).toBeUndefined();
+    const standby = applier({ ...quorum, standby_cluster: { host: '10.0.0.9', port: 5432 } });
+    expect(standby.configureOptions('replica').parameters['wal_receiver_timeout']).toBeUndefined();
   });
 
   it("the operator's wal_receiver_timeout wins, dynamic or local, whatever its case", () => {
