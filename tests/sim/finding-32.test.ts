@@ -5,7 +5,7 @@
  * receipt over-states what was lost (no commit is lost that it does not list). It replays the
  * same on 63d3060 (round 5's scanned code): older than the quorum mode. Seed 930191046 of the
  * same scan (`true+strict`, the mode not drawn) is another: its receipt lists 26 commits the new
- * lineage kept.
+ * lineage kept; and seed 930236480 (asynchronous), 4.
  *
  * Kept as an open regression schedule: this asserts the violation is still there, so the test
  * turns red when a fix lands; then it must assert no violation instead.
@@ -24,6 +24,18 @@ describe('finding 32 (open)', () => {
       { kind: 'freeze', at: 54, node: 'n1', steps: 27 },
     ];
     const { result } = await runSchedule(930191046, { nodes: 3, steps: 60, freeze: true, faults });
+    expect([...new Set(result.violations.map((v) => v.invariant))]).toEqual(['discarded-receipt']);
+  });
+
+  it('seed 930236480: a receipt listing 4 commits the new lineage kept (still breaks discarded-receipt)', async () => {
+    const faults: Fault[] = [
+      { kind: 'switchover', at: 37, node: 'n3' },
+      { kind: 'freeze', at: 38, node: 'n3', steps: 27 },
+      { kind: 'pg-crash', at: 42, node: 'n3' },
+      { kind: 'freeze', at: 47, node: 'n2', steps: 27 },
+      { kind: 'heal', at: 57 },
+    ];
+    const { result } = await runSchedule(930236480, { nodes: 3, steps: 60, freeze: true, faults });
     expect([...new Set(result.violations.map((v) => v.invariant))]).toEqual(['discarded-receipt']);
   });
 
