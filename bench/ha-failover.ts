@@ -13,10 +13,10 @@
  * `--built` runs `npm run build` first and measures the compiled agent (dist/) instead of tsx.
  */
 import { Etcd3 } from 'etcd3';
-import postgres from 'postgres';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { TestCluster } from '../tests/e2e/support/cluster.ts';
+import { firstAcknowledgedWrite } from '../tests/e2e/support/writer.ts';
 import { sleep, stopPid, waitFor } from '../tests/support/processes.ts';
 
 interface Profile {
@@ -43,40 +43,6 @@ const idleSeconds = Number(arg('--idle', '60'));
 if (args.includes('--built')) {
   execFileSync('npm', ['run', 'build'], { stdio: 'ignore' });
   process.env['HA_AGENT_ENTRY'] = 'dist/src/cli/ha.js';
-}
-
-/** A pool of postgres.js clients, one per node, trying a write every 5 ms until one succeeds. */
-async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<{ at: number; node: string }> {
-  const clients = names.map((n) => ({
-    n,
-    sql: postgres({
-      host: '127.0.0.1',
-      port: c.node(n).pgPort,
-      user: 'postgres',
-      password: 'e2e-super',
-      database: 'postgres',
-      max: 1,
-      connect_timeout: 1,
-      idle_timeout: 5,
-      onnotice: () => {},
-    }),
-  }));
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const r = await Promise.any(
-        clients.map(async ({ n, sql }) => {
-          await sql`insert into bench_w values (1)`;
-          return { at: Date.now(), node: n };
-        }),
-      ).catch(() => undefined);
-      if (r) return r;
-      if (Date.now() > deadline) throw new Error('no write succeeded');
-      await sleep(5);
-    }
-  } finally {
-    await Promise.all(clients.map(({ sql }) => sql.end({ timeout: 1 }).catch(() => undefined)));
-  }
 }
 
 function rssMb(pid: number): number {
@@ -109,7 +75,7 @@ async function runProfile(p: Profile): Promise<Record<string, string>> {
     // No wait for the kill to be reaped: a killed postmaster stays a zombie until PID 1 reaps it
     // (over a second here), which is not the agent's recovery time.
     process.kill(pid, 'SIGKILL');
-    const w1 = await firstWrite(c, [leader], 60_000);
+    const w1 = await firstAcknowledgedWrite(c, [leader], 'bench_w', 60_000);
     out['postmaster crash → writes again'] = `${((w1.at - t1) / 1000).toFixed(3)} s (reference 3.6–8.0 s, median 5.0; target ≤ 1.5 s)`;
     await c.waitForStreaming(replicas(), 60_000);
     await sleep(2000);
@@ -118,7 +84,7 @@ async function runProfile(p: Profile): Promise<Record<string, string>> {
     const old = leader;
     const t2 = Date.now();
     const stopping = c.stopAgent(old);
-    const w2 = await firstWrite(c, replicas(), 60_000);
+    const w2 = await firstAcknowledgedWrite(c, replicas(), 'bench_w', 60_000);
     await stopping;
     out['graceful stop → write on a replica'] = `${((w2.at - t2) / 1000).toFixed(3)} s (target ≤ 1 s)`;
     leader = await c.waitForLeader(30_000, old);
@@ -151,7 +117,7 @@ async function runProfile(p: Profile): Promise<Record<string, string>> {
     const t3 = Date.now();
     await c.killAgent(leader);
     if (pgPid) await stopPid(pgPid, 'SIGKILL');
-    const w3 = await firstWrite(c, survivors, (p.ttl + 30) * 1000);
+    const w3 = await firstAcknowledgedWrite(c, survivors, 'bench_w', (p.ttl + 30) * 1000);
     await watcher.cancel();
     etcd.close();
     out['node loss: kill → leader key expiry'] = `${((expiredAt - t3) / 1000).toFixed(2)} s (reference 21–26 s at ttl 30)`;

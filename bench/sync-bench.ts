@@ -10,12 +10,12 @@
  *
  *   node --import tsx bench/sync-bench.ts [--seconds 30] [--modes off,on,quorum]
  */
-import postgres from 'postgres';
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { TestCluster } from '../tests/e2e/support/cluster.ts';
+import { firstAcknowledgedWrite } from '../tests/e2e/support/writer.ts';
 import { loseMember, waitSyncReady } from '../tests/e2e/support/sync.ts';
 import { pgBinDir } from '../tests/support/pg.ts';
 import { makeTempDir, removeTempDir } from '../tests/support/tmp.ts';
@@ -43,42 +43,6 @@ interface Row {
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-/** One acknowledged INSERT on any of `names`, tried every 5 ms; resolves with the instant. */
-async function firstWrite(c: TestCluster, names: string[], timeoutMs: number): Promise<number> {
-  const clients = names.map((n) =>
-    postgres({
-      host: '127.0.0.1',
-      port: c.node(n).pgPort,
-      user: 'postgres',
-      password: 'e2e-super',
-      database: 'postgres',
-      max: 1,
-      connect_timeout: 1,
-      idle_timeout: 5,
-      onnotice: () => {},
-    }),
-  );
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const ok = await Promise.any(
-        clients.map(async (sql) => {
-          await Promise.race([
-            sql`insert into bench_w values (1)`,
-            new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1000)),
-          ]);
-          return Date.now();
-        }),
-      ).catch(() => undefined);
-      if (ok) return ok;
-      if (Date.now() > deadline) throw new Error('no write within the deadline');
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  } finally {
-    await Promise.all(clients.map((s) => s.end({ timeout: 0 }).catch(() => undefined)));
-  }
 }
 
 async function benchMode(mode: 'off' | 'on' | 'quorum'): Promise<Row> {
@@ -119,10 +83,12 @@ async function benchMode(mode: 'off' | 'on' | 'quorum'): Promise<Row> {
     if (mode !== 'off') await waitSyncReady(c, mode === 'quorum' ? 2 : 1);
     const t0 = Date.now();
     await loseMember(c, leader);
-    const at = await firstWrite(
+    const { at } = await firstAcknowledgedWrite(
       c,
       c.nodes.map((n) => n.name).filter((n) => n !== leader),
+      'bench_w',
       120_000,
+      1000,
     );
     return { mode, tps, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), lossToWriteMs: at - t0 };
   } finally {

@@ -199,6 +199,10 @@ async function main(argv: string[]): Promise<void> {
       'run every schedule in this synchronous mode (off, true, quorum, true+strict, quorum+strict; default: drawn from each seed)',
     )
     .option('--failsafe <on|off|draw>', 'failsafe_mode of every schedule: on, off, or draw (default: drawn from each seed)')
+    .option(
+      '--quorum-failover <on|off|draw>',
+      'quorum_failover_window of every strict schedule: on, off, or draw (default: drawn from each seed)',
+    )
     .option('--watchdog <mode>', 'watchdog.mode of every agent (the simulated fence): automatic (default), required, off')
     .option(
       '--workers <n>',
@@ -216,6 +220,7 @@ async function main(argv: string[]): Promise<void> {
         journal?: string;
         sync?: string;
         failsafe?: string;
+        quorumFailover?: string;
         watchdog?: string;
         workers?: string;
       }) => {
@@ -235,6 +240,8 @@ async function main(argv: string[]): Promise<void> {
           sync = o.sync !== undefined ? parseSyncMode(o.sync) : undefined;
           if (o.failsafe !== undefined && !['on', 'off', 'draw'].includes(o.failsafe))
             throw new Error(`--failsafe: expected on, off or draw, got '${o.failsafe}'`);
+          if (o.quorumFailover !== undefined && !['on', 'off', 'draw'].includes(o.quorumFailover))
+            throw new Error(`--quorum-failover: expected on, off or draw, got '${o.quorumFailover}'`);
           if (o.watchdog !== undefined && !['off', 'automatic', 'required'].includes(o.watchdog))
             throw new Error(`--watchdog: expected off, automatic or required, got '${o.watchdog}'`);
         } catch (e) {
@@ -252,6 +259,9 @@ async function main(argv: string[]): Promise<void> {
           ...(o.journal ? { journalPath: o.journal } : {}),
           ...(sync ? { sync } : {}),
           ...(o.failsafe !== undefined ? { failsafe: o.failsafe === 'draw' ? ('draw' as const) : o.failsafe === 'on' } : {}),
+          ...(o.quorumFailover !== undefined
+            ? { quorumFailover: o.quorumFailover === 'draw' ? ('draw' as const) : o.quorumFailover === 'on' }
+            : {}),
           ...(o.watchdog !== undefined ? { watchdog: o.watchdog as 'off' | 'automatic' | 'required' } : {}),
           out: (l) => process.stdout.write(l + '\n'),
           err: (l) => process.stderr.write(l + '\n'),

@@ -50,6 +50,7 @@ export const DYNAMIC_TOP_KEYS: readonly string[] = [
   'permanent_replication_slots',
   'ignore_slots',
   'member_slots_ttl',
+  'quorum_failover_window',
 ];
 
 /** The keys of the database section the agent reads, by native name (the rewind switch is named per dialect). */

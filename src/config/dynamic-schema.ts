@@ -18,6 +18,7 @@
 import * as v from 'valibot';
 import { renameDocument, storedDialect, translatePath, type ConfigDialect } from '../domain/config-dialect.ts';
 import { TIMING_BOUNDS, timingError, withDefaults, type DynamicConfig } from '../domain/dynamic-config.ts';
+import { quorumFailoverProblem } from '../domain/quorum-failover.ts';
 import { Bool, isMapping, mapping, NonNegativeInteger, Parameters, PositiveInteger } from './fields.ts';
 import { formatIssues } from './issues.ts';
 
@@ -251,6 +252,12 @@ function dynamicConfigEntries(withMaxima: boolean) {
     ignore_slots: v.optional(IgnoreSlotsSchema),
     member_slots_ttl: v.optional(NonNegativeInteger),
     standby_cluster: v.optional(v.nullable(StandbyClusterSchema)),
+    quorum_failover_window: v.optional(
+      v.pipe(
+        v.number((i) => `must be a number of seconds, got ${i.received}`),
+        v.check((n) => Number.isFinite(n) && n >= 0, 'must be a number of seconds >= 0 (0: off)'),
+      ),
+    ),
   };
 }
 
@@ -283,7 +290,22 @@ export const DynamicConfigSchema = v.pipe(
     (doc) => timingError(withDefaults(doc)) === undefined,
     (i) => timingError(withDefaults(i.input)) ?? 'timing rule violated',
   ),
+  // Quorum failover needs strict synchronous mode (docs/ha.md "Quorum failover").
+  v.forward(
+    v.check(
+      (doc) => quorumFailoverSyncProblem(doc) === undefined,
+      (i) => quorumFailoverSyncProblem(i.input as Record<string, unknown>) ?? 'not allowed here',
+    ),
+    ['quorum_failover_window'],
+  ),
 );
+
+/** Why `quorum_failover_window` (a valid number) cannot be on with this document's synchronous mode, without the key's name; undefined when it can. */
+function quorumFailoverSyncProblem(doc: Record<string, unknown>): string | undefined {
+  const w = doc['quorum_failover_window'];
+  if (typeof w !== 'number' || !(w >= 0)) return undefined;
+  return quorumFailoverProblem(withDefaults(doc))?.replace(/^quorum_failover_window: /, '');
+}
 
 /** A validated dynamic configuration document, as given (defaults not filled in). */
 export type DynamicConfigDocument = v.InferOutput<typeof DynamicConfigSchema>;

@@ -137,6 +137,26 @@ export interface Dcs {
   attemptToAcquireLeader(): Promise<AcquireResult>;
 
   /**
+   * Quorum failover's take (docs/ha.md "Quorum failover", src/domain/quorum-failover.ts): one
+   * transaction comparing the leader key (value `expected.leader.name`, mod_revision
+   * `expected.leader.revision`: the lock of the fenced leader, not yet expired) and the `sync` key
+   * (mod_revision `expected.syncRevision`: the synchronous set and the fence the decision was made
+   * on) → put `leader` = this member's name on its lease. The key keeps its create_revision (the
+   * incarnation this member renews from then on); its value and lease change, so the old holder's
+   * renewals fail. `acquired: false` when either key changed since.
+   */
+  takeLeader(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<AcquireResult>;
+
+  /**
+   * Quorum failover: writes `sync` (a member leaving a fence) only while the leader key is still
+   * the one the member fenced: one transaction comparing the `sync` key's mod_revision
+   * (`syncRevision`) and the leader key (value `leader.name`, mod_revision `leader.revision`). A
+   * take (Dcs.takeLeader) compares the same `sync` revision, so of a take and a leave at most one
+   * succeeds. False when either key changed.
+   */
+  setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean>;
+
+  /**
    * Renews the lock this member holds: keepalive the lease (skipped with `{ keepalive: false }`
    * when the caller has just kept it alive itself: the HA cycle's keepalive, issue 13), then one
    * transaction comparing the key's value (this name), create_revision (`createRevision`: the

@@ -206,6 +206,27 @@ export class EtcdDcs implements Dcs {
     return { acquired: false, holder: holder || undefined };
   }
 
+  async takeLeader(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<AcquireResult> {
+    await this.keepalive();
+    const key = this.abs(KEY.leader);
+    const sync = this.abs(KEY.sync);
+    const res = await this.withLease('leader take', (leaseId, deadline) =>
+      this.client
+        .if(key, 'Value', '==', expected.leader.name)
+        .and(key, 'Mod', '==', expected.leader.revision)
+        .and(sync, 'Mod', '==', expected.syncRevision)
+        // A put on the existing key (etcd refuses two operations on one key in a transaction): the
+        // create_revision stays, the value and lease change, so the old holder's renewal fails.
+        .then(this.client.put(key).value(this.name).lease(leaseId), this.client.get(key))
+        .else(this.client.get(key))
+        .options({ deadline })
+        .commit(),
+    );
+    const kv = res.responses[res.succeeded ? 1 : 0]?.response_range?.kvs[0];
+    if (res.succeeded && kv) return { acquired: true, createRevision: String(kv.create_revision) };
+    return { acquired: false, holder: kv ? kv.value.toString('utf8') || undefined : undefined };
+  }
+
   async updateLeader(createRevision: string, opts: { keepalive?: boolean } = {}): Promise<boolean> {
     if (opts.keepalive !== false) await this.keepalive();
     if (this.heldPerCache(createRevision)) return true;
@@ -336,6 +357,21 @@ export class EtcdDcs implements Dcs {
     }
     const res = await this.call('sync delete', (deadline) =>
       this.client.if(key, 'Mod', '==', expectedRevision).then(this.client.delete().key(key)).options({ deadline }).commit(),
+    );
+    return res.succeeded;
+  }
+
+  async setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean> {
+    const key = this.abs(KEY.sync);
+    const lk = this.abs(KEY.leader);
+    const res = await this.call('sync put under leader', (deadline) =>
+      this.client
+        .if(key, 'Mod', '==', syncRevision)
+        .and(lk, 'Value', '==', leader.name)
+        .and(lk, 'Mod', '==', leader.revision)
+        .then(this.client.put(key).value(encodeJson(value)))
+        .options({ deadline })
+        .commit(),
     );
     return res.succeeded;
   }

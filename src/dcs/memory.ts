@@ -146,6 +146,26 @@ export class InMemoryDcs implements Dcs {
     });
   }
 
+  async takeLeader(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<AcquireResult> {
+    return this.call(() => {
+      this.keepaliveNow();
+      const key = this.abs(KEY.leader);
+      const current = this.store.get(key);
+      const sync = this.store.get(this.abs(KEY.sync));
+      if (
+        !current ||
+        current.value !== expected.leader.name ||
+        current.modRevision !== expected.leader.revision ||
+        sync?.modRevision !== expected.syncRevision
+      )
+        return { acquired: false, holder: current?.value || undefined };
+      // As etcd: a put on the existing key keeps its create_revision; the value and lease change,
+      // so the old holder's renewal fails.
+      this.putWithLease(key, this.name);
+      return { acquired: true, createRevision: this.store.get(key)?.createRevision ?? '0' };
+    });
+  }
+
   async updateLeader(createRevision: string, opts: { keepalive?: boolean } = {}): Promise<boolean> {
     return this.call(() => {
       if (opts.keepalive !== false) this.keepaliveNow();
@@ -221,6 +241,15 @@ export class InMemoryDcs implements Dcs {
       if (expectedRevision !== undefined && !this.revisionMatches(key, expectedRevision)) return false;
       this.store.delete(key);
       return true;
+    });
+  }
+
+  async setSyncUnderLeader(value: SyncState, syncRevision: string, leader: { name: string; revision: string }): Promise<boolean> {
+    return this.call(() => {
+      const key = this.abs(KEY.sync);
+      const lk = this.store.get(this.abs(KEY.leader));
+      if (!this.revisionMatches(key, syncRevision) || lk?.value !== leader.name || lk.modRevision !== leader.revision) return false;
+      return this.store.put(key, encodeJson(value));
     });
   }
 

@@ -41,6 +41,11 @@ export interface SyncState {
   leader: string;
   sync_standby: string | null;
   quorum?: number;
+  /**
+   * Quorum failover's fence record (ours; the reference ignores it): `{leader, members: {name:
+   * WAL end bytes}}`, read with src/domain/quorum-failover.ts fenceOf.
+   */
+  fence?: unknown;
 }
 
 /** One entry of the `history` key: [timeline, switch LSN bytes, reason, ISO timestamp, new leader]. */

@@ -7,6 +7,7 @@
 import { clusterTimeline, type ClusterView } from './cluster.ts';
 import { timingOf, type DynamicConfig } from './dynamic-config.ts';
 import { failsafeListed, failsafeRaceVeto } from './failsafe.ts';
+import { fencePlace } from './quorum-failover.ts';
 import {
   candidateRefusal,
   isEligibleCandidate,
@@ -170,6 +171,11 @@ export type CycleAction =
   | { kind: 'stop'; reason: string }
   /** Delete a leader key naming a member that has had no member key for longer than ttl. */
   | { kind: 'clearGhostLeader' }
+  /**
+   * Quorum failover: take the leader key from `leader`, whose fence is complete (compare-and-set
+   * on the leader key at `leaderRevision` and the `sync` key at `syncRevision`), then promote.
+   */
+  | { kind: 'takeLeader'; leader: string; leaderRevision: string; syncRevision: string }
   /** pg_rewind the stopped, diverged data directory from `leader` (on `timeline`), then start as its replica. */
   | { kind: 'rewind'; leader: string; timeline: number };
 
@@ -346,6 +352,7 @@ export function decideCycle(i: CycleInput): CycleDecision {
     otherSystem(i) ??
     afterBootstrap(i, c) ??
     onGhostLeader(i, c) ??
+    asFenced(i, c) ??
     whileStopped(i, c) ??
     (!c.leader ? leaderRace(i, c) : c.iLead ? asLockHolder(i, c) : asReplica(i, c.leader))
   );
@@ -493,6 +500,52 @@ function whileStopped(i: CycleInput, c: CycleContext): CycleDecision | undefined
   }
   if (c.leader) return startAsReplica(i, c.leader, c.standby);
   return d('starting as a secondary (no leader)', { kind: 'start', role: 'replica' });
+}
+
+/**
+ * Quorum failover (docs/ha.md "Quorum failover", src/domain/quorum-failover.ts): this member has
+ * fenced the leader (the `sync` key's fence of that leader lists it), so it never streams from
+ * that leader again while listed: a database that does not run starts without an upstream, a
+ * running one is not pointed at it. Once the fence silences the leader, its taker (the furthest
+ * WAL end) takes the leader key from it and promotes; the others wait for the new leader.
+ */
+function asFenced(i: CycleInput, c: CycleContext): CycleDecision | undefined {
+  if (c.iLead || !c.leader || c.paused || c.standby || i.db.role === 'primary') return undefined;
+  const place = fencePlace(i.config, i.view, i.name);
+  if (!place) return undefined;
+  if (!RUNNING_STATES.includes(i.db.state)) {
+    if (i.nextStartAtMs !== undefined && i.nowMs < i.nextStartAtMs) {
+      return d(`start failed: next attempt in ${Math.ceil((i.nextStartAtMs - i.nowMs) / 1000)} s`);
+    }
+    return d(`fenced ${place.leader}: starting as a secondary without an upstream`, { kind: 'start', role: 'replica' });
+  }
+  if (place.incomplete !== undefined) return d(`fenced ${place.leader}, not streaming from it: ${place.incomplete}`);
+  if (place.taker === i.name && mayPromote(i.tags)) {
+    // maximum_lag_on_failover holds here too (what lies beyond was never acknowledged, but the
+    // operator bounds what a failover may discard): else the lease-based failover decides.
+    const ahead = takeLag(i);
+    if (ahead !== undefined) {
+      return d(`the fence silences ${place.leader}, but I am more than maximum_lag_on_failover behind ${ahead}: not taking over`);
+    }
+    return d(`the fence silences ${place.leader}: taking the leader key from it (quorum failover)`, {
+      kind: 'takeLeader',
+      leader: place.leader,
+      leaderRevision: place.leaderRevision,
+      syncRevision: place.syncRevision,
+    });
+  }
+  return d(`the fence silences ${place.leader}: ${place.taker ?? 'nobody'} has the furthest WAL and takes over`);
+}
+
+/**
+ * The member or position more than maximum_lag_on_failover ahead of this member's WAL (the
+ * leader's last optime, a reachable peer), or undefined: a quorum take respects the lag rule.
+ */
+function takeLag(i: CycleInput): string | undefined {
+  const maxLag = BigInt(i.config.maximum_lag_on_failover);
+  const optime = BigInt(i.view.status?.optime ?? 0);
+  if (optime > 0n && optime - i.walBytes > maxLag) return "the leader's last optime";
+  return i.peers.find((p) => p.reachable && p.walBytes !== undefined && p.walBytes - i.walBytes > maxLag)?.name;
 }
 
 /** The lock holder's database does not run: start it as primary (or as the standby leader), or give the lock up. */

@@ -23,9 +23,10 @@
  * enough. A member whose leader answers again while the fence is incomplete leaves F (a
  * compare-and-set on the `sync` key) before it streams again.
  */
+import type { ClusterView } from './cluster.ts';
 import type { DynamicConfig } from './dynamic-config.ts';
 import type { SyncKey, SyncMode } from './sync-standby.ts';
-import { syncSettings } from './sync-standby.ts';
+import { syncKeyOf, syncSettings } from './sync-standby.ts';
 
 /** The fence record: the members that stopped taking WAL from `leader`, each with its WAL end then (bytes). */
 export interface QuorumFence {
@@ -148,4 +149,39 @@ export function fenceOf(value: unknown): QuorumFence | undefined {
     members[k] = v;
   }
   return { leader: f.leader, members };
+}
+
+/**
+ * This member's place in a fence of the current leader, read from the view: undefined when the
+ * mode is off, there is no leader or sync key, or the `sync` key's fence (of this leader) does not
+ * list this member. Otherwise whether the fence silences the leader (`incomplete`: why not), the
+ * member that takes over, and the revisions the take compares (the leader key as read, the `sync`
+ * key as read).
+ */
+export interface FencePlace {
+  leader: string;
+  fence: QuorumFence;
+  incomplete: string | undefined;
+  taker: string | undefined;
+  leaderRevision: string;
+  syncRevision: string;
+}
+
+/** See FencePlace. `config` decides whether the mode is on. */
+export function fencePlace(config: DynamicConfig, view: ClusterView, me: string): FencePlace | undefined {
+  const settings = quorumFailoverSettings(config);
+  const leader = view.leader;
+  const sync = view.sync;
+  if (!settings || !leader || !sync) return undefined;
+  const fence = fenceOf(sync.value.fence);
+  if (!fence || fence.leader !== leader.name || !(me in fence.members)) return undefined;
+  const standbys = view.members.map((m) => m.name).filter((n) => n !== leader.name);
+  return {
+    leader: leader.name,
+    fence,
+    incomplete: fenceIncomplete(settings.mode, syncKeyOf(sync.value), fence, standbys),
+    taker: fenceTaker(fence),
+    leaderRevision: leader.revision,
+    syncRevision: sync.revision,
+  };
 }

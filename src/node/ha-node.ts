@@ -31,6 +31,7 @@ import type { PgControl } from '../postgres/types.ts';
 import type { FenceDevice } from '../watchdog/process-fence.ts';
 import { systemClock, waitOn, type Clock } from './clock.ts';
 import { fetchStatusDocument } from './cycle/peers.ts';
+import { fenceOf, quorumFailoverSettings } from '../domain/quorum-failover.ts';
 import { LeaderReadyWatch } from './cycle/leader-ready-watch.ts';
 import { ScheduledWork } from './cycle/schedules.ts';
 import type { AdminOutcome } from './local/admin.ts';
@@ -86,6 +87,11 @@ export interface HaNodeOptions {
   clock?: Clock;
   /** Member status fetcher (tests may replace it). */
   fetchStatus?: (apiUrl: string) => Promise<Record<string, unknown> | undefined>;
+  /**
+   * Whether a member's PostgreSQL accepts a TCP connection within `timeoutMs` (quorum failover's
+   * watch, src/node/replication/quorum-fence.ts); absent: only the agent's answer is checked.
+   */
+  pgAnswers?: (host: string, port: number, timeoutMs: number) => Promise<boolean>;
   /** How long a start may take before start_failed, ms. Default 60 000. */
   startTimeoutMs?: number;
   /**
@@ -306,6 +312,7 @@ export class HaNode {
     this.unsubscribeDcs = dcs.subscribe((e) => this.onDcsEvent(e));
     p.watch.start();
     p.loop.start();
+    p.quorumFence.start();
   }
 
   /**
@@ -319,6 +326,7 @@ export class HaNode {
     this.stopping = true;
     const p = this.parts;
     p.watch.stop();
+    p.quorumFence.stop();
     this.unsubscribeDcs?.();
     await p.loop.stop();
     p.deadline.stop();
@@ -462,6 +470,10 @@ export class HaNode {
       case 'dcs.historyChanged':
         // A replica may be waiting for the new timeline's history before it follows the leader.
         this.wake();
+        break;
+      case 'dcs.syncChanged':
+        // Quorum failover: a fence record changed; its taker acts at once (docs/ha.md "Quorum failover").
+        if (quorumFailoverSettings(this.state.config) && fenceOf(this.deps.dcs.view().sync?.value.fence)) this.wake();
         break;
       default:
         break;

@@ -12,6 +12,7 @@ import { HaCycle } from './cycle/cycle.ts';
 import { Executor } from './cycle/executor.ts';
 import { CycleGather } from './cycle/gather.ts';
 import { HaLoop } from './cycle/ha-loop.ts';
+import { QuorumFenceWatch } from './replication/quorum-fence.ts';
 import type { ScheduledWork } from './cycle/schedules.ts';
 import { CycleTrackers } from './cycle/trackers.ts';
 import { AdminCommands } from './local/admin.ts';
@@ -75,6 +76,8 @@ export interface PartsOptions {
   callbackTimeoutMs?: number;
   /** The progress of long operations, shown in GET /ha (the agent's; the simulator tracks none). */
   progress?: ProgressTracker;
+  /** Whether a member's PostgreSQL accepts a TCP connection (quorum failover's watch); absent: not checked. */
+  pgAnswers?: (host: string, port: number, timeoutMs: number) => Promise<boolean>;
 }
 
 /** What every builder hands on: the injected deps, the node's facts and the node-wide services. */
@@ -300,5 +303,34 @@ function buildCycle(c: Ctx, b: Built & ReturnType<typeof buildMember>) {
     },
     log: c.log,
   });
-  return { executor, admin, snapshots, gather, cycle, loop };
+  const quorumFence = new QuorumFenceWatch({
+    name: c.name,
+    clock: c.clock,
+    dcs: c.dcs,
+    config: () => c.state.config,
+    holdsLock: () => b.lock.held,
+    database: () => {
+      const s = c.hooks.actor()?.getSnapshot();
+      return s ? { value: String(s.value), role: s.context.role } : undefined;
+    },
+    freshProbe: async () => {
+      await watch.fresh();
+      return watch.probe;
+    },
+    probeAfter: async (tMs) => {
+      await watch.probeStartedAfter(tMs);
+      return watch.probe;
+    },
+    fetchStatus: c.fetchStatus,
+    ...(c.opts.pgAnswers ? { pgAnswers: c.opts.pgAnswers } : {}),
+    stopStreaming: async (leader) => {
+      b.source.fence(leader);
+      await b.config.writeAndReload('replica');
+    },
+    unfence: () => b.source.unfence(),
+    fenced: () => b.source.fenced,
+    wake: c.wake,
+    notice: c.notice,
+  });
+  return { executor, admin, snapshots, gather, cycle, loop, quorumFence };
 }

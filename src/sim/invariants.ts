@@ -8,7 +8,10 @@
  *   timeline numbers) diverged from its own WAL;
  * - leader-lease: a PostgreSQL accepts writes only while the DCS store (ground truth, read
  *   without expiring anything) holds the leader key in its member's name on a lease that has not
- *   run out, i.e. renewed within ttl (a bootstrap in progress excepted);
+ *   run out, i.e. renewed within ttl (a bootstrap in progress excepted). With quorum failover on
+ *   (issue 28) a primary fenced by its synchronous standbys may run on after its key was taken,
+ *   so the rule is then judged on primaries that *acknowledge* writes: no primary acknowledges a
+ *   commit while another member holds the leader key (or after its own lease ran out);
  * - promotion-lag: at each promotion, the promoted WAL end is within maximum_lag_on_failover of
  *   the leader's last `status.optime` in the store and of the WAL of every member it could reach
  *   (the candidate of an operator's failover, no leader named, excepted; a switchover's candidate
@@ -103,11 +106,12 @@ export class InvariantChecker {
   /**
    * single-writer (at most one PostgreSQL *acknowledging* writes: a primary whose commits can only
    * wait for synchronous standbys that are not there does not count) and the writable primary's
-   * timeline; call at every SimPg change.
+   * timeline; call at every SimPg change. `writes`: which PostgreSQLs count as writers (with quorum
+   * failover on, those that acknowledge: a fenced primary may run on, never acknowledging).
    */
-  checkWriters(pgs: readonly SimPg[]): void {
+  checkWriters(pgs: readonly SimPg[], writes: (pg: SimPg) => boolean = (pg) => pg.acceptsWrites()): void {
     let writers: SimPg[] | undefined;
-    for (const pg of pgs) if (pg.acceptsWrites()) (writers ??= []).push(pg);
+    for (const pg of pgs) if (writes(pg)) (writers ??= []).push(pg);
     if (!writers) return;
     if (writers.length > 1 && !this.seen.has('single-writer')) {
       const acking = writers.filter((w) => w.acknowledges());
@@ -189,10 +193,11 @@ export class InvariantChecker {
     bootstrapping: boolean,
     agentOf: (name: string) => string,
     failsafeCovers: (name: string) => string | undefined = () => undefined,
+    writes: (pg: SimPg) => boolean = (pg) => pg.acceptsWrites(),
   ): void {
     if (bootstrapping || this.seen.has('leader-lease')) return;
     for (const pg of pgs) {
-      if (!pg.acceptsWrites()) continue;
+      if (!writes(pg)) continue;
       if (lock && lock.holder === pg.name && lock.liveUntilMs > nowMs) continue;
       // failsafe_mode: no live lease of another member, and every other member of the `failsafe`
       // key accepted this member's POST /failsafe less than ttl ago.

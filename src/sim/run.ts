@@ -57,6 +57,8 @@ export interface SimulateOptions {
   sync?: SyncModeName;
   /** failsafe_mode of every schedule: on, off, or drawn from each seed (failsafeOf; the default of `simulate`). */
   failsafe?: boolean | 'draw';
+  /** Quorum failover in every schedule: on, off, or drawn from each seed (quorumFailoverOf: strict modes only; the default of `simulate`). */
+  quorumFailover?: boolean | 'draw';
   /** watchdog.mode of every agent (the simulated fence): automatic (default, as the agent's), required, off. */
   watchdog?: WatchdogMode;
   /** The agents' divergence settings (WorldOptions.rewind): true the defaults, false re-clone; default drawn from each seed (odd: defaults). */
@@ -85,7 +87,18 @@ export interface SimulateSummary {
 /** What one schedule needs of the options. */
 export type RunOptions = Pick<
   SimulateOptions,
-  'nodes' | 'steps' | 'freeze' | 'faults' | 'faultKinds' | 'plant' | 'sync' | 'failsafe' | 'watchdog' | 'rewind' | 'database'
+  | 'nodes'
+  | 'steps'
+  | 'freeze'
+  | 'faults'
+  | 'faultKinds'
+  | 'plant'
+  | 'sync'
+  | 'failsafe'
+  | 'quorumFailover'
+  | 'watchdog'
+  | 'rewind'
+  | 'database'
 >;
 
 /** Runs one schedule. */
@@ -99,6 +112,7 @@ export async function runSchedule(seed: number, o: RunOptions, keepJournal = fal
     ...(o.faultKinds ? { faultKinds: o.faultKinds } : {}),
     ...(o.sync ? { sync: o.sync } : {}),
     ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
+    ...(o.quorumFailover !== undefined ? { quorumFailover: o.quorumFailover } : {}),
     ...(o.watchdog !== undefined ? { watchdog: o.watchdog } : {}),
     ...(o.rewind !== undefined ? { rewind: o.rewind } : {}),
     ...(o.database !== undefined ? { database: o.database } : {}),
@@ -185,6 +199,7 @@ async function runAll(o: SimulateOptions, tally: SimulationTally): Promise<numbe
     ...(o.plant ? { plant: o.plant } : {}),
     ...(o.sync ? { sync: o.sync } : {}),
     ...(o.failsafe !== undefined ? { failsafe: o.failsafe } : {}),
+    ...(o.quorumFailover !== undefined ? { quorumFailover: o.quorumFailover } : {}),
     ...(o.watchdog !== undefined ? { watchdog: o.watchdog } : {}),
     ...(o.rewind !== undefined ? { rewind: o.rewind } : {}),
     ...(o.database !== undefined ? { database: o.database } : {}),
@@ -207,7 +222,7 @@ async function runAll(o: SimulateOptions, tally: SimulationTally): Promise<numbe
  */
 export async function simulate(options: SimulateOptions): Promise<SimulateSummary> {
   // failsafe_mode is drawn from each seed unless forced (--failsafe on|off).
-  const o: SimulateOptions = { ...options, failsafe: options.failsafe ?? 'draw' };
+  const o: SimulateOptions = { ...options, failsafe: options.failsafe ?? 'draw', quorumFailover: options.quorumFailover ?? 'draw' };
   const { out } = o;
   out(
     `ha simulate: ${o.schedules} schedules, seeds ${o.seed}…${o.seed + o.schedules - 1}, ${o.nodes} nodes, ${o.steps} fault steps of 500 ms${o.faults ? ', given schedule' : ''}${o.faultKinds ? `, fault kinds ${o.faultKinds.join(',')}` : ''}`,
@@ -264,7 +279,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateSummar
     for (const f of shrunk) out(`    ${describeFault(f)}`);
     for (const v of replay.result.violations) out(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.message}`);
     out(
-      `replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`,
+      `replay: ha simulate --schedules 1 --seed ${first.seed} --nodes ${o.nodes} --steps ${o.steps}${o.freeze ? '' : ' --no-freeze'}${o.sync ? ` --sync ${o.sync}` : ''}${o.failsafe !== 'draw' ? ` --failsafe ${o.failsafe ? 'on' : 'off'}` : ''}${o.quorumFailover !== 'draw' ? ` --quorum-failover ${o.quorumFailover ? 'on' : 'off'}` : ''}${o.watchdog !== undefined ? ` --watchdog ${o.watchdog}` : ''} --faults '${JSON.stringify(shrunk)}'`,
     );
     out(`journal of the shrunk run (JSONL, every node's entries, field "node"): ${journalPath}`);
     firstFailure = { ...first, shrunk, journalPath };

@@ -95,6 +95,11 @@ export interface WorldOptions {
    */
   failsafe?: boolean | 'draw';
   /**
+   * Quorum failover (`quorum_failover_window: 2`, issue 28) in the run: on, off, or 'draw'
+   * (quorumFailoverOf(seed): only with a strict synchronous mode). Default off.
+   */
+  quorumFailover?: boolean | 'draw';
+  /**
    * `watchdog.mode` of every agent (the fence, src/sim/sim-fence.ts; safety_margin 5 s, the
    * agent's default). Default automatic, as the agent's.
    */
@@ -142,6 +147,18 @@ export function syncModeOf(seed: number): SyncModeName {
 export function failsafeOf(seed: number): boolean {
   return ((Math.floor(seed / 16) % 2) + 2) % 2 === 1;
 }
+
+/**
+ * Quorum failover of a seed: on when its synchronous mode is strict and floor(seed / 32) is odd
+ * (the lower bits choose the rewind rule, the synchronous mode and failsafe_mode).
+ */
+export function quorumFailoverOf(seed: number): boolean {
+  const mode = syncModeOf(seed);
+  return (mode === 'true+strict' || mode === 'quorum+strict') && ((Math.floor(seed / 32) % 2) + 2) % 2 === 1;
+}
+
+/** The quorum failover window of the simulated runs that draw the mode, seconds. */
+export const SIM_QUORUM_FAILOVER_WINDOW_S = 2;
 
 /** The dynamic configuration of a synchronous mode. */
 function syncConfig(mode: SyncModeName): Record<string, unknown> {
@@ -210,6 +227,7 @@ export function bootstrapDcs(
   sync: SyncModeName = 'off',
   failsafe = false,
   database?: Record<string, unknown>,
+  quorumFailover = false,
 ): Record<string, unknown> {
   return {
     ttl: TIMING.ttl,
@@ -217,6 +235,7 @@ export function bootstrapDcs(
     retry_timeout: TIMING.retry_timeout,
     ...syncConfig(sync),
     ...(failsafe ? { failsafe_mode: true } : {}),
+    ...(quorumFailover ? { quorum_failover_window: SIM_QUORUM_FAILOVER_WINDOW_S } : {}),
     database: database ?? (rewind ? {} : { use_db_rewind: false, remove_data_directory_on_diverged_timelines: true }),
   };
 }
@@ -425,11 +444,15 @@ export class World {
   private written = 0;
   readonly syncMode: SyncModeName;
   readonly failsafeMode: boolean;
+  /** Quorum failover (quorum_failover_window) on in this run. */
+  readonly quorumFailover: boolean;
   /** POST /failsafe accepted: `${target}\u0000${sender}` → simulated ms of the last acceptance (leader-lease judges with it). */
   private readonly failsafeAccepted = new Map<string, number>();
   private failsafeAccepts = 0;
   /** The PostgreSQLs that accepted writes at the last check (sync-no-loss judges each one that starts). */
   private readonly writers = new Set<SimPg>();
+  /** Quorum failover runs: the accepting PostgreSQLs that acknowledged since they started accepting (sync-no-loss judges each at its first). */
+  private readonly acknowledgers = new Set<SimPg>();
   /** The operator's DCS client (hactl / POST /switchover): no lease, no watch. */
   private readonly operator: InMemoryDcs;
   /** Each member's fence of the current agent process (src/sim/sim-fence.ts). */
@@ -442,6 +465,7 @@ export class World {
     const { seed, nodes, steps, stepMs, freeze } = this.opts;
     this.syncMode = options.sync ?? syncModeOf(seed);
     this.failsafeMode = options.failsafe === 'draw' ? failsafeOf(seed) : (options.failsafe ?? false);
+    this.quorumFailover = options.quorumFailover === 'draw' ? quorumFailoverOf(seed) : (options.quorumFailover ?? false);
     this.rng = new Prng(seed);
     this.startMs = this.clock.now();
     this.store = new InMemoryStore({ now: () => this.clock.now(), expiryCheckMs: 0 });
@@ -467,7 +491,7 @@ export class World {
       canConnect: (a: string, b: string) => this.connected(a, b),
       standbysOf: (primary: SimPg) => this.standbysOf(primary),
       changed: (pg: SimPg) => {
-        this.checker.checkWriters(this.pgs);
+        this.checker.checkWriters(this.pgs, this.writerTest());
         this.checkLease();
         this.checkNewWriter(pg);
       },
@@ -601,7 +625,7 @@ export class World {
       break;
     }
     this.writeTurn++;
-    this.checker.checkWriters(this.pgs);
+    this.checker.checkWriters(this.pgs, this.writerTest());
     this.checkLease();
     this.checker.checkTimelines(this.pgs);
   }
@@ -609,7 +633,12 @@ export class World {
   /** The commits `pg` acknowledges now go to the client's record. */
   private acknowledge(pg: SimPg): void {
     if (pg.waiting.length === 0) return;
-    for (const c of pg.release()) this.acked.push(c);
+    const released = pg.release();
+    if (released.length > 0 && this.quorumFailover && this.syncMode !== 'off' && !this.acknowledgers.has(pg)) {
+      this.acknowledgers.add(pg);
+      this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'acknowledges writes');
+    }
+    for (const c of released) this.acked.push(c);
   }
 
   /** The running replicas streaming from `primary` now (connected to it). */
@@ -648,11 +677,23 @@ export class World {
   private checkNewWriter(pg: SimPg): void {
     if (!pg.acceptsWrites()) {
       this.writers.delete(pg);
+      this.acknowledgers.delete(pg);
       return;
     }
     if (this.writers.has(pg)) return;
     this.writers.add(pg);
-    if (this.syncMode !== 'off') this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
+    // Quorum failover: judged when it first acknowledges (acknowledge), not when it accepts: a
+    // former primary whose key was taken may start again as primary, never acknowledging.
+    if (this.syncMode !== 'off' && !this.quorumFailover) this.checker.checkNoLoss(pg, this.acked, this.syncMode, 'accepts writes');
+  }
+
+  /**
+   * Which PostgreSQLs single-writer, timeline-monotonic and leader-lease judge: with quorum
+   * failover on, those that acknowledge (a primary fenced by its synchronous standbys may run on
+   * after its key was taken, never acknowledging); otherwise every one that accepts writes.
+   */
+  private writerTest(): ((pg: SimPg) => boolean) | undefined {
+    return this.quorumFailover ? (pg) => pg.acknowledges() : undefined;
   }
 
   /** leader-lease against the store's truth at this instant. */
@@ -673,6 +714,8 @@ export class World {
         return `${m.view?.isFrozen ? 'frozen' : 'up'}, ${until > now ? `believes it holds the lock for ${until - now} ms more` : 'does not hold the lock'}`;
       },
       (name) => this.failsafeCovers(name),
+      // Quorum failover: a fenced primary may run on without its key, but never acknowledge.
+      this.writerTest(),
     );
   }
 
@@ -915,7 +958,13 @@ export class World {
       apiUrl: `http://${m.name}:8008/ha`,
       connUrl: `postgres://${m.name}:5432/postgres`,
       tags: {},
-      bootstrapDcs: bootstrapDcs(this.opts.rewind ?? this.opts.seed % 2 === 1, this.syncMode, this.failsafeMode, this.opts.database),
+      bootstrapDcs: bootstrapDcs(
+        this.opts.rewind ?? this.opts.seed % 2 === 1,
+        this.syncMode,
+        this.failsafeMode,
+        this.opts.database,
+        this.quorumFailover,
+      ),
       initdbOptions: [],
       localParameters: {},
       dcs,

@@ -231,6 +231,58 @@ export function runDcsContract(name: string, makeHarness: () => DcsHarness): voi
       expect(await a.deleteLeader(second.createRevision)).toBe(true);
     });
 
+    it('takeLeader replaces the lock only while both the leader key and the sync key are as read (quorum failover)', async () => {
+      setup();
+      const a = await client('a');
+      const b = await client('b');
+      const won = await a.attemptToAcquireLeader();
+      if (!won.acquired) throw new Error('a did not win');
+      expect(await a.setSync({ leader: 'a', sync_standby: 'b', quorum: 1 }, '0')).toBe(true);
+      const seen = await b.refresh();
+      const leader = { name: 'a', revision: seen.leader!.revision };
+      // A stale view of either key: nothing changes.
+      expect(await b.takeLeader({ leader: { name: 'a', revision: '1' }, syncRevision: seen.sync!.revision })).toEqual({
+        acquired: false,
+        holder: 'a',
+      });
+      expect(await b.takeLeader({ leader, syncRevision: '1' })).toMatchObject({ acquired: false });
+      expect(await b.takeLeader({ leader: { ...leader, name: 'b' }, syncRevision: seen.sync!.revision })).toMatchObject({
+        acquired: false,
+      });
+      expect((await h.raw(key('leader')))?.value).toBe('a');
+      // As read: b holds the key on its lease; a's renewal fails from then on, b renews it.
+      const taken = await b.takeLeader({ leader, syncRevision: seen.sync!.revision });
+      if (!taken.acquired) throw new Error('b did not take the lock');
+      expect(await h.raw(key('leader'))).toEqual({ value: 'b', lease: b.currentLeaseId() });
+      expect(await a.updateLeader(won.createRevision)).toBe(false);
+      expect(await b.updateLeader(taken.createRevision)).toBe(true);
+      // The sync key changed since the read (a member left the fence): refused.
+      const again = await a.refresh();
+      expect(await a.setSync({ leader: 'b', sync_standby: 'a', quorum: 1 }, again.sync!.revision)).toBe(true);
+      expect(
+        await a.takeLeader({ leader: { name: 'b', revision: again.leader!.revision }, syncRevision: again.sync!.revision }),
+      ).toMatchObject({
+        acquired: false,
+        holder: 'b',
+      });
+    });
+
+    it('setSyncUnderLeader writes the sync key only while the sync key and the leader key are as read (a member leaving a fence)', async () => {
+      setup();
+      const a = await client('a');
+      const b = await client('b');
+      await a.attemptToAcquireLeader();
+      expect(await a.setSync({ leader: 'a', sync_standby: 'b', quorum: 1 }, '0')).toBe(true);
+      const seen = await b.refresh();
+      const leader = { name: 'a', revision: seen.leader!.revision };
+      const left = { leader: 'a', sync_standby: 'b', quorum: 1 };
+      expect(await b.setSyncUnderLeader(left, '1', leader)).toBe(false);
+      expect(await b.setSyncUnderLeader(left, seen.sync!.revision, { name: 'a', revision: '1' })).toBe(false);
+      expect(await b.setSyncUnderLeader(left, seen.sync!.revision, { ...leader, name: 'b' })).toBe(false);
+      expect(await b.setSyncUnderLeader({ ...left, sync_standby: 'b,c' }, seen.sync!.revision, leader)).toBe(true);
+      expect((await b.refresh()).sync?.value.sync_standby).toBe('b,c');
+    });
+
     it('releases the lock with deleteLeader only for the holder', async () => {
       setup();
       const a = await client('a');

@@ -93,7 +93,7 @@ export function executorDeps(over: Partial<ExecutorDeps> = {}): ExecutorDeps {
     pg: { controlData: unexpected('pg.controlData'), query: unexpected('pg.query'), syncSlots: unexpected('pg.syncSlots') },
     log: { info: () => undefined, warn: () => undefined },
     state: new NodeState({ config: withDefaults({}), tags: {}, localParameters: {} }),
-    lock: { acquire: unexpected('lock.acquire'), release: unexpected('lock.release') },
+    lock: { acquire: unexpected('lock.acquire'), release: unexpected('lock.release'), take: unexpected('lock.take') },
     fencing: { beforeAcquire: unexpected('fencing.beforeAcquire'), afterAcquire: unexpected('fencing.afterAcquire') },
     duties: { historyWritten: () => undefined, run: unexpected('duties.run') },
     sync: { keyBeforePromotion: () => undefined, promoting: () => undefined, run: unexpected('sync.run') },

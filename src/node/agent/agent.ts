@@ -6,6 +6,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { dirname, join } from 'node:path';
+import { connect as netConnect } from 'node:net';
 import type { Hono } from 'hono';
 import { pino, type Logger } from 'pino';
 import type { AgentConfig, CustomBootstrapMethod } from '../../config/index.ts';
@@ -288,6 +289,23 @@ export function targetedRecovery(m: CustomBootstrapMethod, restoreCommand: strin
   return { parameters, keepExisting };
 }
 
+/**
+ * Whether `host:port` accepts a TCP connection within `timeoutMs` (closed at once; never rejects):
+ * quorum failover's check that a leader's PostgreSQL is unreachable (docs/ha.md "Quorum failover").
+ */
+function tcpAnswers(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 /** The HA node of `config`. */
 function haNode(config: AgentConfig, w: NodeWiring): HaNode {
   const connect = parseHostPort(config.database.connect_address);
@@ -327,6 +345,8 @@ function haNode(config: AgentConfig, w: NodeWiring): HaNode {
       return r.reachable ? r.status : undefined;
     },
     ...(w.settingsCatalogue ? { settingsCatalogue: w.settingsCatalogue } : {}),
+    // Quorum failover's watch: the leader's PostgreSQL checked by a TCP connect besides its agent.
+    pgAnswers: tcpAnswers,
     watchdog: config.watchdog,
     ...(w.fence ? { fence: w.fence } : {}),
   });

@@ -37,7 +37,7 @@ export interface ExecutorDeps extends Pick<NodeDeps, 'name' | 'bootstrapDcs' | '
   log: Pick<Logger, 'info' | 'warn'>;
   /** The node's facts: this module is the one writer of initializedByMe and demoted; the configuration it only reads. */
   state: Pick<NodeState, 'initializedByMe' | 'demoted'> & Readonly<Pick<NodeState, 'config'>>;
-  lock: Pick<LeaderLock, 'acquire' | 'release'>;
+  lock: Pick<LeaderLock, 'acquire' | 'release' | 'take'>;
   fencing: Pick<Fencing, 'beforeAcquire' | 'afterAcquire'>;
   duties: Pick<LeaderDuties, 'historyWritten' | 'run'>;
   sync: Pick<SyncManager, 'keyBeforePromotion' | 'promoting' | 'run'>;
@@ -86,6 +86,8 @@ export class Executor {
         return this.start(view, a);
       case 'acquireLock':
         return this.acquireLock(view);
+      case 'takeLeader':
+        return this.takeLeader(view, a);
       case 'promote':
         return this.promote(view);
       case 'demote':
@@ -237,6 +239,33 @@ export class Executor {
       db.send({ type: 'cmd.promote', reason: 'promoted self to leader by acquiring session lock', at });
     }
     if (view.failover && (view.failover.value.leader || view.failover.value.member)) await dcs.setFailover({}).catch(() => undefined);
+    this.d.emitChange();
+  }
+
+  /**
+   * Quorum failover (docs/ha.md "Quorum failover"): the fence of `a.leader` is complete and this
+   * member has the furthest WAL: take the leader key (compare-and-set on it and on the `sync` key
+   * as the decision read them), then promote as after a won race. A key or fence changed since:
+   * nothing happens; the next cycle decides again.
+   */
+  private async takeLeader(view: ClusterView, a: Extract<CycleAction, { kind: 'takeLeader' }>): Promise<void> {
+    const { log } = this.d;
+    const db = this.d.db();
+    const at = this.d.now();
+    if (!(await this.d.fencing.beforeAcquire())) return;
+    const taken = await this.d.lock.take({ leader: { name: a.leader, revision: a.leaderRevision }, syncRevision: a.syncRevision });
+    if (!taken) {
+      log.info({ leader: a.leader }, 'the leader key or the fence changed before the take: deciding again');
+      return;
+    }
+    await this.d.fencing.afterAcquire();
+    this.d.notice('quorum.take', `took the leader key from ${a.leader}, fenced by its synchronous standbys: promoting`);
+    if (!(await this.prepareSyncForPromotion(view))) return;
+    db.send({
+      type: 'cmd.promote',
+      reason: `promoted self to leader: ${a.leader} fenced by its synchronous standbys (quorum failover)`,
+      at,
+    });
     this.d.emitChange();
   }
 

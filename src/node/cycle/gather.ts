@@ -16,6 +16,7 @@ import type { PeerStatus } from '../../domain/leader-race.ts';
 import type { Tags } from '../../domain/member.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
 import { hasNoLeaderMethod, type ReplicaMethodsConfig } from '../../domain/replica-methods.ts';
+import { fencePlace } from '../../domain/quorum-failover.ts';
 import type { Failsafe } from '../lock/failsafe.ts';
 import type { LeaderLock } from '../lock/leader-lock.ts';
 import type { ConfigApplier } from '../local/config-apply.ts';
@@ -129,7 +130,7 @@ export class CycleGather {
     // (a frozen or late agent), and a key created meanwhile is not as old as the cycle (finding 22).
     d.trackers.observeLeader(view, d.now(), nowMs);
     const local = await localP;
-    const peers: PeerStatus[] = needPeers(lock, local)
+    const peers: PeerStatus[] = needPeers(lock, local, d.state.config, d.name)
       ? await (early && sameOthers(early.view, view, d.name) ? early.peers : fetchPeers(view, d.name, d.fetchStatus, d.now))
       : [];
     const probe = await this.ownPosition(view, peers, local.probe);
@@ -181,15 +182,17 @@ export class CycleGather {
   }
 }
 
-/** The peers' status is needed: the DCS answered, the database runs idle, and there is no leader or our lock has a switchover pending. */
-function needPeers(lock: LockFacts, local: LocalFacts): boolean {
+/**
+ * The peers' status is needed: the DCS answered, the database runs idle, and there is no leader,
+ * our lock has a switchover pending, or this member is to take over from a fenced leader (quorum
+ * failover: the take respects maximum_lag_on_failover against the reachable peers).
+ */
+function needPeers(lock: LockFacts, local: LocalFacts, config: DynamicConfig, name: string): boolean {
   const failover = lock.view.failover?.value;
-  return (
-    lock.dcsOk &&
-    local.state === 'running' &&
-    !local.busy &&
-    (!lock.view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member)))
-  );
+  if (!lock.dcsOk || local.state !== 'running' || local.busy) return false;
+  if (!lock.view.leader || (lock.holdsLock && !!(failover?.leader || failover?.member))) return true;
+  const place = fencePlace(config, lock.view, name);
+  return place !== undefined && place.incomplete === undefined && place.taker === name;
 }
 
 /** The parts of decideCycle's input the gather step computed this cycle. */

@@ -9,6 +9,7 @@ import type { ClusterView } from '../../domain/cluster.ts';
 import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import type { Tags } from '../../domain/member.ts';
 import { filterParameters } from '../../domain/pg-parameters.ts';
+import { quorumFailoverSettings } from '../../domain/quorum-failover.ts';
 import { syncSettings } from '../../domain/sync-standby.ts';
 import { remoteUpstream, standbyClusterOf, standbyLeaderParameters } from '../../domain/standby-cluster.ts';
 import { slotNameForMember } from '../../postgres/slots.ts';
@@ -207,6 +208,12 @@ export class ConfigApplier {
     if (state.config.database.use_db_rewind) parameters['wal_log_hints'] = 'on';
     // Replicas keeping permanent logical slots report their slots' catalog_xmin to the primary (docs/ha.md "Replication slots").
     if (role === 'replica' && hasPermanentLogicalSlots(state.config)) parameters['hot_standby_feedback'] = 'on';
+    // Quorum failover: a replica's WAL receiver gives up on a silent upstream (a partition, where no
+    // connection is closed) after the window, unless the operator set the timeout (docs/ha.md
+    // "Quorum failover"). Not in a standby cluster, where synchronous mode and the mode are ignored.
+    const quorum = role === 'replica' && !standbyClusterOf(state.config) ? quorumFailoverSettings(state.config) : undefined;
+    if (quorum && !Object.keys(parameters).some((k) => k.toLowerCase() === 'wal_receiver_timeout'))
+      parameters['wal_receiver_timeout'] = quorum.windowMs;
     // Synchronous mode on: the synchronous-replication manager owns synchronous_standby_names.
     const sync = this.d.sync.parameterValue(role);
     if (sync !== undefined) parameters['synchronous_standby_names'] = sync;

@@ -106,6 +106,20 @@ export class LeaderLock {
   }
 
   /**
+   * Quorum failover's take (Dcs.takeLeader): the leader key of `expected.leader` replaced by this
+   * member's, compare-and-set on that key and on the `sync` key as read. True when taken: held
+   * from the instant the request was sent, like an acquire. DCS failures reject (DcsError).
+   */
+  async take(expected: { leader: { name: string; revision: string }; syncRevision: string }): Promise<boolean> {
+    const sentMs = this.deps.now();
+    const sent = this.deps.fence?.stamp();
+    const r = await this.deps.dcs.takeLeader(expected);
+    if (!r.acquired) return false;
+    this.hold(r.createRevision, sentMs, sent);
+    return true;
+  }
+
+  /**
    * Adopts the key the view shows with this member's name (only when `read(view)` is
    * 'adoptable'): a compare-and-set renewal of that incarnation. True when adopted.
    */

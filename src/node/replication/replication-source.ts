@@ -50,6 +50,8 @@ export class ReplicationSource {
   private stream: StreamSource = { kind: 'none' };
   private clone: Upstream | undefined;
   private methods: CloneMethods = { kind: 'member' };
+  /** Quorum failover: the leader this member fenced; never streamed from while set. */
+  private fencedFrom: string | undefined;
 
   /** Where the next clone, re-clone or pg_rewind copies from (the database machine's clone effect reads it). */
   get cloneFrom(): Upstream | undefined {
@@ -175,6 +177,27 @@ export class ReplicationSource {
     this.set(this.stream.kind === 'remote' ? 'remote' : 'member', upstreamOf(view, leader), leader);
   }
 
+  /**
+   * Quorum failover (src/node/replication/quorum-fence.ts): this member fenced `leader`. The
+   * stream points nowhere, and no later start or follow points it at that member until `unfence`.
+   */
+  fence(leader: string): void {
+    this.fencedFrom = leader;
+    this.stream = { kind: 'none' };
+  }
+
+  /** The fence was left (the leader answered again before it was complete): the leader may be followed again. */
+  unfence(): void {
+    this.fencedFrom = undefined;
+    // A start or follow made while fenced recorded no upstream: the next follow writes one.
+    if (this.stream.kind === 'member' && this.stream.upstream === undefined) this.stream = { kind: 'none' };
+  }
+
+  /** The leader this member fenced, or undefined. */
+  get fenced(): string | undefined {
+    return this.fencedFrom;
+  }
+
   /** The next clone copies from `from` (undefined: no source) by `methods`. */
   private cloneBy(from: Upstream | undefined, methods: CloneMethods): void {
     this.clone = from;
@@ -183,6 +206,10 @@ export class ReplicationSource {
 
   /** Sets the stream; a member stream with neither an upstream nor a configured member is none. */
   private set(kind: 'member' | 'remote', upstream: Upstream | undefined, configuredFor: string | undefined): void {
+    if (upstream !== undefined && upstream.name === this.fencedFrom) upstream = undefined;
+    // A member stream without an upstream is configured for nobody: the next follow writes one
+    // (a follow's write that ended after the stream was fenced and unfenced must not count).
+    if (kind === 'member' && upstream === undefined) configuredFor = undefined;
     this.stream =
       kind === 'member' && upstream === undefined && configuredFor === undefined ? { kind: 'none' } : { kind, upstream, configuredFor };
   }

@@ -25,6 +25,7 @@ import {
   type SyncStep,
 } from '../../domain/sync-standby.ts';
 import { standbyClusterOf } from '../../domain/standby-cluster.ts';
+import { fenceOf, quorumFailoverSettings } from '../../domain/quorum-failover.ts';
 import type { Logger } from 'pino';
 import type { Dcs } from '../../dcs/dcs.ts';
 import type { DynamicConfig } from '../../domain/dynamic-config.ts';
@@ -67,6 +68,8 @@ export class SyncManager {
   /** The primary's flush position when `configured` was seen in force. */
   private mark: bigint | undefined;
   private uncovered: SyncSet[] = [];
+  /** Who fences this primary, as last noticed (quorum failover); undefined when nobody does. */
+  private fencedBy: string | undefined;
   private lastDegraded: string | undefined;
   private status: SyncStatus | undefined;
 
@@ -159,6 +162,19 @@ export class SyncManager {
       }
       return;
     }
+    // Quorum failover: standbys have fenced this primary. It changes neither the key nor
+    // synchronous_standby_names from then on: relaxing them could let it acknowledge again,
+    // and the fence was judged on this key (docs/ha.md "Quorum failover").
+    const fence = quorumFailoverSettings(core.state.config) ? fenceOf(view.sync?.value.fence) : undefined;
+    if (fence?.leader === core.name && Object.keys(fence.members).length > 0) {
+      const who = Object.keys(fence.members).sort().join(', ');
+      if (this.fencedBy !== who) {
+        this.fencedBy = who;
+        core.notice('sync.fenced', `fenced by ${who} (quorum failover): the synchronous set and the sync key stay as they are`);
+      }
+      return;
+    }
+    this.fencedBy = undefined;
     let pg = probe;
     let v = view;
     const stale = this.staleInForce(this.adoptRunning(probe), pg);

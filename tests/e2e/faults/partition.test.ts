@@ -27,12 +27,10 @@ import { sleep, waitFor } from '../../support/processes.ts';
 import type { TestCluster } from '../support/cluster.ts';
 import { createNetLab, createPartitionCluster, PARTITION_LOG_RE as LOG_RE, startWithNode1Leading, type NetLab } from '../support/netlab.ts';
 import { createSafetyTables, formatTransitions, startWriteProbe, type WriteProbe } from '../support/writer.ts';
-import { DEMOTION_SLACK_MS, firstMiss, STOP_ACK_BOUND_MS, T } from './timing.ts';
+import { DEMOTION_SLACK_MS, firstMiss, PARTITION_REJOIN_BOUND_MS, STOP_ACK_BOUND_MS, T } from './timing.ts';
 
 /** A new writable primary after the cut: lease expiry (ttl) + a cycle (loop_wait) + two DCS calls (2 × retry_timeout) + promotion slack. */
 export const PARTITION_FAILOVER_BOUND_MS = (T.ttl + T.loop_wait + 2 * T.retry_timeout) * 1000 + 5000;
-/** Back as a streaming replica after healing: reliability.md §3.2 "rejoin ≤ 180 s with pg_rewind or re-clone". */
-export const PARTITION_REJOIN_BOUND_MS = 180_000;
 
 describe('the leader isolated from etcd and its peers (network namespace)', () => {
   let lab: NetLab | undefined;

@@ -21,6 +21,9 @@ export const STOP_ACK_BOUND_MS = (T.ttl - T.retry_timeout) * 1000 + DEMOTION_SLA
 /** After every fault healed: a writable primary again within ttl + 2·loop_wait + 2·retry_timeout (the simulator's bound) + PostgreSQL start/promotion. */
 export const RECOVERY_BOUND_MS = (T.ttl + 2 * T.loop_wait + 2 * T.retry_timeout) * 1000 + 5000;
 
+/** Back as a streaming replica after healing a partition: reliability.md §3.2 "rejoin ≤ 180 s with pg_rewind or re-clone". */
+export const PARTITION_REJOIN_BOUND_MS = 180_000;
+
 /**
  * The first probe round at or after `fromMs` in which `member` did not acknowledge (`fromMs` itself
  * when it was not acknowledging then already); undefined when it always did.

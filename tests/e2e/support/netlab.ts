@@ -3,7 +3,9 @@
  * namespace with a bridge, a veth from the root namespace (etcd, node2, node3) and one from node1's
  * namespace (node1's agent, PostgreSQL and fence under `ip netns exec`), all in a private /24 that
  * exists only on these veths (no default route, no NAT). The cut sets node1's bridge port down.
- * `destroy()` deletes both namespaces (their veths and the root end with them).
+ * `destroy()` deletes both namespaces (their veths and the root end with them). createMemberLab
+ * makes the same with several isolated members and an address of etcd's own (the quorum-failover
+ * partition test); createNetLab is its one-member case.
  */
 import { run, waitFor } from '../../support/processes.ts';
 import { T } from '../faults/timing.ts';
@@ -33,59 +35,120 @@ async function ip(args: string[]): Promise<string> {
   return run('ip', args);
 }
 
-/** Creates the lab: namespaces `ha-hub-<s>` and `ha-n1-<s>`, a bridge in the hub, two veth pairs. */
-export async function createNetLab(): Promise<NetLab> {
+/** One member's place in a lab: its namespace, address and port on the hub bridge. */
+export interface LabMember {
+  ns: string;
+  ip: string;
+  /** Its port on the hub bridge (the link `isolate` sets down). */
+  hubPort: string;
+}
+
+/**
+ * A lab with several isolated members (the quorum-failover partition test): each named member has
+ * its own namespace and address on the hub bridge; the root namespace keeps `rootIp` (the members
+ * not named, the test runner) and `etcdIp`, a second address of the same veth that only etcd is
+ * reached at, so that a member can be cut from its peers but not from etcd.
+ */
+export interface MemberLab {
+  hub: string;
+  subnet: string;
+  rootIp: string;
+  etcdIp: string;
+  members: Record<string, LabMember>;
+  /** Sets the member's bridge port down (`isolate`): it reaches nothing and nothing reaches it; `heal` sets it up. */
+  isolate(name: string): Promise<void>;
+  heal(name: string): Promise<void>;
+  /**
+   * Cuts the member from these addresses only: a blackhole route to each in its namespace (no
+   * packet of it reaches them; over TCP that cuts both directions, as no handshake or
+   * acknowledgement comes back). `uncut` removes the routes.
+   */
+  cut(name: string, ips: string[]): Promise<void>;
+  uncut(name: string, ips: string[]): Promise<void>;
+  /** Deletes the namespaces (which deletes their veths and the root end) and the root veth. */
+  destroy(): Promise<void>;
+}
+
+/**
+ * Creates a lab with one namespace `ha-n<i>-<s>` per name (addresses .2, .3, … of a private /24),
+ * the hub `ha-hub-<s>` with its bridge, and the root veth (.1, and .254 for etcd).
+ */
+export async function createMemberLab(names: string[]): Promise<MemberLab> {
   const s = (process.pid % 0xffff).toString(16);
   const x = 20 + (process.pid % 200);
   const hub = `ha-hub-${s}`;
-  const ns = `ha-n1-${s}`;
   const rootEnd = `har${s}`;
   const rootHub = `hhr${s}`;
-  const nodeEnd = `han${s}`;
-  const nodeHub = `hhn${s}`;
-  const subnet = `10.213.${x}.0/24`;
-  const rootIp = `10.213.${x}.1`;
-  const nodeIp = `10.213.${x}.2`;
-  const lab: NetLab = {
+  const net = `10.213.${x}`;
+  const members: Record<string, LabMember & { dev: string }> = {};
+  names.forEach((name, i) => {
+    members[name] = { ns: `ha-n${i + 1}-${s}`, ip: `${net}.${i + 2}`, hubPort: `hhn${i}${s}`, dev: `han${i}${s}` };
+  });
+  const m = (name: string) => {
+    const x = members[name];
+    if (!x) throw new Error(`${name} is not in the lab`);
+    return x;
+  };
+  const routes = (verb: string) => async (name: string, ips: string[]) => {
+    for (const a of ips) await ip(['-n', m(name).ns, 'route', verb, 'blackhole', `${a}/32`]);
+  };
+  const lab: MemberLab = {
     hub,
-    ns,
-    hubPort: nodeHub,
-    rootIp,
-    nodeIp,
-    subnet,
-    isolate: async () => void (await ip(['-n', hub, 'link', 'set', nodeHub, 'down'])),
-    heal: async () => void (await ip(['-n', hub, 'link', 'set', nodeHub, 'up'])),
+    subnet: `${net}.0/24`,
+    rootIp: `${net}.1`,
+    etcdIp: `${net}.254`,
+    members,
+    isolate: async (name) => void (await ip(['-n', hub, 'link', 'set', m(name).hubPort, 'down'])),
+    heal: async (name) => void (await ip(['-n', hub, 'link', 'set', m(name).hubPort, 'up'])),
+    cut: routes('add'),
+    uncut: routes('del'),
     async destroy() {
-      for (const a of [
-        ['netns', 'del', ns],
-        ['netns', 'del', hub],
-        ['link', 'del', rootEnd],
-      ]) {
+      for (const a of [...Object.values(members).map((x) => ['netns', 'del', x.ns]), ['netns', 'del', hub], ['link', 'del', rootEnd]]) {
         await ip(a).catch(() => undefined);
       }
     },
   };
   try {
     await ip(['netns', 'add', hub]);
-    await ip(['netns', 'add', ns]);
     await ip(['-n', hub, 'link', 'add', 'br0', 'type', 'bridge']);
     await ip(['-n', hub, 'link', 'set', 'br0', 'up']);
     await ip(['link', 'add', rootEnd, 'type', 'veth', 'peer', 'name', rootHub]);
     await ip(['link', 'set', rootHub, 'netns', hub]);
-    await ip(['link', 'add', nodeEnd, 'type', 'veth', 'peer', 'name', nodeHub]);
-    await ip(['link', 'set', nodeEnd, 'netns', ns]);
-    await ip(['link', 'set', nodeHub, 'netns', hub]);
-    for (const p of [rootHub, nodeHub]) await ip(['-n', hub, 'link', 'set', p, 'master', 'br0', 'up']);
-    await ip(['addr', 'add', `${rootIp}/24`, 'dev', rootEnd]);
+    await ip(['-n', hub, 'link', 'set', rootHub, 'master', 'br0', 'up']);
+    for (const a of [lab.rootIp, lab.etcdIp]) await ip(['addr', 'add', `${a}/24`, 'dev', rootEnd]);
     await ip(['link', 'set', rootEnd, 'up']);
-    await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
-    await ip(['-n', ns, 'addr', 'add', `${nodeIp}/24`, 'dev', nodeEnd]);
-    await ip(['-n', ns, 'link', 'set', nodeEnd, 'up']);
+    for (const x of Object.values(members)) {
+      await ip(['netns', 'add', x.ns]);
+      await ip(['link', 'add', x.dev, 'type', 'veth', 'peer', 'name', x.hubPort]);
+      await ip(['link', 'set', x.dev, 'netns', x.ns]);
+      await ip(['link', 'set', x.hubPort, 'netns', hub]);
+      await ip(['-n', hub, 'link', 'set', x.hubPort, 'master', 'br0', 'up']);
+      await ip(['-n', x.ns, 'link', 'set', 'lo', 'up']);
+      await ip(['-n', x.ns, 'addr', 'add', `${x.ip}/24`, 'dev', x.dev]);
+      await ip(['-n', x.ns, 'link', 'set', x.dev, 'up']);
+    }
   } catch (e) {
     await lab.destroy();
     throw e;
   }
   return lab;
+}
+
+/** Creates the one-member lab of the partition test: node1 in `ha-n1-<s>` (createMemberLab). */
+export async function createNetLab(): Promise<NetLab> {
+  const lab = await createMemberLab(['node1']);
+  const n1 = lab.members['node1']!;
+  return {
+    hub: lab.hub,
+    ns: n1.ns,
+    hubPort: n1.hubPort,
+    rootIp: lab.rootIp,
+    nodeIp: n1.ip,
+    subnet: lab.subnet,
+    isolate: () => lab.isolate('node1'),
+    heal: () => lab.heal('node1'),
+    destroy: () => lab.destroy(),
+  };
 }
 
 /** A cluster whose node1 runs inside `lab.ns` (the others and etcd in the root namespace). */

@@ -401,3 +401,51 @@ export async function assertNoLoss(
   }
   return { leader, acknowledged: acked.length, replicas };
 }
+
+/**
+ * The first `insert into <table> values (1)` acknowledged by any of `names` (benchmarks: the
+ * instant a primary takes writes again), tried on each every 5 ms over TCP as the superuser.
+ * `attemptMs` bounds one round of attempts (default: unbounded, so a commit waiting for a
+ * synchronous standby is waited for). Resolves with the epoch ms of the acknowledgement and the
+ * member. Throws when none was acknowledged within `timeoutMs`.
+ */
+export async function firstAcknowledgedWrite(
+  cluster: TestCluster,
+  names: string[],
+  table: string,
+  timeoutMs: number,
+  attemptMs?: number,
+): Promise<{ at: number; member: string }> {
+  const clients = names.map((member) => ({
+    member,
+    sql: postgres({
+      host: cluster.node(member).host ?? '127.0.0.1',
+      port: cluster.node(member).pgPort,
+      user: 'postgres',
+      password: 'e2e-super',
+      database: 'postgres',
+      max: 1,
+      connect_timeout: 1,
+      idle_timeout: 5,
+      onnotice: () => {},
+    }),
+  }));
+  const deadline = Date.now() + timeoutMs;
+  const bounded = <T>(p: Promise<T>): Promise<T> =>
+    attemptMs === undefined ? p : Promise.race([p, sleep(attemptMs).then(() => Promise.reject(new Error('attempt timed out')))]);
+  try {
+    for (;;) {
+      const ok = await Promise.any(
+        clients.map(async ({ member, sql }) => {
+          await bounded(sql.unsafe(`insert into ${table} values (1)`));
+          return { at: Date.now(), member };
+        }),
+      ).catch(() => undefined);
+      if (ok) return ok;
+      if (Date.now() > deadline) throw new Error(`no write into ${table} acknowledged within ${timeoutMs} ms`);
+      await sleep(5);
+    }
+  } finally {
+    await Promise.all(clients.map(({ sql }) => sql.end({ timeout: 1 }).catch(() => undefined)));
+  }
+}

@@ -117,4 +117,36 @@ describe('ReplicationSource', () => {
     expect(s.cloneStandbyMethods).toBeUndefined();
     expect(s.cloneBasebackupOnly).toBe(false);
   });
+
+  it('quorum failover: a fenced leader is never streamed from (start, follow) until unfenced; other members still are', () => {
+    const s = new ReplicationSource();
+    s.startAs(view, 'a', undefined);
+    expect(s.upstream).toEqual(A);
+    s.fence('a');
+    expect(s.state).toEqual({ kind: 'none' });
+    expect(s.fenced).toBe('a');
+    s.startAs(view, 'a', undefined);
+    expect(s.upstream).toBeUndefined();
+    expect(s.configuredFor).toBeUndefined();
+    s.streamFrom(A);
+    expect(s.upstream).toBeUndefined();
+    s.streamFrom(B);
+    expect(s.upstream).toEqual(B);
+    s.startAs(view, 'a', undefined);
+    s.unfence();
+    expect(s.fenced).toBeUndefined();
+    expect(s.state).toEqual({ kind: 'none' });
+    s.streamFrom(A);
+    expect(s.upstream).toEqual(A);
+  });
+
+  it('a follow whose write ends after the stream was fenced and unfenced is not taken as configured', () => {
+    const s = new ReplicationSource();
+    s.fence('a');
+    s.streamFrom(A); // blocked: no upstream
+    s.unfence();
+    s.configured('a'); // the follow's write ends now: it wrote no upstream
+    expect(s.configuredFor).toBeUndefined();
+    expect(s.state).toEqual({ kind: 'none' });
+  });
 });
