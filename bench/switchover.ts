@@ -27,6 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { TestCluster } from '../tests/e2e/support/cluster.ts';
+import { superuserClient } from '../tests/e2e/support/writer.ts';
 import { sleep, stopPid, waitFor } from '../tests/support/processes.ts';
 
 const args = process.argv.slice(2);
@@ -40,19 +41,6 @@ const loopWait = Number(arg('--loop-wait', '10'));
 const retryTimeout = Number(arg('--retry-timeout', '10'));
 const BIN = process.env['PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 
-type Sql = ReturnType<typeof postgres>;
-const clientFor = (c: TestCluster, n: string): Sql =>
-  postgres({
-    host: '127.0.0.1',
-    port: c.node(n).pgPort,
-    user: 'postgres',
-    password: 'e2e-super',
-    database: 'postgres',
-    max: 1,
-    connect_timeout: 1,
-    idle_timeout: 5,
-    onnotice: () => {},
-  });
 
 interface JournalEntry {
   time: string;
@@ -101,7 +89,7 @@ async function switchovers(c: TestCluster, etcd: Etcd3): Promise<{ leader: strin
   );
   for (let round = 0; round < rounds; round++) {
     const cand = replicas[0]!;
-    const clients = c.nodes.map((n) => ({ n: n.name, sql: clientFor(c, n.name) }));
+    const clients = c.nodes.map((n) => ({ n: n.name, sql: superuserClient(c, n.name) }));
     // One loop per member, so that a member slow to refuse (a postmaster shutting down or
     // starting) never delays the attempts on another: the figures are the members' own.
     let lastOkOnOld = 0;
@@ -205,7 +193,7 @@ async function nodeLoss(c: TestCluster, etcd: Etcd3, leader: string): Promise<vo
   const t = Date.now();
   await c.killAgent(leader);
   if (pgPid) await stopPid(pgPid, 'SIGKILL');
-  const clients = survivors.map((n) => ({ n, sql: clientFor(c, n) }));
+  const clients = survivors.map((n) => ({ n, sql: superuserClient(c, n) }));
   let first = 0;
   const deadline = Date.now() + (ttl + 60) * 1000;
   while (!first && Date.now() < deadline) {

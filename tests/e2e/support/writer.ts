@@ -403,6 +403,24 @@ export async function assertNoLoss(
 }
 
 /**
+ * A postgres.js client of `member` as the test superuser over TCP (its host, or 127.0.0.1): one
+ * connection, 1 s connect timeout (benchmarks' direct writes). The caller ends it.
+ */
+export function superuserClient(cluster: TestCluster, member: string): ReturnType<typeof postgres> {
+  return postgres({
+    host: cluster.node(member).host ?? '127.0.0.1',
+    port: cluster.node(member).pgPort,
+    user: 'postgres',
+    password: 'e2e-super',
+    database: 'postgres',
+    max: 1,
+    connect_timeout: 1,
+    idle_timeout: 5,
+    onnotice: () => {},
+  });
+}
+
+/**
  * The first `insert into <table> values (1)` acknowledged by any of `names` (benchmarks: the
  * instant a primary takes writes again), tried on each every 5 ms over TCP as the superuser.
  * `attemptMs` bounds one round of attempts (default: unbounded, so a commit waiting for a
@@ -416,20 +434,7 @@ export async function firstAcknowledgedWrite(
   timeoutMs: number,
   attemptMs?: number,
 ): Promise<{ at: number; member: string }> {
-  const clients = names.map((member) => ({
-    member,
-    sql: postgres({
-      host: cluster.node(member).host ?? '127.0.0.1',
-      port: cluster.node(member).pgPort,
-      user: 'postgres',
-      password: 'e2e-super',
-      database: 'postgres',
-      max: 1,
-      connect_timeout: 1,
-      idle_timeout: 5,
-      onnotice: () => {},
-    }),
-  }));
+  const clients = names.map((member) => ({ member, sql: superuserClient(cluster, member) }));
   const deadline = Date.now() + timeoutMs;
   const bounded = <T>(p: Promise<T>): Promise<T> =>
     attemptMs === undefined ? p : Promise.race([p, sleep(attemptMs).then(() => Promise.reject(new Error('attempt timed out')))]);
