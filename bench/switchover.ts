@@ -41,7 +41,6 @@ const loopWait = Number(arg('--loop-wait', '10'));
 const retryTimeout = Number(arg('--retry-timeout', '10'));
 const BIN = process.env['PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 
-
 interface JournalEntry {
   time: string;
   machine: string;
