@@ -28,4 +28,23 @@ describe('finding 33 (open)', () => {
     const { result } = await runSchedule(930144409, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' });
     expect([...new Set(result.violations.map((v) => v.invariant))]).toEqual(['diverged-streaming']);
   });
+
+  it('seed 224839313 (CI, stop 37): a replica of a timeline 2 whose promoter crashed before writing the history key streams from a member of another timeline 2 (still breaks diverged-streaming)', async () => {
+    const faults: Fault[] = [
+      { kind: 'net-delay', at: 5, node: 'n2', steps: 6, ms: 642 },
+      { kind: 'switchover', at: 6, node: 'n3' },
+      { kind: 'agent-crash', at: 9, node: 'n3', steps: 21 },
+      { kind: 'pg-crash', at: 10, node: 'n1' },
+      { kind: 'net-delay', at: 11, node: 'n2', steps: 7, ms: 378 },
+      { kind: 'heal', at: 13 },
+      { kind: 'net-delay', at: 22, node: 'n2', steps: 11, ms: 915 },
+      { kind: 'pg-crash', at: 26, node: 'n2' },
+      { kind: 'net-delay', at: 26, node: 'n1', steps: 30, ms: 302 },
+      { kind: 'agent-crash', at: 27, node: 'n3', steps: 10 },
+      { kind: 'agent-crash', at: 32, node: 'n1', steps: 24 },
+      { kind: 'freeze', at: 38, node: 'n3', steps: 24 },
+    ];
+    const { result } = await runSchedule(224839313, { nodes: 3, steps: 60, freeze: true, faults, failsafe: 'draw' });
+    expect([...new Set(result.violations.map((v) => v.invariant))]).toEqual(['diverged-streaming']);
+  });
 });

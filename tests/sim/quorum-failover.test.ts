@@ -89,6 +89,17 @@ const REGRESSIONS: { name: string; seed: number; options: Pick<RunOptions, 'node
       { kind: 'agent-crash', at: 18, node: 'n1', steps: 26 },
     ],
   },
+  {
+    name: 'seed 224850351 (CI): a deposed leader that had not yet noticed the take does not rewrite the sync key of its successor (liveness-primary, finding 34)',
+    seed: 224850351,
+    options: { nodes: 3, failsafe: 'draw', quorumFailover: 'draw' },
+    faults: [
+      { kind: 'slow-loop', at: 10, node: 'n1', steps: 23, ms: 991 },
+      { kind: 'net-partition', at: 12, node: 'n2', peer: 'n1', steps: 24 },
+      { kind: 'net-partition', at: 13, node: 'n1', peer: 'n3', steps: 29 },
+      { kind: 'agent-crash', at: 28, node: 'n3', steps: 29 },
+    ],
+  },
 ];
 
 describe('quorum failover', () => {

@@ -49,7 +49,7 @@ export interface SyncStatus {
 export interface SyncManagerDeps {
   /** This member's name. */
   name: string;
-  dcs: Pick<Dcs, 'setSync' | 'refresh'>;
+  dcs: Pick<Dcs, 'setSync' | 'setSyncUnderLeader' | 'refresh'>;
   log: Pick<Logger, 'warn'>;
   clock: Clock;
   /** The effective dynamic configuration and whether this agent won the bootstrap race (NodeState). */
@@ -187,7 +187,14 @@ export class SyncManager {
       const step = this.nextStep(configured, settings, v, pg);
       if (step.kind === 'none') return;
       if (step.kind === 'writeKey') {
-        const ok = await dcs.setSync(syncStateOf(step.key), v.sync?.revision ?? '0');
+        // Only while the leader key is still this member's, as this view shows it: a leader whose
+        // key was taken meanwhile (quorum failover) or expired, and that has not yet noticed, must
+        // not rewrite the key of its successor (ha simulate seed 224850351: the deposed leader
+        // named itself with no standby, and nobody else could take over; docs/simulation.md).
+        const lock = v.leader;
+        const ok =
+          lock?.name === core.name &&
+          (await dcs.setSyncUnderLeader(syncStateOf(step.key), v.sync?.revision ?? '0', { name: lock.name, revision: lock.revision }));
         if (!ok) {
           core.log.warn('the sync key changed under this leader: re-reading it next cycle');
           await dcs.refresh().catch(() => undefined);

@@ -132,6 +132,11 @@ describe('SyncManager: the written set not in force is written again', () => {
           rev++;
           return true;
         },
+        setSyncUnderLeader: async (s: SyncState) => {
+          key = s;
+          rev++;
+          return true;
+        },
         refresh: async () => view(),
       },
       state: { config: withDefaults({ synchronous_mode: true }), initializedByMe: false },
