@@ -421,16 +421,23 @@ interface SilentPosition extends PublishedPosition {
 
 /**
  * The positions of members other than `input.self` that are not a reachable peer with a running
- * PostgreSQL: the published positions (RaceInput.published) of those that did not answer or
- * were not asked, and where the WAL of a reachable peer whose PostgreSQL does not run ends
+ * PostgreSQL: the published positions (RaceInput.published) of those that did not answer, were
+ * not asked, or answered without any WAL position (finding 31), and where the WAL of a reachable peer whose PostgreSQL does not run ends
  * (PeerStatus.stoppedWal: a former leader restarting after a crash may hold WAL past its last
  * published optime, finding 28) unless that is on a timeline behind the cluster timeline (what
  * such WAL holds past the cluster's switch point is not in the cluster's history).
  */
 function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published' | 'clusterTimeline'>): SilentPosition[] {
-  const silent: SilentPosition[] = (input.published ?? [])
-    .filter((k) => k.name !== input.self.name && !input.peers.some((p) => p.reachable && p.name === k.name))
-    .map((k) => ({ ...k, source: 'its member key; it did not answer' }));
+  const silent: SilentPosition[] = [];
+  for (const k of input.published ?? []) {
+    if (k.name === input.self.name) continue;
+    const peer = input.peers.find((p) => p.reachable && p.name === k.name);
+    // An answer without a position (an agent just restarted that has not read its PostgreSQL yet:
+    // finding 31) says nothing of where its WAL ends: its member key still does.
+    if (!peer) silent.push({ ...k, source: 'its member key; it did not answer' });
+    else if (peer.walBytes === undefined && !peer.stoppedWal)
+      silent.push({ ...k, source: 'its member key; its answer had no WAL position' });
+  }
   for (const p of input.peers) {
     const behind = !!p.stoppedWal && input.clusterTimeline > 0 && p.stoppedWal.timeline < input.clusterTimeline;
     if (p.reachable && p.walBytes === undefined && p.stoppedWal && !behind && p.name !== input.self.name)

@@ -387,6 +387,22 @@ describe('isHealthiest', () => {
       false,
     ],
     [
+      'a member that answered without any WAL position (an agent just restarted), its member key more than maximum_lag_on_failover ahead, stops the race (finding 31, seed 930067785)',
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'uninitialized', state: 'stopped' }],
+        published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
+      false,
+    ],
+    [
+      'a member that answered without any WAL position, its member key within maximum_lag_on_failover ahead, does not (finding 31)',
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'uninitialized', state: 'stopped' }],
+        published: [{ name: 'b', walBytes: 100n + 1048576n, timeline: 2 }],
+      }),
+      true,
+    ],
+    [
       'a member that answered counts with its answer, not its older member key (finding 21)',
       base({
         peers: [{ name: 'b', reachable: true, role: 'replica', state: 'running', walBytes: 90n, timeline: 2 }],
@@ -459,6 +475,18 @@ describe('isHealthiest', () => {
     ],
   ])('%s → %s', (_n, i, healthy) => {
     expect(isHealthiest(i).healthy).toBe(healthy);
+  });
+
+  it('names the member whose answer had no WAL position in the reason (finding 31)', () => {
+    const v = isHealthiest(
+      base({
+        peers: [{ name: 'b', reachable: true, role: 'uninitialized', state: 'stopped' }],
+        published: [{ name: 'b', walBytes: 100n + 1048577n, timeline: 2 }],
+      }),
+    );
+    expect(v.reason).toBe(
+      'wal position of b (its member key; its answer had no WAL position) is more than maximum_lag_on_failover ahead of mine',
+    );
   });
 
   it('names the member whose PostgreSQL is not running in the reason (finding 28)', () => {
