@@ -16,8 +16,21 @@ interface Read {
   leader: string;
   startedAtMs: number;
   pending: boolean;
-  answer?: { timeline: number; walBytes: bigint; askedAtMs: number };
+  answer?: {
+    timeline: number;
+    walBytes: bigint;
+    askedAtMs: number;
+    /**
+     * No later than the instant the leader's probe that read `walBytes` started (epoch ms, this
+     * agent's clock): when the request was sent minus the document's `probe_age_ms`; without an
+     * age (the reference's agent), minus 1 s, the real agent's probe on demand.
+     */
+    readAtMs: number;
+  };
 }
+
+/** How old a status document's probe may be when it carries no `probe_age_ms` (the agent probes on demand past 1 s). */
+const UNDATED_PROBE_AGE_MS = 1000;
 
 /** This replica as the read needs it. */
 export interface StalledReplica {
@@ -53,9 +66,12 @@ export class LeaderPositionRead {
    * The leader's timeline and flush position while `me` follows it and has not streamed for
    * notStreamingGraceMs; else undefined (and the read is dropped). Starts a read when none is
    * under way for this leader or the last one started loop_wait ago. An answer counts only when
-   * its request started more than 1 s (the age of the leader's probe) after the replica stopped
-   * streaming, so the position it shows is at least the one the replica stopped at, and only for
-   * the leader it was asked of, for 3 × loop_wait.
+   * the leader's probe behind it started after the replica stopped streaming (dated by the
+   * document's `probe_age_ms`; without it, a request sent more than 1 s after), so the position
+   * it shows is at least the one the replica stopped at, and only for the leader it was asked
+   * of, for 3 × loop_wait. A leader's agent that was frozen answers from a probe taken before
+   * the freeze, while its PostgreSQL wrote on and streamed: that older position is no sign of
+   * another lineage (finding 32, docs/simulation.md).
    */
   positionIfStalled(view: ClusterView, me: StalledReplica, nowMs: number): CycleInput['leaderWal'] {
     const leader = view.leader?.name;
@@ -80,7 +96,7 @@ export class LeaderPositionRead {
       if (url) this.start(leader, url, nowMs, read?.leader === leader ? read.answer : undefined);
     }
     const a = this.read?.leader === leader ? this.read.answer : undefined;
-    if (!a || a.askedAtMs <= since + 1000 || nowMs - a.askedAtMs > 3 * loopWaitMs) return undefined;
+    if (!a || a.readAtMs <= since || nowMs - a.askedAtMs > 3 * loopWaitMs) return undefined;
     return { timeline: a.timeline, walBytes: a.walBytes };
   }
 
@@ -107,7 +123,14 @@ export class LeaderPositionRead {
         next.pending = false;
         const xlog = doc?.['xlog'] as { location?: unknown } | undefined;
         if (doc?.['role'] === 'primary' && typeof doc['timeline'] === 'number' && typeof xlog?.location === 'number') {
-          next.answer = { timeline: doc['timeline'], walBytes: BigInt(xlog.location), askedAtMs: next.startedAtMs };
+          const age = doc['probe_age_ms'];
+          const probeAgeMs = typeof age === 'number' && Number.isFinite(age) && age >= 0 ? age : UNDATED_PROBE_AGE_MS;
+          next.answer = {
+            timeline: doc['timeline'],
+            walBytes: BigInt(xlog.location),
+            askedAtMs: next.startedAtMs,
+            readAtMs: next.startedAtMs - probeAgeMs,
+          };
         }
       },
       () => {

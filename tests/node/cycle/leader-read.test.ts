@@ -1,6 +1,7 @@
 /**
- * LeaderPositionRead: the leader's position is handed to the cycle only when it was asked more
- * than 1 s after the replica last received WAL (finding 26) and stopped streaming.
+ * LeaderPositionRead: the leader's position is handed to the cycle only when the leader's probe
+ * behind it started after the replica last received WAL (finding 26) and stopped streaming: dated
+ * by the document's probe_age_ms (finding 32), else asked more than 1 s after.
  */
 import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../../src/domain/cluster.ts';
@@ -89,6 +90,35 @@ describe('LeaderPositionRead', () => {
     expect(at(51, 120n)).toBeUndefined(); // a new read starts (asked after the WAL stopped)
     await settle();
     expect(at(61, 120n)).toEqual({ timeline: 1, walBytes: 120n });
+  });
+
+  it('an answer from a probe older than the stall does not count, however late it was asked: finding 32', async () => {
+    // The leader's agent was frozen: it answers from a probe taken 40 s before, when its
+    // PostgreSQL had flushed 90; it has streamed 120 to this replica since.
+    let ageMs = 40_000;
+    const read = new LeaderPositionRead(async () => ({
+      role: 'primary',
+      state: 'running',
+      timeline: 1,
+      xlog: { location: 90 },
+      probe_age_ms: ageMs,
+    }));
+    const at = (s: number) =>
+      read.positionIfStalled(
+        view,
+        { name: 'n2', probe: probe(T0, 120n), notStreamingSinceMs: T0, configuredFor: 'n1', config },
+        T0 + s * 1000,
+      );
+    expect(at(21)).toBeUndefined(); // the read starts, 21 s after the stall
+    await settle();
+    expect(at(31)).toBeUndefined(); // probed 19 s before the stall: no sign of another lineage
+    await settle(); // the read started at 31 s answers the same
+    expect(at(35)).toBeUndefined();
+    // A fresh probe (40 ms old) read after the stall counts.
+    ageMs = 40;
+    expect(at(41)).toBeUndefined(); // a new read starts (loop_wait since the last)
+    await settle();
+    expect(at(42)).toEqual({ timeline: 1, walBytes: 90n });
   });
 
   it('a streaming replica or one following another member gets none', async () => {
