@@ -3,6 +3,7 @@
  * (patroni.md §3.3 "Healthiest-node test", seed 000 "A healthy member").
  */
 import { failoverPriority } from './member.ts';
+import { documentProbeAgeMs } from './status-document.ts';
 import { syncRaceRefusal, type SyncRaceRule } from './sync-standby.ts';
 import type { Member, Tags } from './member.ts';
 
@@ -113,9 +114,8 @@ export function peerWalFromStatus(doc: Record<string, unknown>): bigint | undefi
 export function peerFromStatus(name: string, doc: Record<string, unknown> | undefined, sentAtMs?: number): PeerStatus {
   if (!doc) return { name, reachable: false };
   const wal = peerWalFromStatus(doc);
-  const age = doc['probe_age_ms'];
-  const readAt =
-    wal !== undefined && sentAtMs !== undefined && typeof age === 'number' && Number.isFinite(age) && age >= 0 ? sentAtMs - age : undefined;
+  const age = documentProbeAgeMs(doc);
+  const readAt = wal !== undefined && sentAtMs !== undefined && age !== undefined ? sentAtMs - age : undefined;
   const stoppedWal = wal === undefined && doc['diverged'] === undefined ? localWalEnd(doc['local_wal_end']) : undefined;
   return {
     name,
@@ -422,10 +422,11 @@ interface SilentPosition extends PublishedPosition {
 /**
  * The positions of members other than `input.self` that are not a reachable peer with a running
  * PostgreSQL: the published positions (RaceInput.published) of those that did not answer, were
- * not asked, or answered without any WAL position (finding 31), and where the WAL of a reachable peer whose PostgreSQL does not run ends
- * (PeerStatus.stoppedWal: a former leader restarting after a crash may hold WAL past its last
- * published optime, finding 28) unless that is on a timeline behind the cluster timeline (what
- * such WAL holds past the cluster's switch point is not in the cluster's history).
+ * not asked, or answered without any WAL position (finding 31), and where the WAL of a reachable
+ * peer whose PostgreSQL does not run ends (PeerStatus.stoppedWal: a former leader restarting after
+ * a crash may hold WAL past its last published optime, finding 28) unless that is on a timeline
+ * behind the cluster timeline (what such WAL holds past the cluster's switch point is not in the
+ * cluster's history).
  */
 function silentPositions(input: Pick<RaceInput, 'self' | 'peers' | 'published' | 'clusterTimeline'>): SilentPosition[] {
   const silent: SilentPosition[] = [];

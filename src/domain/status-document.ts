@@ -228,6 +228,15 @@ export function buildStatusDocument(s: NodeSnapshot, nowMs: number): StatusDocum
   return doc;
 }
 
+/**
+ * The `probe_age_ms` a status document received from a peer carries (ms), or undefined when it has
+ * none or it is not a finite non-negative number (the reference's agent sends none).
+ */
+export function documentProbeAgeMs(doc: Record<string, unknown>): number | undefined {
+  const age = doc['probe_age_ms'];
+  return typeof age === 'number' && Number.isFinite(age) && age >= 0 ? age : undefined;
+}
+
 /** `probe_age_ms` of the status document of `s` at `nowMs` (epoch ms): whole ms, never negative; undefined without the probe's fields. */
 export function probeAgeMs(s: NodeSnapshot, nowMs: number): number | undefined {
   if (!s.pg || s.pgProbedAtMs === undefined) return undefined;

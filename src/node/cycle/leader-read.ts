@@ -9,6 +9,7 @@ import type { ClusterView } from '../../domain/cluster.ts';
 import { timingOf, type DynamicConfig } from '../../domain/dynamic-config.ts';
 import { notStreamingGraceMs, type CycleInput } from '../../domain/ha-cycle.ts';
 import type { PgStatus } from '../../domain/pg-status.ts';
+import { documentProbeAgeMs } from '../../domain/status-document.ts';
 import { walOf } from '../member/member-data.ts';
 
 /** One read of the leader's status document: of whom, when it started (epoch ms), whether it is in flight, and the last answer. */
@@ -123,8 +124,7 @@ export class LeaderPositionRead {
         next.pending = false;
         const xlog = doc?.['xlog'] as { location?: unknown } | undefined;
         if (doc?.['role'] === 'primary' && typeof doc['timeline'] === 'number' && typeof xlog?.location === 'number') {
-          const age = doc['probe_age_ms'];
-          const probeAgeMs = typeof age === 'number' && Number.isFinite(age) && age >= 0 ? age : UNDATED_PROBE_AGE_MS;
+          const probeAgeMs = documentProbeAgeMs(doc) ?? UNDATED_PROBE_AGE_MS;
           next.answer = {
             timeline: doc['timeline'],
             walBytes: BigInt(xlog.location),
