@@ -144,6 +144,11 @@ export class SyncManager {
   /**
    * One round on the running primary that holds the lock. `rewrite` writes the configuration
    * (with parameterValue('primary')) and reloads. DCS failures reject (the cycle logs them).
+   * Phases: nothing in a standby cluster; mode off (set and key cleared); a fenced primary changes
+   * nothing (heldByFence); otherwise the protocol's steps, at most MAX_STEPS_PER_CYCLE: key writes
+   * (under this member's leader key) and set changes. Kept in one body: each phase's await points
+   * are part of how its rounds interleave with the rest of the agent, which the simulator's
+   * scanned runs depend on.
    */
   async run(view: ClusterView, probe: PgStatus, rewrite: () => Promise<void>): Promise<void> {
     const core = this.deps;
@@ -162,19 +167,7 @@ export class SyncManager {
       }
       return;
     }
-    // Quorum failover: standbys have fenced this primary. It changes neither the key nor
-    // synchronous_standby_names from then on: relaxing them could let it acknowledge again,
-    // and the fence was judged on this key (docs/ha.md "Quorum failover").
-    const fence = quorumFailoverSettings(core.state.config) ? fenceOf(view.sync?.value.fence) : undefined;
-    if (fence?.leader === core.name && Object.keys(fence.members).length > 0) {
-      const who = Object.keys(fence.members).sort().join(', ');
-      if (this.fencedBy !== who) {
-        this.fencedBy = who;
-        core.notice('sync.fenced', `fenced by ${who} (quorum failover): the synchronous set and the sync key stay as they are`);
-      }
-      return;
-    }
-    this.fencedBy = undefined;
+    if (this.heldByFence(view)) return;
     let pg = probe;
     let v = view;
     const stale = this.staleInForce(this.adoptRunning(probe), pg);
@@ -196,7 +189,7 @@ export class SyncManager {
           lock?.name === core.name &&
           (await dcs.setSyncUnderLeader(syncStateOf(step.key), v.sync?.revision ?? '0', { name: lock.name, revision: lock.revision }));
         if (!ok) {
-          core.log.warn('the sync key changed under this leader: re-reading it next cycle');
+          core.log.warn('the sync key or the leader key changed under this leader: re-reading them next cycle');
           await dcs.refresh().catch(() => undefined);
           return;
         }
@@ -212,6 +205,26 @@ export class SyncManager {
       await rewrite();
       pg = await this.probeUntil(formatSyncSet(step.set), pg);
     }
+  }
+
+  /**
+   * Quorum failover: standbys have fenced this primary. It changes neither the key nor
+   * synchronous_standby_names from then on: relaxing them could let it acknowledge again, and the
+   * fence was judged on this key (docs/ha.md "Quorum failover"). True while fenced.
+   */
+  private heldByFence(view: ClusterView): boolean {
+    const core = this.deps;
+    const fence = quorumFailoverSettings(core.state.config) ? fenceOf(view.sync?.value.fence) : undefined;
+    if (fence?.leader === core.name && Object.keys(fence.members).length > 0) {
+      const who = Object.keys(fence.members).sort().join(', ');
+      if (this.fencedBy !== who) {
+        this.fencedBy = who;
+        core.notice('sync.fenced', `fenced by ${who} (quorum failover): the synchronous set and the sync key stay as they are`);
+      }
+      return true;
+    }
+    this.fencedBy = undefined;
+    return false;
   }
 
   /**
